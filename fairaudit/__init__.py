@@ -1,0 +1,35 @@
+"""fairaudit: an offline fairness audit for unsupervised learning.
+
+Does a PCA, an NMF, a feature selection or a tensor factorization represent every group as
+well as the others? ``fairaudit`` runs vanilla and fair versions of each method family side by
+side and reports per-group metrics from the papers that define them.
+
+Quick start::
+
+    from fairaudit import load, run_audit, AuditConfig
+    data = load("credit.csv", sensitive="SEX")
+    result = run_audit(data, AuditConfig(methods=("pca",), ranks=range(1, 11)))
+    result.records  # tidy table: method, variant, rank, group, metric, value
+"""
+
+from ._version import __version__
+from .data import AuditData, RawTable, load, prepare, read_table, scale_features
+from .errors import FairAuditError
+from .groups import encode_groups
+from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
+
+__all__ = [
+    "PCA",
+    "AuditData",
+    "CovFairPCA",
+    "FairAuditError",
+    "FairPCA",
+    "JEVDPCA",
+    "RawTable",
+    "__version__",
+    "encode_groups",
+    "load",
+    "prepare",
+    "read_table",
+    "scale_features",
+]

@@ -1,0 +1,296 @@
+"""Running an audit: configuration, the tidy result, and the family registry.
+
+``run_audit(data, config)`` fits every requested variant of every requested method family at
+every rank and returns an :class:`AuditResult` whose ``records`` table has one row per
+measurement::
+
+    method   variant   rank  group     metric      value
+    pca      vanilla   3     SEX=2     loss        0.412
+    pca      fair_eig  3                max_loss    0.301      (group empty: whole-data metric)
+    pca      fair_eig  3                seconds     0.004
+
+Plots, the app, the HTML report, JSON and CSV all read this table; nothing recomputes metrics
+on the side. Families register a function ``audit(data, config, sink)`` in :data:`FAMILIES`;
+a variant that would be too slow for the input is *skipped with a recorded reason*, never
+silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import importlib
+import json
+import math
+import time
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import metrics
+from ._version import __version__
+from .data import AuditData
+from .errors import ParameterError, RankError
+
+RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
+
+FAMILIES: dict[str, str] = {
+    "pca": "fairaudit.pca.audit:audit_pca",
+}
+"""Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
+
+FAMILY_TITLES = {"pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor (CP)"}
+
+
+# ============================================================================ configuration
+@dataclass
+class AuditConfig:
+    """What to run.
+
+    Parameters
+    ----------
+    methods : sequence of str
+        Method families (``"pca"``; more as they are added to :data:`FAMILIES`).
+    ranks : sequence of int, optional
+        Ranks to sweep. Default: 1 … min(10, number of features).
+    variants : sequence of str or "all"
+        Variant names to run (``"vanilla"``, ``"fair_eig"`` …), optionally qualified by family
+        (``"pca:fair_sdp"``). ``"all"`` runs each family's default set.
+    random_state : int
+        Seed for everything random (classifier splits, subsampling, initialisations).
+    leakage_classifier : {"qda", "logistic", "hgb", "mlp"}
+        Classifier behind ``unfairness`` / ``unfairness_balanced`` (default QDA: fast, and it
+        sees mean and covariance differences; "hgb"/"mlp" for nonlinear leakage).
+    leakage_max_rows : int
+        Rows (stratified sample) used for the leakage classifier.
+    mmd_max_rows_per_group : int
+        Rows per group for the O(m²) RBF MMD².
+    sdp_max_features, mw_max_features : int
+        Above these feature counts the SDP / multiplicative-weights variants are skipped
+        (with the reason recorded): their cost grows steeply with the dimension.
+    options : dict
+        Family-specific options, e.g. ``{"nmf": {"max_iter": 500}}``.
+    """
+
+    methods: Sequence[str] = ("pca",)
+    ranks: Sequence[int] | None = None
+    variants: Sequence[str] | str = "all"
+    random_state: int = 0
+    leakage_classifier: str = "qda"
+    leakage_max_rows: int = 10000
+    mmd_max_rows_per_group: int = 1000
+    sdp_max_features: int = 30
+    mw_max_features: int = 300
+    options: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.methods = tuple(self.methods)
+        if isinstance(self.variants, str) and self.variants != "all":
+            self.variants = tuple(v.strip() for v in self.variants.split(",") if v.strip())
+        elif not isinstance(self.variants, str):
+            self.variants = tuple(self.variants)
+        if self.ranks is not None:
+            self.ranks = tuple(int(r) for r in self.ranks)
+        for method in self.methods:
+            if method not in FAMILIES:
+                raise ParameterError(
+                    f"unknown method {method!r}; available: {', '.join(FAMILIES)}."
+                )
+        if self.leakage_classifier not in metrics.LEAKAGE_CLASSIFIERS:
+            raise ParameterError(
+                f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "
+                f"got {self.leakage_classifier!r}."
+            )
+
+    def resolved_ranks(self, n_features: int, limit: int | None = None) -> tuple[int, ...]:
+        """The ranks to sweep for data with ``n_features`` columns (``limit`` caps them further)."""
+        cap = n_features if limit is None else min(n_features, limit)
+        if self.ranks is None:
+            return tuple(range(1, min(10, cap) + 1))
+        if not self.ranks:
+            raise RankError("the rank list is empty; give ranks such as 1:10 or 2,4,8.")
+        for rank in self.ranks:
+            if rank < 1:
+                raise RankError(f"rank {rank} is below 1; ranks start at 1.")
+            if rank > cap:
+                raise RankError(
+                    f"rank {rank} is larger than the data allows ({cap}: the number of features"
+                    f"{'' if limit is None else ' or rows'}); choose ranks up to {cap}."
+                )
+        return tuple(sorted(set(self.ranks)))
+
+    def wants(self, method: str, variant: str, default: bool = True) -> bool:
+        """Whether ``variant`` of ``method`` should run (``default`` for ``"all"``)."""
+        if self.variants == "all":
+            return default
+        return variant in self.variants or f"{method}:{variant}" in self.variants
+
+    def to_dict(self) -> dict:
+        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items()}
+
+
+# ============================================================================ results
+@dataclass
+class AuditResult:
+    """The outcome of :func:`run_audit`: tidy records plus everything a report needs."""
+
+    records: pd.DataFrame
+    config: dict
+    data: dict
+    skipped: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    created: str = ""
+    seconds: float = 0.0
+    fairaudit_version: str = __version__
+
+    def metric(self, metric: str, method: str | None = None) -> pd.DataFrame:
+        """Rows of one metric (optionally one method)."""
+        rows = self.records[self.records.metric == metric]
+        return rows if method is None else rows[rows.method == method]
+
+    def to_dict(self) -> dict:
+        return {
+            "fairaudit_version": self.fairaudit_version,
+            "created": self.created,
+            "seconds": self.seconds,
+            "config": self.config,
+            "data": self.data,
+            "skipped": self.skipped,
+            "warnings": self.warnings,
+            "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+
+    def to_csv(self) -> str:
+        return self.records.to_csv(index=False)
+
+    @classmethod
+    def from_dict(cls, payload: dict) -> AuditResult:
+        records = pd.DataFrame(payload["records"], columns=RECORD_COLUMNS)
+        records["value"] = pd.to_numeric(records["value"])
+        return cls(
+            records=records,
+            config=payload.get("config", {}),
+            data=payload.get("data", {}),
+            skipped=payload.get("skipped", []),
+            warnings=payload.get("warnings", []),
+            created=payload.get("created", ""),
+            seconds=payload.get("seconds", 0.0),
+            fairaudit_version=payload.get("fairaudit_version", ""),
+        )
+
+
+def _json_safe_record(record: dict) -> dict:
+    value = record["value"]
+    record = dict(record)
+    record["rank"] = int(record["rank"])
+    record["value"] = None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+    return record
+
+
+# ============================================================================ collecting records
+ProgressCallback = Callable[[dict], None]
+
+
+class RecordSink:
+    """Where a family writes its measurements, skips, warnings and progress."""
+
+    def __init__(self, method: str, progress: ProgressCallback | None = None):
+        self.method = method
+        self.rows: list[tuple] = []
+        self.skipped: list[dict] = []
+        self.warnings: list[str] = []
+        self._progress = progress
+
+    def add(self, variant: str, rank: int, metric: str, value: float, group: str = "") -> None:
+        self.rows.append((self.method, variant, int(rank), group, metric, float(value)))
+
+    def add_groups(self, variant: str, rank: int, metric: str, labels: Iterable[str], values: Iterable[float]) -> None:
+        for label, value in zip(labels, values, strict=True):
+            self.add(variant, rank, metric, value, group=label)
+
+    def skip(self, variant: str, reason: str, rank: int | None = None) -> None:
+        self.skipped.append({"method": self.method, "variant": variant, "rank": rank, "reason": reason})
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def progress(self, variant: str, rank: int, done: int, total: int, seconds: float) -> None:
+        if self._progress is not None:
+            self._progress(
+                {"method": self.method, "variant": variant, "rank": rank, "done": done, "total": total, "seconds": seconds}
+            )
+
+    def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:
+        for item in caught:
+            self.warn(f"{self.method}/{variant}: {item.message}")
+
+
+def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfig) -> dict[str, float]:
+    """Whole-data metrics of a representation ``Z`` shared by every family.
+
+    ``mmd2`` (group means), ``mmd2_rbf`` (median-heuristic RBF kernel) and the held-out group
+    classifier's ``unfairness`` / ``unfairness_balanced`` (see :mod:`fairaudit.metrics`).
+    """
+    accuracy, balanced = metrics.group_prediction_scores(
+        Z,
+        groups,
+        classifier=config.leakage_classifier,
+        max_rows=config.leakage_max_rows,
+        random_state=config.random_state,
+    )
+    k = len(np.unique(groups))
+    return {
+        "mmd2": metrics.mmd2(Z, groups),
+        "mmd2_rbf": metrics.mmd2_rbf(
+            Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
+        ),
+        "unfairness": accuracy - 1.0 / k,
+        "unfairness_balanced": balanced - 1.0 / k,
+    }
+
+
+def _family(method: str) -> Callable:
+    module_name, function = FAMILIES[method].split(":")
+    return getattr(importlib.import_module(module_name), function)
+
+
+def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:
+    """Run every requested family on ``data``; see the module docstring.
+
+    Parameters
+    ----------
+    data : AuditData
+        Validated input (:func:`fairaudit.load`, :func:`fairaudit.prepare` or
+        :meth:`AuditData.from_arrays`).
+    config : AuditConfig, optional
+    progress : callable, optional
+        Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds"}``.
+    """
+    config = config or AuditConfig()
+    started = time.perf_counter()
+    created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    rows: list[tuple] = []
+    skipped: list[dict] = []
+    notes: list[str] = []
+    for method in config.methods:
+        sink = RecordSink(method, progress)
+        _family(method)(data, config, sink)
+        rows.extend(sink.rows)
+        skipped.extend(sink.skipped)
+        notes.extend(sink.warnings)
+    records = pd.DataFrame(rows, columns=RECORD_COLUMNS)
+    return AuditResult(
+        records=records,
+        config=config.to_dict(),
+        data=data.fingerprint(),
+        skipped=skipped,
+        warnings=notes,
+        created=created,
+        seconds=round(time.perf_counter() - started, 3),
+    )

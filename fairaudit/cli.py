@@ -1,0 +1,215 @@
+"""Command line: ``python -m fairaudit audit DATA.csv --sensitive COL ...``.
+
+Exit status 0 on success; 2 with one line on stderr for bad input (never a traceback).
+``python -m fairaudit columns DATA.csv`` lists a file's columns and how they would be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from . import __version__
+from .audit import FAMILIES, AuditConfig, run_audit
+from .data import DEFAULT_MAX_MB, MISSING_POLICIES, SCALINGS, prepare, read_table
+from .errors import FairAuditError, ParameterError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in one line with status 2."""
+
+    def error(self, message):  # noqa: D401 - argparse API
+        raise _UsageError(f"{message} (see --help)")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def parse_ranks(text: str) -> list[int]:
+    """``"1:10"`` (inclusive), ``"2,4,8"``, ``"1:21:2"`` or a single number."""
+    try:
+        if ":" in text:
+            parts = [int(p) for p in text.split(":")]
+            if len(parts) == 2:
+                return list(range(parts[0], parts[1] + 1))
+            if len(parts) == 3 and parts[2] > 0:
+                return list(range(parts[0], parts[1] + 1, parts[2]))
+            raise ValueError
+        return [int(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise ParameterError(f"--ranks {text!r} is not understood; write 1:10, 2,4,8 or 1:21:2.") from None
+
+
+def _pairs(items: list[str] | None, option: str, cast) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ParameterError(f"{option} expects COLUMN=VALUE, got {item!r}.")
+        column, value = item.rsplit("=", 1)
+        try:
+            out[column.strip()] = cast(value)
+        except ValueError:
+            raise ParameterError(f"{option} {item!r}: {value!r} is not a number.") from None
+    return out
+
+
+def _split(text: str | None) -> list[str] | None:
+    if text is None:
+        return None
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m fairaudit", description="Fairness audit for unsupervised learning.")
+    parser.add_argument("--version", action="version", version=f"fairaudit {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    audit = commands.add_parser("audit", help="audit a CSV file", description="Run vanilla and fair methods on a CSV file.")
+    audit.add_argument("data", help="CSV file (UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)")
+    _add_input_options(audit)
+    runs = audit.add_argument_group("what to run")
+    runs.add_argument("--methods", default="pca", help=f"comma-separated families: {', '.join(FAMILIES)} (default pca)")
+    runs.add_argument("--ranks", default=None, help="ranks to sweep: 1:10, 2,4,8 or 1:21:2 (default 1 … min(10, features))")
+    runs.add_argument("--variants", default="all", help="all, or names such as vanilla,fair_eig (optionally pca:fair_sdp)")
+    runs.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    runs.add_argument("--leakage-classifier", default="qda", choices=["qda", "logistic", "hgb", "mlp"],
+                      help="classifier behind the unfairness (leakage) metrics (default qda)")
+    runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
+    outputs = audit.add_argument_group("outputs")
+    outputs.add_argument("--html", help="write a self-contained HTML report here")
+    outputs.add_argument("--json", help="write the JSON result here")
+    outputs.add_argument("--csv", help="write the tidy records as CSV here")
+    outputs.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+    columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
+    columns.add_argument("data")
+    columns.add_argument("--skip-rows", type=int, default=0)
+    columns.add_argument("--no-header", action="store_true")
+    columns.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB)
+    return parser
+
+
+def _add_input_options(parser: argparse.ArgumentParser) -> None:
+    reading = parser.add_argument_group("reading the file")
+    reading.add_argument("--skip-rows", type=int, default=0, help="lines to skip before the header")
+    reading.add_argument("--no-header", action="store_true", help="the first line is data (columns become col_1, col_2, …)")
+    reading.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help=f"size limit in MB (default {DEFAULT_MAX_MB})")
+    columns = parser.add_argument_group("columns")
+    columns.add_argument("--sensitive", action="append", required=True, help="sensitive column; repeat for intersections")
+    columns.add_argument("--features", help="comma-separated feature columns (default: all numeric, non-ID columns)")
+    columns.add_argument("--ignore", help="comma-separated columns to leave out")
+    columns.add_argument("--label", help="ground-truth column (clustering accuracy); never a feature")
+    columns.add_argument("--one-hot", action="store_true", help="one-hot encode text feature columns")
+    columns.add_argument("--binarize", action="append", metavar="COL=THRESHOLD", help="split a numeric sensitive column at a threshold")
+    columns.add_argument("--bins", action="append", metavar="COL=N", help="cut a numeric sensitive column into N quantile bins")
+    rows = parser.add_argument_group("rows and scaling")
+    rows.add_argument("--missing", default="error", choices=MISSING_POLICIES, help="missing cells: stop (default), drop rows, impute")
+    rows.add_argument("--min-group-size", type=int, default=2)
+    rows.add_argument("--drop-small-groups", action="store_true", help="drop groups below --min-group-size instead of stopping")
+    scaling = rows.add_mutually_exclusive_group()
+    scaling.add_argument("--scaling", choices=SCALINGS, default=None, help="feature scaling (default standardize)")
+    scaling.add_argument("--standardize", dest="standardize", action="store_true", default=None, help="same as --scaling standardize")
+    scaling.add_argument("--no-standardize", dest="standardize", action="store_false", help="same as --scaling center")
+
+
+def _scaling(args) -> str:
+    if args.scaling:
+        return args.scaling
+    if args.standardize is False:
+        return "center"
+    return "standardize"
+
+
+def load_from_args(args):
+    """Read and prepare the data as the command line says."""
+    table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    return prepare(
+        table,
+        sensitive=args.sensitive,
+        features=_split(args.features),
+        ignore=_split(args.ignore) or (),
+        label=args.label,
+        one_hot=args.one_hot,
+        binarize=_pairs(args.binarize, "--binarize", float),
+        bins=_pairs(args.bins, "--bins", int),
+        missing=args.missing,
+        scaling=_scaling(args),
+        min_group_size=args.min_group_size,
+        small_groups="drop" if args.drop_small_groups else "error",
+    )
+
+
+def config_from_args(args) -> AuditConfig:
+    return AuditConfig(
+        methods=_split(args.methods) or ["pca"],
+        ranks=parse_ranks(args.ranks) if args.ranks else None,
+        variants=args.variants,
+        random_state=args.seed,
+        leakage_classifier=args.leakage_classifier,
+        sdp_max_features=args.sdp_max_features,
+    )
+
+
+def _print_summary(result, out) -> None:
+    from .findings import findings
+    from .report import summary_table
+
+    data = result.data
+    groups = ", ".join(f"{g} ({n})" for g, n in data["group_sizes"].items())
+    print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
+    for method in dict.fromkeys(result.records.method):
+        table = summary_table(result, method)
+        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
+        print(f"\n[{method}]", file=out)
+        print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+    for method, sentences in findings(result).items():
+        for sentence in sentences:
+            print(f"finding ({method}): {sentence}", file=out)
+    for skip in result.skipped:
+        print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=out)
+
+
+def _run_audit(args) -> int:
+    from .report import write_reports
+
+    data = load_from_args(args)
+    config = config_from_args(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
+        result = run_audit(data, config)
+    written = write_reports(result, html_path=args.html, json_path=args.json, csv_path=args.csv)
+    if not args.quiet:
+        _print_summary(result, sys.stdout)
+        for path in written:
+            print(f"wrote {path}")
+    return 0
+
+
+def _run_columns(args) -> int:
+    table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    print(f"{table.name}: {len(table.frame)} rows, {len(table.columns)} columns, encoding {table.encoding}, delimiter {table.delimiter!r}")
+    print(table.describe().to_string(index=False))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command == "audit":
+            return _run_audit(args)
+        return _run_columns(args)
+    except (FairAuditError, _UsageError) as exc:
+        print(f"fairaudit: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # pragma: no cover
+        print("fairaudit: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

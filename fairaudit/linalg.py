@@ -1,0 +1,91 @@
+"""Small linear-algebra pieces shared by the estimators and the metrics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+
+DENSE_EIGH_MAX_DIM = 400
+"""Up to this size a full ``eigh`` is faster than an iterative solver for a few eigenpairs."""
+
+
+@dataclass(frozen=True)
+class LowRankMap:
+    """The linear map ``P = U diag(w) Uᵀ`` (``U`` has orthonormal columns).
+
+    A projection has all weights 1; Samadi et al.'s "affine projection" (Alg. 1, last step) has
+    weights in [0, 1]. Applying it to rows costs O(m n r) instead of O(m n²).
+    """
+
+    basis: np.ndarray  # (n, r)
+    weights: np.ndarray  # (r,)
+
+    @property
+    def rank(self) -> int:
+        return int(np.count_nonzero(self.weights))
+
+    def coordinates(self, X: np.ndarray) -> np.ndarray:
+        """``X U diag(w)``: the r-dimensional representation of the rows of ``X``."""
+        return (X @ self.basis) * self.weights
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """``X P``."""
+        return self.coordinates(X) @ self.basis.T
+
+    def dense(self) -> np.ndarray:
+        return (self.basis * self.weights) @ self.basis.T
+
+
+def as_map(P) -> LowRankMap:
+    """A :class:`LowRankMap` for ``P`` (symmetric matrix or already a map)."""
+    if isinstance(P, LowRankMap):
+        return P
+    P = np.asarray(P, dtype=float)
+    if P.ndim != 2 or P.shape[0] != P.shape[1]:
+        raise ValueError(f"a projection must be a square matrix, got shape {P.shape}")
+    values, vectors = np.linalg.eigh((P + P.T) / 2)
+    keep = np.abs(values) > 1e-12 * max(1.0, np.abs(values).max(initial=0.0))
+    return LowRankMap(vectors[:, keep], values[keep])
+
+
+def top_eigh(M: np.ndarray, k: int, *, v0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenvalues (descending) and eigenvectors of a symmetric matrix.
+
+    Dense LAPACK (``syevr`` on the wanted index range) for small matrices; for large ones
+    LOBPCG warm-started from ``v0`` (the previous call's vectors during an iteration), which
+    falls back to LAPACK when it does not converge to full accuracy.
+    """
+    n = M.shape[0]
+    k = min(k, n)
+    if n <= DENSE_EIGH_MAX_DIM or k > n // 4:
+        values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
+        return values[::-1], vectors[:, ::-1]
+    block = k + max(4, k // 2)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((n, block))
+    if v0 is not None:
+        X[:, : min(block, v0.shape[1])] = v0[:, :block]
+    values, vectors, residuals = scipy.sparse.linalg.lobpcg(
+        M, X, largest=True, tol=1e-11 * max(1.0, abs(np.trace(M)) / n) ** 0.5, maxiter=200,
+        retResidualNormsHistory=True,
+    )
+    order = np.argsort(values)[::-1][:k]
+    values, vectors = values[order], vectors[:, order]
+    residual = np.linalg.norm(M @ vectors - vectors * values, axis=0).max()
+    if not np.isfinite(residual) or residual > 1e-8 * max(1.0, abs(values[0])):
+        values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
+        return values[::-1], vectors[:, ::-1]
+    return values, vectors
+
+
+def orthonormal_basis(vectors: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """An orthonormal basis of the column span (rank-revealing QR)."""
+    if vectors.size == 0:
+        return vectors
+    Q, R, _ = scipy.linalg.qr(vectors, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(R))
+    rank = int(np.sum(diag > tol * max(diag[0], 1e-300)))
+    return Q[:, :rank]

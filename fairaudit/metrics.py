@@ -1,0 +1,320 @@
+"""Metric functions, each exactly as its paper defines it.
+
+Conventions: ``X`` is already centred by the global mean (the PCA family's convention, Samadi
+et al. 2018 §3); ``P`` is the learned linear map with reconstruction ``X P`` (an ``n × n``
+matrix or a :class:`~fairaudit.linalg.LowRankMap`); ``groups`` is a 1-D array of group codes
+``0 … k−1`` (see :func:`fairaudit.groups.encode_groups`); ``Z`` is a representation (one row
+per sample), e.g. ``X P`` or its coordinates.
+
+References
+----------
+[Samadi18] S. Samadi, U. Tantipongpipat, J. Morgenstern, M. Singh, S. Vempala. "The Price of
+    Fair PCA: One Extra Dimension". NeurIPS 2018.
+[Rathore25] V. Rathore, N. Manwani. "Achieving Fair PCA Using Joint Eigenvalue
+    Decomposition". arXiv:2502.16933, 2025.
+[Lee22] J. Lee, G. Kim, M. Olfat, M. Hasegawa-Johnson, C. D. Yoo. "Fast and Efficient
+    MMD-based Fair PCA via Optimization over Stiefel Manifold". AAAI 2022.
+[Gretton12] A. Gretton et al. "A Kernel Two-Sample Test". JMLR 13, 2012.
+[Kim24] K. Kim, A. Gittens. "Learning fair canonical polyadical decompositions using a kernel
+    independence criterion". 2024.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+from scipy.spatial.distance import cdist, pdist
+
+from .linalg import as_map
+
+# ---------------------------------------------------------------- reconstruction (PCA family)
+
+
+def error(A: np.ndarray, P) -> float:
+    """Average reconstruction error ``‖A − A P‖²_F / m`` of the ``m`` rows of ``A``.
+
+    [Samadi18] §3 (reconstruction error of a group under the map ``P``).
+    """
+    A = np.asarray(A, dtype=float)
+    projection = as_map(P)
+    # With P = U diag(w) Uᵀ (U orthonormal): ‖A − AP‖² = ‖A‖² − Σ_j (2w_j − w_j²) ‖A u_j‖²,
+    # which needs A U (m × r) instead of the m × n reconstruction.
+    along = A @ projection.basis
+    w = projection.weights
+    captured = float(np.sum((along * along) @ (2 * w - w * w)))
+    return max(float(np.sum(A * A)) - captured, 0.0) / A.shape[0]
+
+
+def best_rank_error(A: np.ndarray, d: int) -> float:
+    """``‖A − Â‖²_F / m`` with ``Â`` the best rank-``d`` approximation of ``A`` (Eckart–Young)."""
+    A = np.asarray(A, dtype=float)
+    m, n = A.shape
+    if m > n:  # eigenvalues of AᵀA are the squared singular values: O(m n²) instead of an SVD
+        squared = np.clip(np.linalg.eigvalsh(A.T @ A)[::-1], 0.0, None)
+    else:
+        squared = np.linalg.svd(A, compute_uv=False) ** 2
+    return float(np.sum(squared[d:]) / m)
+
+
+def loss(A: np.ndarray, P, d: int) -> float:
+    """Samadi et al.'s reconstruction loss, averaged: ``error(A, P) − ‖A − Â‖²_F / m``.
+
+    [Samadi18] Definition 4.3 (with the 1/|A| averaging of Definition 4.4): how much worse the
+    map ``P`` reconstructs the group than the group's own best rank-``d`` approximation.
+    """
+    return error(A, P) - best_rank_error(A, d)
+
+
+def group_errors(X: np.ndarray, groups: np.ndarray, P) -> np.ndarray:
+    """:func:`error` of each group (index ``g`` = group code ``g``)."""
+    k = int(groups.max()) + 1
+    return np.array([error(X[groups == g], P) for g in range(k)])
+
+
+def group_losses(X: np.ndarray, groups: np.ndarray, P, d: int) -> np.ndarray:
+    """:func:`loss` of each group. Fair PCA minimises the maximum ([Samadi18] Def. 4.4, eq. 10)."""
+    k = int(groups.max()) + 1
+    return np.array([loss(X[groups == g], P, d) for g in range(k)])
+
+
+def variance_explained(X: np.ndarray, P) -> float:
+    """``‖X P‖²_F / ‖X‖²_F`` on centred data ([Rathore25] §5.3)."""
+    X = np.asarray(X, dtype=float)
+    coordinates = as_map(P).coordinates(X)  # ‖X P‖_F = ‖X U diag(w)‖_F since U is orthonormal
+    total = float(np.sum(X * X))
+    return float(np.sum(coordinates * coordinates) / total) if total > 0 else float("nan")
+
+
+# ---------------------------------------------------------------- distribution distances
+
+
+def _group_means(Z: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    k = int(groups.max()) + 1
+    return np.array([Z[groups == g].mean(axis=0) for g in range(k)])
+
+
+def mmd2(Z: np.ndarray, groups: np.ndarray) -> float:
+    """Linear-kernel MMD²: ``‖μ_a − μ_b‖²`` between group means of the representation.
+
+    [Rathore25] §5.3. For more than two groups, the largest pairwise value.
+    """
+    Z = np.asarray(Z, dtype=float)
+    means = _group_means(Z, groups)
+    return float(max(np.sum((means[a] - means[b]) ** 2) for a, b in combinations(range(len(means)), 2)))
+
+
+def _subsample(indices: np.ndarray, max_rows: int | None, rng: np.random.Generator) -> np.ndarray:
+    if max_rows is None or len(indices) <= max_rows:
+        return indices
+    return np.sort(rng.choice(indices, size=max_rows, replace=False))
+
+
+def mmd2_rbf(
+    Z: np.ndarray,
+    groups: np.ndarray,
+    *,
+    max_rows_per_group: int | None = 1000,
+    random_state: int | None = 0,
+) -> float:
+    """RBF-kernel MMD² with the median bandwidth heuristic ([Lee22] §5; [Gretton12] eq. 5).
+
+    For groups ``a`` and ``b``: ``mean K_aa + mean K_bb − 2 mean K_ab`` (the biased,
+    always non-negative V-statistic), ``K(x, y) = exp(−‖x − y‖² / (2 σ²))`` with ``σ`` the
+    median pairwise distance of the pooled rows. For more than two groups, the largest pairwise
+    value. Groups larger than ``max_rows_per_group`` are subsampled (seeded) to bound the
+    O(m²) cost; ``None`` uses every row.
+    """
+    Z = np.asarray(Z, dtype=float)
+    rng = np.random.default_rng(random_state)
+    k = int(groups.max()) + 1
+    members = [_subsample(np.flatnonzero(groups == g), max_rows_per_group, rng) for g in range(k)]
+    best = 0.0
+    for a, b in combinations(range(k), 2):
+        Za, Zb = Z[members[a]], Z[members[b]]
+        pooled = np.vstack([Za, Zb])
+        distances = pdist(pooled)
+        sigma = float(np.median(distances)) if distances.size else 0.0
+        if sigma <= 0:
+            positive = distances[distances > 0]
+            if positive.size == 0:
+                continue  # every row identical: no difference between the groups
+            sigma = float(np.median(positive))
+        gamma = 1.0 / (2.0 * sigma * sigma)
+        kaa = np.exp(-gamma * cdist(Za, Za, "sqeuclidean")).mean()
+        kbb = np.exp(-gamma * cdist(Zb, Zb, "sqeuclidean")).mean()
+        kab = np.exp(-gamma * cdist(Za, Zb, "sqeuclidean")).mean()
+        best = max(best, float(kaa + kbb - 2.0 * kab))
+    return best
+
+
+# ---------------------------------------------------------------- leakage
+
+
+def _make_classifier(name: str, n_classes: int, random_state):
+    """The leakage classifier. Each is set up for *balanced* accuracy (equal class weights or
+    priors), so a large group cannot win by being guessed by default."""
+    from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if name == "qda":
+        # Bayes-optimal for Gaussian groups: sees differences of means *and* of covariances,
+        # which is what a linear representation can leak; a few milliseconds per fit.
+        return QuadraticDiscriminantAnalysis(priors=np.full(n_classes, 1.0 / n_classes), reg_param=1e-4)
+    if name == "logistic":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000, class_weight="balanced"))
+    if name == "hgb":
+        return HistGradientBoostingClassifier(max_iter=100, class_weight="balanced", random_state=random_state)
+    if name == "mlp":
+        # [Kim24] App. A.6: a network with one hidden layer of 1,500 units (no class weights in
+        # scikit-learn's MLP: its balanced accuracy is still reported honestly).
+        return make_pipeline(
+            StandardScaler(),
+            MLPClassifier(hidden_layer_sizes=(1500,), max_iter=300, early_stopping=True, random_state=random_state),
+        )
+    raise ValueError(f"classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {name!r}")
+
+
+LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp")
+
+
+def group_prediction_scores(
+    Z: np.ndarray,
+    groups: np.ndarray,
+    *,
+    classifier: str = "qda",
+    test_size: float = 0.25,
+    max_rows: int | None = 20000,
+    random_state: int | None = 0,
+) -> tuple[float, float]:
+    """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``.
+
+    A stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6);
+    above ``max_rows`` rows a stratified subsample is used.
+    """
+    from sklearn.metrics import accuracy_score, balanced_accuracy_score
+    from sklearn.model_selection import train_test_split
+
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    groups = np.asarray(groups)
+    if max_rows is not None and len(groups) > max_rows:
+        Z, _, groups, _ = train_test_split(Z, groups, train_size=max_rows, stratify=groups, random_state=random_state)
+    Z_train, Z_test, g_train, g_test = train_test_split(
+        Z, groups, test_size=test_size, stratify=groups, random_state=random_state
+    )
+    model = _make_classifier(classifier, len(np.unique(groups)), random_state).fit(Z_train, g_train)
+    predicted = model.predict(Z_test)
+    return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
+
+
+def unfairness(Z: np.ndarray, groups: np.ndarray, **options) -> float:
+    """Held-out accuracy of predicting the group from ``Z``, minus chance ``1/k``.
+
+    [Kim24] §3 / App. A.6 define it for two groups as accuracy − 0.5. With imbalanced groups a
+    classifier that always answers the majority scores above 0.5 without any leakage; use
+    :func:`unfairness_balanced` there.
+    """
+    k = len(np.unique(groups))
+    return group_prediction_scores(Z, groups, **options)[0] - 1.0 / k
+
+
+def unfairness_balanced(Z: np.ndarray, groups: np.ndarray, **options) -> float:
+    """Like :func:`unfairness` with balanced accuracy (mean per-group recall) minus ``1/k``.
+
+    0 means the representation does not reveal the group beyond chance; 1 − 1/k means it
+    reveals it perfectly, whatever the group sizes.
+    """
+    k = len(np.unique(groups))
+    return group_prediction_scores(Z, groups, **options)[1] - 1.0 / k
+
+
+# ---------------------------------------------------------------- plain-language definitions
+METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
+    "error": {
+        "title": "Reconstruction error (per group)",
+        "formula": "‖A_i − A_i P‖²_F / m_i",
+        "plain": "How much of a group's data is lost when it is compressed and reconstructed: the "
+        "average squared distance between each row and its reconstruction. Lower is better.",
+        "source": "Samadi et al. 2018, §3",
+    },
+    "loss": {
+        "title": "Reconstruction loss (per group)",
+        "formula": "error_i − ‖A_i − Â_i‖²_F / m_i,  Â_i = best rank-d approximation of A_i",
+        "plain": "The error a group suffers beyond what the best possible rank-d compression of that "
+        "group alone would cost. 0 means the representation serves the group as well as its own "
+        "PCA; Fair PCA makes the largest group loss as small as possible.",
+        "source": "Samadi et al. 2018, Def. 4.3–4.4",
+    },
+    "max_loss": {
+        "title": "Largest group loss",
+        "formula": "max_i loss_i",
+        "plain": "The objective Fair PCA minimises: the loss of the worst-served group.",
+        "source": "Samadi et al. 2018, eq. 10",
+    },
+    "loss_gap": {
+        "title": "Loss gap",
+        "formula": "max_i loss_i − min_i loss_i",
+        "plain": "How unequally the groups are served. 0 means every group loses the same.",
+        "source": "derived from Samadi et al. 2018, Def. 4.3",
+    },
+    "variance_explained": {
+        "title": "Variance explained",
+        "formula": "‖X P‖²_F / ‖X‖²_F (centred X)",
+        "plain": "The share of the whole data's variance the representation keeps. Fairness usually "
+        "costs a little of it.",
+        "source": "Rathore & Manwani 2025, §5.3",
+    },
+    "mmd2": {
+        "title": "MMD² (group means)",
+        "formula": "‖μ_a − μ_b‖² of the projected group means (largest pair)",
+        "plain": "How far apart the groups' average representations are. 0 means the groups are "
+        "centred at the same place in the representation.",
+        "source": "Rathore & Manwani 2025, §5.3",
+    },
+    "mmd2_rbf": {
+        "title": "MMD² (RBF kernel)",
+        "formula": "mean K_aa + mean K_bb − 2 mean K_ab, K = exp(−‖x−y‖²/2σ²), σ = median distance",
+        "plain": "How different the groups' whole distributions are in the representation, not only "
+        "their means. 0 means indistinguishable.",
+        "source": "Lee et al. 2022; Gretton et al. 2012",
+    },
+    "unfairness": {
+        "title": "Unfairness (leakage, accuracy)",
+        "formula": "held-out accuracy of a classifier predicting the group − 1/k",
+        "plain": "How well the group can be guessed from the representation alone. With unequal "
+        "group sizes a classifier can score well by always guessing the larger group; prefer the "
+        "balanced version.",
+        "source": "Kim & Gittens 2024, §3 / App. A.6",
+    },
+    "unfairness_balanced": {
+        "title": "Unfairness (leakage, balanced accuracy)",
+        "formula": "held-out balanced accuracy of a classifier predicting the group − 1/k",
+        "plain": "How well the group can be guessed from the representation, fair to small groups. "
+        "0 means no better than chance; 1 − 1/k means the group is fully revealed.",
+        "source": "Kim & Gittens 2024, §3 (balanced accuracy)",
+    },
+    "effective_rank": {
+        "title": "Effective rank",
+        "formula": "number of directions the map uses",
+        "plain": "Fair PCA may use up to k − 1 extra directions (one for two groups) to equalise losses.",
+        "source": "Samadi et al. 2018, Thm. 5.1–5.2",
+    },
+    "dual_gap": {
+        "title": "Certified optimality gap",
+        "formula": "max_i loss_i − (lower bound from the Lagrangian dual)",
+        "plain": "How far the solver's answer can be from the true optimum, at most.",
+        "source": "this implementation",
+    },
+    "seconds": {
+        "title": "Fit time (s)",
+        "formula": "wall-clock seconds per fit",
+        "plain": "Time to fit one variant at one rank.",
+        "source": "measured",
+    },
+}

@@ -1,0 +1,25 @@
+"""The PCA family: vanilla PCA and fair variants with a common, audit-ready interface.
+
+Every class follows scikit-learn's conventions (``fit(X, *, sensitive_features)`` returns
+``self``; ``transform``; learned attributes end in ``_``) and exposes ``projection_`` (the
+``n × n`` map ``P``), ``components_``, ``group_errors_``, ``group_losses_`` and
+``n_components_`` (the effective rank).
+"""
+
+from ._base import GroupPCABase, rank_sweep, rank_sweep_problem
+from ._problem import GroupProblem
+from .covfair import CovFairPCA
+from .fair import FairPCA
+from .jevd import JEVDPCA
+from .vanilla import PCA
+
+__all__ = [
+    "PCA",
+    "CovFairPCA",
+    "FairPCA",
+    "GroupPCABase",
+    "GroupProblem",
+    "JEVDPCA",
+    "rank_sweep",
+    "rank_sweep_problem",
+]

@@ -1,0 +1,138 @@
+"""What every estimator of the PCA family shares: validation, attributes, transform, sweeps."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..groups import check_groups, encode_groups
+from ..linalg import LowRankMap
+from ..validation import check_rank
+from ._problem import GroupProblem
+
+
+class GroupPCABase(TransformerMixin, BaseEstimator):
+    """Base class: a linear map ``P = U diag(w) Uᵀ`` learned from centred data and groups.
+
+    Subclasses implement ``_solve(problem, d) -> LowRankMap``. After ``fit``:
+
+    Attributes
+    ----------
+    mean_ : ndarray (n_features,)
+        The global mean subtracted before fitting (rows are centred by it).
+    components_ : ndarray (n_components_, n_features)
+        Orthonormal directions ``Uᵀ``.
+    component_weights_ : ndarray (n_components_,)
+        ``w``: 1 for a projection; Samadi's ``λ* = 1 − sqrt(1 − λ̄)`` for an affine projection.
+    n_components_ : int
+        Effective rank (number of directions with a non-zero weight); can exceed
+        ``n_components`` by up to ``k − 1`` for Fair PCA (Samadi et al. 2018, Thm. 5.2).
+    groups_ : ndarray of str
+        Group labels; the per-group arrays below follow this order.
+    group_sizes_ : ndarray of int
+    group_errors_ : ndarray
+        ``‖A_i − A_i P‖²_F / m_i`` on the training data.
+    group_losses_ : ndarray
+        ``group_errors_`` minus each group's own best rank-``n_components`` error
+        (Samadi et al. 2018, Def. 4.3–4.4).
+    """
+
+    def __init__(self, n_components: int = 2):
+        self.n_components = n_components
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, *, sensitive_features):
+        """Learn the map from ``X`` (rows = samples) and one group value per row."""
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        groups = encode_groups(sensitive_features, n_rows=X.shape[0])
+        check_groups(groups, min_size=1)
+        check_rank(self.n_components, X.shape[1])
+        return self._fit_problem(GroupProblem.from_data(X, groups))
+
+    def _fit_problem(self, problem: GroupProblem, warm_start=None):
+        d = check_rank(self.n_components, problem.n_features)
+        projection = self._solve(problem, d, warm_start)
+        self.mean_ = problem.mean
+        self.groups_ = np.asarray(problem.labels, dtype=object)
+        self.group_sizes_ = problem.sizes.astype(int)
+        self.components_ = projection.basis.T.copy()
+        self.component_weights_ = projection.weights.copy()
+        self.n_components_ = projection.rank
+        self.group_errors_ = problem.errors(projection)
+        self.group_losses_ = problem.losses(projection, d)
+        return self
+
+    def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:  # pragma: no cover
+        raise NotImplementedError
+
+    def _warm_state(self):
+        """What the next rank of a sweep can start from (solver-specific)."""
+        return None
+
+    # ------------------------------------------------------------------ using the map
+    @property
+    def projection_(self) -> np.ndarray:
+        """The ``n × n`` map ``P`` with reconstruction ``(X − mean_) P + mean_``."""
+        check_is_fitted(self, "components_")
+        return (self.components_.T * self.component_weights_) @ self.components_
+
+    @property
+    def map_(self) -> LowRankMap:
+        check_is_fitted(self, "components_")
+        return LowRankMap(self.components_.T, self.component_weights_)
+
+    def transform(self, X):
+        """Coordinates ``(X − mean_) U diag(w)`` of the representation."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        return ((X - self.mean_) @ self.components_.T) * self.component_weights_
+
+    def inverse_transform(self, Z):
+        """Back to feature space: ``Z Uᵀ + mean_`` (so ``inverse_transform(transform(X)) = (X − mean_) P + mean_``)."""
+        check_is_fitted(self, "components_")
+        return np.asarray(Z, dtype=float) @ self.components_ + self.mean_
+
+    @property
+    def objective_(self) -> float:
+        """The largest group loss: the quantity Fair PCA minimises (Samadi et al. eq. 10)."""
+        check_is_fitted(self, "group_losses_")
+        return float(np.max(self.group_losses_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+def rank_sweep(
+    estimator: GroupPCABase, X, sensitive_features, ranks: Iterable[int]
+) -> Iterator[tuple[int, GroupPCABase, float]]:
+    """Fit ``estimator`` at every rank, sharing the group spectra and warm starts.
+
+    Yields ``(rank, fitted clone, seconds)``; the seconds exclude the one-off cost of the group
+    covariances and spectra, which :func:`fairaudit.pca.GroupProblem.from_data` pays once.
+    """
+    X = np.asarray(X, dtype=float)
+    groups = encode_groups(sensitive_features, n_rows=X.shape[0])
+    check_groups(groups, min_size=1)
+    problem = GroupProblem.from_data(X, groups)
+    yield from rank_sweep_problem(estimator, problem, ranks)
+
+
+def rank_sweep_problem(
+    estimator: GroupPCABase, problem: GroupProblem, ranks: Iterable[int]
+) -> Iterator[tuple[int, GroupPCABase, float]]:
+    """:func:`rank_sweep` on an already built :class:`GroupProblem`."""
+    warm = None
+    for rank in ranks:
+        fitted = clone(estimator).set_params(n_components=int(rank))
+        start = time.perf_counter()
+        fitted._fit_problem(problem, warm)
+        seconds = time.perf_counter() - start
+        fitted.n_features_in_ = problem.n_features
+        warm = fitted._warm_state()
+        yield int(rank), fitted, seconds

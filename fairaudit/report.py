@@ -1,0 +1,209 @@
+"""Audit reports: one self-contained HTML file, JSON, CSV (and a ZIP of all three).
+
+The HTML embeds plotly.js once, inline, and references nothing outside itself: it opens
+offline in any browser. Everything user-supplied (file, column and group names, messages) is
+HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import platform
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from .audit import FAMILY_TITLES, AuditResult
+from .findings import findings
+from .metrics import METRIC_DEFINITIONS
+from .plots import family_figures, metric_title, variant_title
+
+LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1b1f24;background:#fafbfc}
+main{max-width:1200px;margin:auto;padding:24px 32px 64px}
+h1{font-size:1.7rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px solid #d0d7de;padding-bottom:.3rem}
+h3{margin-top:1.6rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
+td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.finding{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .9rem;margin:.4rem 0}
+.note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
+code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
+"""
+
+
+def _e(value) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def _table(rows: list[tuple], header: tuple | None = None) -> str:
+    out = ["<table>"]
+    if header:
+        out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
+    for row in rows:
+        cells = []
+        for value in row:
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            cells.append(f'<td class="num">{_e(_fmt(value))}</td>' if numeric else f"<td>{_e(value)}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
+    """Per variant and rank: the family's whole-data metrics side by side."""
+    rows = result.records[(result.records.method == method) & (result.records.group == "")]
+    if rows.empty:
+        return pd.DataFrame()
+    table = rows.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
+    return table.reset_index()
+
+
+def _data_section(result: AuditResult) -> str:
+    data = result.data
+    rows = [
+        ("file", data.get("name")),
+        ("sha256", data.get("sha256")),
+        ("rows read", data.get("rows_read")),
+        ("rows used", data.get("rows")),
+        ("features", f"{data.get('features')}: {', '.join(map(str, data.get('feature_names', [])))}"),
+        ("sensitive", ", ".join(map(str, data.get("sensitive", [])))),
+        ("scaling", data.get("scaling")),
+        ("encoding / delimiter", f"{data.get('encoding')} / {data.get('delimiter')!r}"),
+    ]
+    if data.get("label"):
+        rows.append(("label", data.get("label")))
+    groups = _table([(g, n) for g, n in data.get("group_sizes", {}).items()], ("group", "rows"))
+    log = "".join(f"<li>{_e(line)}</li>" for line in data.get("preprocessing", []))
+    return (
+        "<h2>Data</h2>"
+        + _table(rows)
+        + "<h3>Groups</h3>"
+        + groups
+        + (f"<h3>Preprocessing</h3><ul>{log}</ul>" if log else "")
+    )
+
+
+def _config_section(result: AuditResult) -> str:
+    rows = [(key, value if not isinstance(value, list | tuple) else ", ".join(map(str, value))) for key, value in result.config.items()]
+    versions = _table(list(library_versions().items()), ("library", "version"))
+    return "<h2>Configuration</h2>" + _table(rows) + "<h3>Software</h3>" + versions
+
+
+def _figure_html(fig) -> str:
+    return '<div class="figure">' + pio.to_html(
+        fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True}
+    ) + "</div>"
+
+
+def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
+    parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
+    parts += [f'<div class="finding">{_e(sentence)}</div>' for sentence in found]
+    for _, fig in family_figures(result.records, method):
+        parts.append(_figure_html(fig))
+    table = summary_table(result, method)
+    if not table.empty:
+        table["variant"] = [variant_title(method, v) for v in table["variant"]]
+        header = tuple(metric_title(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
+        parts.append("<h3>Per-rank summary</h3>" + _table(list(table.itertuples(index=False, name=None)), header))
+    return "".join(parts)
+
+
+def _definitions_section(result: AuditResult) -> str:
+    used = [m for m in dict.fromkeys(result.records.metric) if m in METRIC_DEFINITIONS]
+    rows = [
+        (METRIC_DEFINITIONS[m]["title"] + f" ({m})", METRIC_DEFINITIONS[m]["formula"], METRIC_DEFINITIONS[m]["plain"], METRIC_DEFINITIONS[m]["source"])
+        for m in used
+    ]
+    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "definition", "in plain words", "source"))
+
+
+def _notes_section(result: AuditResult) -> str:
+    parts = []
+    if result.skipped:
+        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], s["reason"]) for s in result.skipped]
+        parts.append("<h2>Skipped variants</h2>" + _table(rows, ("method", "variant", "rank", "reason")))
+    if result.warnings:
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in result.warnings) + "</ul>")
+    return "".join(parts)
+
+
+def _records_section(result: AuditResult) -> str:
+    rows = list(result.records.itertuples(index=False, name=None))
+    return (
+        f"<h2>All records</h2><details><summary>{len(rows)} rows (method, variant, rank, group, metric, value) "
+        "— the same table as the CSV export</summary>"
+        + _table(rows, tuple(result.records.columns))
+        + "</details>"
+    )
+
+
+def render_html(result: AuditResult) -> str:
+    """The whole report as one self-contained HTML string."""
+    found = findings(result)
+    name = result.data.get("name", "data")
+    families = "".join(_family_section(result, m, found.get(m, [])) for m in dict.fromkeys(result.records.method))
+    summary = "".join(f'<div class="finding">{_e(s)}</div>' for sentences in found.values() for s in sentences[:2])
+    body = (
+        f"<h1>Fairness audit: {_e(name)}</h1>"
+        f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '
+        f"{result.seconds:.1f} s. Rows are centred and scaled as listed under Data; every number below "
+        "comes from the records table at the end.</p>"
+        + ("<h2>Summary</h2>" + summary if summary else "")
+        + _data_section(result)
+        + families
+        + _notes_section(result)
+        + _definitions_section(result)
+        + _config_section(result)
+        + _records_section(result)
+    )
+    return (
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f"<title>fairaudit report: {_e(name)}</title><style>{_CSS}</style>"
+        f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
+        f"<body><main>{body}</main></body></html>"
+    )
+
+
+def report_zip(result: AuditResult) -> bytes:
+    """HTML, JSON and CSV in one ZIP archive."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("report.html", render_html(result))
+        archive.writestr("report.json", result.to_json())
+        archive.writestr("records.csv", result.to_csv())
+    return buffer.getvalue()
+
+
+def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
+    """Write whichever of the three outputs were asked for; returns the paths written."""
+    written = []
+    for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)):
+        if path:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(result), encoding="utf-8")
+            written.append(path)
+    return written

@@ -1,0 +1,179 @@
+"""Embedded sample data sets: generated here (synthetic, seeded) or shipped inside a dependency.
+
+``python -m fairaudit.samples [FOLDER]`` writes them as CSV files (default ``sample_data/``).
+:func:`load_sample` builds the same bytes in memory and reads them through the data boundary,
+exactly as an upload would be read, so a sample's fingerprint equals its file's.
+
+Samples
+-------
+``two_groups``
+    Samadi et al. (2018, Fig. 2 style): a majority group whose variance lies along one set of
+    directions and a minority group whose variance lies along others, so vanilla PCA of the
+    pooled data serves the majority and fails the minority. The dashboard opens on it.
+``nmf_table1``
+    Kassab, George, Needell et al. ("Towards a Fairer Non-negative Matrix Factorization",
+    Table 1): three groups of non-negative rank-structured rows, 1000×20 of rank 3, 500×20 of
+    rank 3 and 250×20 of rank 6, each ``X_ℓ = W_ℓ H_ℓ`` with ``W``, ``H`` uniform on [0, 1).
+``diabetes``
+    scikit-learn's diabetes data (Efron et al. 2004; shipped inside scikit-learn, unscaled),
+    442 patients, sensitive column ``sex``; ``disease_progression`` is the regression target
+    and is not a feature.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .data import AuditData, prepare, read_table
+
+DEFAULT_FOLDER = Path(__file__).resolve().parent.parent / "sample_data"
+
+
+@dataclass(frozen=True)
+class Sample:
+    """A sample data set and how to audit it."""
+
+    name: str
+    title: str
+    description: str
+    sensitive: tuple[str, ...]
+    ignore: tuple[str, ...] = ()
+    label: str | None = None
+    scaling: str = "standardize"
+    methods: tuple[str, ...] = ("pca",)
+    options: dict = field(default_factory=dict)
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.name}.csv"
+
+
+# ---------------------------------------------------------------- generators
+def two_groups(n_major: int = 800, n_minor: int = 200, n_features: int = 10, random_state: int = 0) -> pd.DataFrame:
+    """Samadi-style two-group data where vanilla PCA clearly favours the majority.
+
+    The majority (``group=A``) has large variance along features 1–3, the minority
+    (``group=B``) along features 4–6; the remaining features are small noise shared by both.
+    Vanilla PCA of the pooled rows picks the majority's directions (it has four times the
+    rows), so at ranks 1–3 the minority's reconstruction loss is many times the majority's.
+    """
+    rng = np.random.default_rng(random_state)
+    scales_major = np.full(n_features, 0.3)
+    scales_minor = np.full(n_features, 0.3)
+    scales_major[:3] = [3.0, 2.5, 2.0]
+    scales_minor[3:6] = [2.8, 2.3, 1.8]
+    mixing = np.linalg.qr(rng.normal(size=(n_features, n_features)))[0]
+    rotation = np.eye(n_features) * 0.8 + 0.2 * mixing  # mild correlation between features
+    major = (rng.normal(size=(n_major, n_features)) * scales_major) @ rotation + 5.0
+    minor = (rng.normal(size=(n_minor, n_features)) * scales_minor) @ rotation + 5.0
+    frame = pd.DataFrame(np.round(np.vstack([major, minor]), 4), columns=[f"x{i + 1}" for i in range(n_features)])
+    frame.insert(0, "group", ["A"] * n_major + ["B"] * n_minor)
+    return frame.sample(frac=1.0, random_state=random_state).reset_index(drop=True)
+
+
+def nmf_table1(random_state: int = 0) -> pd.DataFrame:
+    """The three synthetic groups of Fairer-NMF Table 1 (sizes 1000/500/250, ranks 3/3/6, 20 features)."""
+    rng = np.random.default_rng(random_state)
+    blocks, labels = [], []
+    for name, rows, rank in (("g1", 1000, 3), ("g2", 500, 3), ("g3", 250, 6)):
+        W = rng.uniform(0.0, 1.0, size=(rows, rank))
+        H = rng.uniform(0.0, 1.0, size=(rank, 20))
+        blocks.append(W @ H)
+        labels += [name] * rows
+    frame = pd.DataFrame(np.round(np.vstack(blocks), 6), columns=[f"f{i + 1}" for i in range(20)])
+    frame.insert(0, "group", labels)
+    return frame
+
+
+def diabetes() -> pd.DataFrame:
+    """scikit-learn's diabetes data, unscaled, with readable column names."""
+    from sklearn.datasets import load_diabetes
+
+    bunch = load_diabetes(as_frame=True, scaled=False)
+    frame = bunch.frame.rename(columns={"target": "disease_progression"})
+    frame["sex"] = frame["sex"].map({1.0: "1", 2.0: "2"})
+    return frame
+
+
+SAMPLES: dict[str, Sample] = {
+    "two_groups": Sample(
+        name="two_groups",
+        title="Two groups, PCA favours the majority (synthetic, Samadi et al. 2018 style)",
+        description=(
+            "800 rows of group A and 200 of group B, 10 features. A's variance lies along x1–x3, "
+            "B's along x4–x6: vanilla PCA captures A and misses B."
+        ),
+        sensitive=("group",),
+    ),
+    "nmf_table1": Sample(
+        name="nmf_table1",
+        title="Three non-negative groups (Fairer-NMF Table 1, synthetic)",
+        description="Groups of 1000, 500 and 250 rows with ranks 3, 3 and 6 over 20 non-negative features.",
+        sensitive=("group",),
+        scaling="none",
+        methods=("pca",),
+    ),
+    "diabetes": Sample(
+        name="diabetes",
+        title="Diabetes patients by sex (scikit-learn's diabetes data)",
+        description="442 patients, 9 clinical features; sensitive attribute sex (1/2).",
+        sensitive=("sex",),
+        ignore=("disease_progression",),
+    ),
+}
+
+DEFAULT_SAMPLE = "two_groups"
+
+_GENERATORS = {"two_groups": two_groups, "nmf_table1": nmf_table1, "diabetes": diabetes}
+
+
+def sample_frame(name: str) -> pd.DataFrame:
+    if name not in _GENERATORS:
+        raise KeyError(f"unknown sample {name!r}; available: {', '.join(SAMPLES)}")
+    return _GENERATORS[name]()
+
+
+def sample_bytes(name: str) -> bytes:
+    """The CSV file of a sample, byte for byte as :func:`write_samples` writes it."""
+    buffer = io.StringIO()
+    sample_frame(name).to_csv(buffer, index=False, lineterminator="\n")
+    return buffer.getvalue().encode("utf-8")
+
+
+def load_sample(name: str = DEFAULT_SAMPLE, **overrides) -> AuditData:
+    """A sample as :class:`AuditData`, read through the same boundary as an upload."""
+    sample = SAMPLES[name]
+    table = read_table(sample_bytes(name), name=sample.file_name)
+    options = {"sensitive": list(sample.sensitive), "ignore": list(sample.ignore), "label": sample.label, "scaling": sample.scaling}
+    options.update(overrides)
+    return prepare(table, **options)
+
+
+def write_samples(folder: str | Path = DEFAULT_FOLDER) -> list[Path]:
+    """Write every sample to ``folder`` as CSV; returns the paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name, sample in SAMPLES.items():
+        path = folder / sample.file_name
+        path.write_bytes(sample_bytes(name))
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    folder = Path(argv[0]) if argv else DEFAULT_FOLDER
+    for path in write_samples(folder):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
