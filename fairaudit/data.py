@@ -272,13 +272,15 @@ def read_table(
     rows: list[list[str]] = []
     lines: list[int] = []
     blank = 0
+    consumed = 0  # lines read so far: a record starts on the next one (quoted fields may span lines)
     try:
         for record in reader:
+            start, consumed = consumed + 1, reader.line_num
             if not any(cell.strip() for cell in record):
                 blank += 1
                 continue
             rows.append([cell.strip() for cell in record])
-            lines.append(reader.line_num + skip_rows)
+            lines.append(start + skip_rows)
     except csv.Error as exc:
         raise MalformedCSVError(
             f"{name} line {reader.line_num + skip_rows + 1}: {exc} (a quote is probably not closed); "

@@ -12,6 +12,8 @@ number of features (an n×n matrix variable with two semidefinite constraints).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..errors import FairAuditError
@@ -39,13 +41,16 @@ def solve_sdp_relaxation(problem: GroupProblem, d: int, solvers=SDP_SOLVERS) -> 
             failures.append(f"{solver}: not installed")
             continue
         try:
-            program.solve(solver=solver)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # the status below says it instead
+                program.solve(solver=solver)
         except cp.SolverError as exc:
             failures.append(f"{solver}: {exc}")
             continue
         if program.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) and P.value is not None:
             value = (P.value + P.value.T) / 2
-            return value, float(program.value), solver
+            name = solver if program.status == cp.OPTIMAL else f"{solver} (inaccurate)"
+            return value, float(program.value), name
         failures.append(f"{solver}: status {program.status}")
     raise FairAuditError("the Fair PCA SDP could not be solved (" + "; ".join(failures) + "); use solver='eig'.")
 

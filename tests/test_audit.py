@@ -1,0 +1,77 @@
+"""The audit core: tidy records, skips with reasons, progress, JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from fairaudit import AuditData
+from fairaudit.audit import RECORD_COLUMNS, AuditConfig, AuditResult, run_audit
+from fairaudit.errors import ParameterError, RankError
+from fairaudit.pca.audit import VARIANTS
+from fairaudit.samples import load_sample
+
+from .conftest import random_groups_data
+
+
+@pytest.fixture(scope="module")
+def sample_result():
+    events = []
+    result = run_audit(load_sample("two_groups"), AuditConfig(ranks=(1, 2, 3)), progress=events.append)
+    return result, events
+
+
+def test_records_are_tidy_and_complete(sample_result):
+    result, events = sample_result
+    records = result.records
+    assert list(records.columns) == RECORD_COLUMNS
+    assert set(records.variant) == set(VARIANTS)
+    per_group = records[records.group != ""]
+    assert set(per_group.metric) == {"error", "loss"}
+    assert set(per_group.group) == {"group=A", "group=B"}
+    whole = set(records[records.group == ""].metric)
+    assert {"max_loss", "loss_gap", "mmd2", "mmd2_rbf", "variance_explained", "unfairness", "unfairness_balanced", "seconds", "effective_rank"} <= whole
+    assert records.groupby(["variant", "rank", "group", "metric"]).size().max() == 1
+    assert len(events) == len(VARIANTS) * 3 and events[-1]["done"] == events[-1]["total"]
+    fair = records[(records.variant == "fair_eig") & (records.metric == "loss")].pivot(index="rank", columns="group", values="value")
+    np.testing.assert_allclose(fair["group=A"], fair["group=B"], rtol=1e-7)
+
+
+def test_json_round_trip_and_csv(sample_result):
+    result, _ = sample_result
+    payload = json.loads(result.to_json())
+    assert {"fairaudit_version", "created", "config", "data", "records"} <= set(payload)
+    assert payload["data"]["group_sizes"] == {"group=A": 800, "group=B": 200}
+    assert len(payload["data"]["sha256"]) == 64
+    again = AuditResult.from_dict(payload)
+    assert again.records.equals(result.records) or np.allclose(again.records.value, result.records.value)
+    assert result.to_csv().splitlines()[0] == ",".join(RECORD_COLUMNS)
+
+
+def test_slow_variants_are_skipped_with_a_reason(rng):
+    X, groups = random_groups_data(rng, 2, 12)
+    data = AuditData.from_arrays(X, groups)
+    result = run_audit(data, AuditConfig(ranks=(1, 2), sdp_max_features=10, mw_max_features=5))
+    skipped = {s["variant"]: s["reason"] for s in result.skipped}
+    assert "SDP" in skipped["fair_sdp"] and "sdp_max_features=10" in skipped["fair_sdp"]
+    assert "mw_max_features=5" in skipped["fair_mw"]
+    assert "fair_sdp" not in set(result.records.variant)
+    # naming a variant explicitly runs it regardless of the size limit
+    explicit = run_audit(data, AuditConfig(ranks=(1,), variants="fair_sdp", sdp_max_features=10))
+    assert set(explicit.records.variant) == {"fair_sdp"} and not explicit.skipped
+
+
+def test_variant_selection_and_rank_validation(rng):
+    X, groups = random_groups_data(rng, 3, 6)
+    data = AuditData.from_arrays(X, groups)
+    result = run_audit(data, AuditConfig(variants="vanilla,pca:fair_eig"))
+    assert set(result.records.variant) == {"vanilla", "fair_eig"}
+    assert sorted(set(result.records["rank"])) == [1, 2, 3, 4, 5, 6]  # default: 1 … min(10, features)
+    with pytest.raises(RankError, match="larger than the data allows"):
+        run_audit(data, AuditConfig(ranks=(7,)))
+    with pytest.raises(RankError, match="below 1"):
+        run_audit(data, AuditConfig(ranks=(0, 1)))
+    with pytest.raises(ParameterError, match="unknown method"):
+        AuditConfig(methods=("lda",))

@@ -1,0 +1,101 @@
+"""The command line: success writes JSON/CSV/HTML; every bad input exits 2 with one specific line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from fairaudit.cli import main, parse_ranks
+from fairaudit.samples import DEFAULT_FOLDER
+
+SAMPLE = str(DEFAULT_FOLDER / "two_groups.csv")
+GOOD = "sex,age,income,score\n" + "".join(f"{'FM'[i % 2]},{20 + i},{100 + 3 * i % 17},{i % 5}\n" for i in range(30))
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path, text, name="data.csv", encoding="utf-8"):
+    path = tmp_path / name
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return str(path)
+
+
+def test_audit_writes_json_csv_and_html(tmp_path, capsys):
+    out_json, out_csv, out_html = tmp_path / "r.json", tmp_path / "r.csv", tmp_path / "r.html"
+    code, out, err = run(
+        capsys, "audit", SAMPLE, "--sensitive", "group", "--ranks", "1:3", "--variants", "vanilla,fair_eig",
+        "--json", str(out_json), "--csv", str(out_csv), "--html", str(out_html),
+    )
+    assert code == 0, err
+    payload = json.loads(out_json.read_text())
+    assert payload["data"]["name"] == "two_groups.csv"
+    assert {r["variant"] for r in payload["records"]} == {"vanilla", "fair_eig"}
+    assert out_csv.read_text().startswith("method,variant,rank,group,metric,value")
+    assert "<html" in out_html.read_text()[:200]
+    assert "finding (pca)" in out
+
+
+def test_label_and_skip_rows_are_accepted(tmp_path, capsys):
+    path = write(tmp_path, "exported by some tool\n" + GOOD.replace("score", "label"))
+    code, out, err = run(capsys, "audit", path, "--skip-rows", "1", "--sensitive", "sex", "--label", "label", "--ranks", "1", "--quiet")
+    assert code == 0, err
+    assert out == ""
+
+
+def test_columns_command(capsys):
+    code, out, _ = run(capsys, "columns", SAMPLE)
+    assert code == 0 and "group" in out and "numeric" in out
+
+
+BAD_INPUTS = [
+    ("empty file", "", [], "is empty"),
+    ("header only", "sex,age,income\n", [], "header but no data rows"),
+    ("one group", "sex,age,income\n" + "F,1,2\nF,2,3\nF,3,1\n", [], "single group"),
+    ("one-row group", "sex,age,income\n" + "F,1,2\nF,2,3\nM,3,1\nF,5,5\n", [], "'sex=M' (1 row)"),
+    ("text cell in a feature", GOOD.replace("22,", "abc,", 1), [], "text 'abc' at line"),
+    ("NaN cells", GOOD.replace(",103,", ",NaN,", 1), [], "missing cells"),
+    ("rank 0", GOOD, ["--ranks", "0"], "below 1"),
+    ("rank above #features", GOOD, ["--ranks", "1:9"], "larger than the data allows"),
+    ("duplicate column names", GOOD.replace("score", "age", 1), [], "both named 'age'"),
+    ("unknown column", GOOD, ["--features", "age,wage"], "'wage' is not in"),
+    ("malformed CSV", GOOD + "F,1,2,3,4\n", [], "fields but the header has 4"),
+    ("non-UTF-8 file", GOOD.encode("utf-16"), [], "UTF-16"),
+    ("file over the size limit", GOOD, ["--max-mb", "0.0001"], "above the"),
+    ("bad rank syntax", GOOD, ["--ranks", "one:two"], "not understood"),
+    ("missing --sensitive value", GOOD, ["--sensitive"], "expected one argument"),
+]
+
+
+@pytest.mark.parametrize("label,content,extra,message", BAD_INPUTS, ids=[b[0] for b in BAD_INPUTS])
+def test_bad_input_exits_2_with_one_specific_line(tmp_path, capsys, label, content, extra, message):
+    path = write(tmp_path, content)
+    argv = ["audit", path, "--sensitive", "sex", "--variants", "vanilla", *extra]
+    code, out, err = run(capsys, *argv)
+    assert code == 2, (label, out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("fairaudit: error: ")
+    assert message in lines[0], lines[0]
+    assert "Traceback" not in err
+
+
+def test_real_process_exit_status_and_no_traceback(tmp_path):
+    path = write(tmp_path, "sex,age\nF,1\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "fairaudit", "audit", path, "--sensitive", "sex"], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+def test_parse_ranks():
+    assert parse_ranks("1:4") == [1, 2, 3, 4]
+    assert parse_ranks("2,4,8") == [2, 4, 8]
+    assert parse_ranks("1:9:4") == [1, 5, 9]

@@ -1,0 +1,76 @@
+"""The HTML report is self-contained (no network) and user text in it is inert."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairaudit import prepare, read_table
+from fairaudit.audit import AuditConfig, run_audit
+from fairaudit.report import render_html, report_zip
+
+EVIL_COLUMN = "<script>alert(1)</script>"
+EVIL_GROUP = '<img src=x onerror="alert(2)">'
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.fixture(scope="module")
+def evil_report():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(
+        {
+            "who": rng.choice([EVIL_GROUP, "plain"], 120),
+            EVIL_COLUMN: rng.normal(size=120),
+            "x": rng.normal(size=120),
+            "y": rng.normal(size=120),
+        }
+    )
+    table = read_table(frame.to_csv(index=False).encode(), name='"><script>alert(3)</script>.csv')
+    data = prepare(table, sensitive="who")
+    result = run_audit(data, AuditConfig(ranks=(1, 2), variants="vanilla,fair_eig"))
+    return result, render_html(result)
+
+
+def test_no_external_resources(evil_report):
+    _, html = evil_report
+    parser = _Tags()
+    parser.feed(html)
+    for tag, attrs in parser.tags:
+        if tag in {"script", "link", "img", "iframe", "source", "video", "audio", "embed", "object"}:
+            for key in ("src", "href", "data"):
+                value = attrs.get(key) or ""
+                assert not value.startswith(("http:", "https:", "//")), (tag, attrs)
+    assert "cdn.plot.ly" not in "".join(str(a) for _, a in parser.tags)
+
+
+def test_user_text_is_inert(evil_report):
+    _, html = evil_report
+    assert EVIL_COLUMN not in html
+    assert "alert(3)</script>" not in html
+    assert EVIL_GROUP not in html
+    parser = _Tags()
+    parser.feed(html)
+    assert not any(tag == "img" for tag, _ in parser.tags)
+    scripts = [attrs for tag, attrs in parser.tags if tag == "script"]
+    figures = html.count('class="figure"')
+    assert len(scripts) == 1 + figures  # plotly.js once, then one plotting call per figure
+
+
+def test_zip_holds_all_three(evil_report):
+    import io
+    import zipfile
+
+    result, _ = evil_report
+    names = zipfile.ZipFile(io.BytesIO(report_zip(result))).namelist()
+    assert names == ["report.html", "report.json", "records.csv"]
