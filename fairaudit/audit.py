@@ -184,6 +184,33 @@ class AuditResult:
         )
 
 
+def combine_results(results: Sequence[AuditResult]) -> AuditResult:
+    """One result from several audits of the same data (e.g. one per family, run separately).
+
+    Records, skips and warnings are concatenated; ``config`` lists each run's configuration
+    under ``runs``. All results must describe the same data (same sha256 and rows).
+    """
+    results = list(results)
+    if not results:
+        raise ParameterError("nothing to combine: run at least one method first.")
+    first = results[0]
+    for other in results[1:]:
+        if (other.data.get("sha256"), other.data.get("rows")) != (first.data.get("sha256"), first.data.get("rows")):
+            raise ParameterError("these audits describe different data and cannot go into one report.")
+    if len(results) == 1:
+        return first
+    return AuditResult(
+        records=pd.concat([r.records for r in results], ignore_index=True),
+        config={"runs": [r.config for r in results]},
+        data=first.data,
+        skipped=[s for r in results for s in r.skipped],
+        warnings=[w for r in results for w in r.warnings],
+        created=max(r.created for r in results),
+        seconds=round(sum(r.seconds for r in results), 3),
+        fairaudit_version=first.fairaudit_version,
+    )
+
+
 def _json_safe_record(record: dict) -> dict:
     value = record["value"]
     record = dict(record)

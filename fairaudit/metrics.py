@@ -237,14 +237,14 @@ def unfairness_balanced(Z: np.ndarray, groups: np.ndarray, **options) -> float:
 # ---------------------------------------------------------------- plain-language definitions
 METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "error": {
-        "title": "Reconstruction error (per group)",
+        "title": "Reconstruction error per group",
         "formula": "‖A_i − A_i P‖²_F / m_i",
         "plain": "How much of a group's data is lost when it is compressed and reconstructed: the "
         "average squared distance between each row and its reconstruction. Lower is better.",
         "source": "Samadi et al. 2018, §3",
     },
     "loss": {
-        "title": "Reconstruction loss (per group)",
+        "title": "Reconstruction loss per group",
         "formula": "error_i − ‖A_i − Â_i‖²_F / m_i,  Â_i = best rank-d approximation of A_i",
         "plain": "The error a group suffers beyond what the best possible rank-d compression of that "
         "group alone would cost. 0 means the representation serves the group as well as its own "

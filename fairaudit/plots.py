@@ -13,8 +13,12 @@ from plotly.subplots import make_subplots
 
 from .metrics import METRIC_DEFINITIONS
 
-PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
-VARIANT_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+GROUP_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+GROUP_SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon", "hexagon"]
+GROUP_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+VANILLA_COLOUR = "#3b3b3b"
+VARIANT_COLOURS = ["#e6550d", "#2b8cbe", "#31a354", "#756bb1", "#dd1c77", "#8c6d31", "#636363"]
+VARIANT_DASHES = ["dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
 
 VARIANT_TITLES: dict[str, dict[str, str]] = {
     "pca": {
@@ -90,6 +94,7 @@ def group_curves(
         part = rows[rows.variant == variant]
         for index, group in enumerate(groups):
             line = part[part.group == group]
+            # distinct colour, marker and dash per group: coinciding lines (equal losses) stay visible
             fig.add_trace(
                 go.Scatter(
                     x=line["rank"],
@@ -98,14 +103,15 @@ def group_curves(
                     name=safe(group),
                     legendgroup=safe(group),
                     showlegend=col == 1,
-                    line=dict(color=PALETTE[index % len(PALETTE)]),
+                    line=dict(color=GROUP_COLOURS[index % len(GROUP_COLOURS)], dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
+                    marker=dict(symbol=GROUP_SYMBOLS[index % len(GROUP_SYMBOLS)], size=9 - min(index, 3)),
                     hovertemplate=f"{safe(group)}: %{{y:.4g}}<extra></extra>",
                 ),
                 row=1,
                 col=col,
             )
         fig.update_xaxes(title_text="rank", dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
-    return _layout(fig, title or f"{metric_title(metric)} by group", metric_title(metric))
+    return _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_title(metric))
 
 
 def variant_curves(
@@ -120,15 +126,21 @@ def variant_curves(
     rows = _rows(records, method, metric, variants)
     rows = rows[rows.group == ""]
     fig = make_subplots(rows=1, cols=1)
-    for index, variant in enumerate(_ordered_variants(rows, variants)):
+    others = 0
+    for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant]
+        if variant == "vanilla":
+            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
+        else:
+            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
+            others += 1
         fig.add_trace(
             go.Scatter(
                 x=line["rank"],
                 y=line["value"],
                 mode="lines+markers",
                 name=safe(variant_title(method, variant)),
-                line=dict(color=PALETTE[index % len(PALETTE)], dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                line=style,
                 hovertemplate=f"{safe(variant)}: %{{y:.4g}}<extra></extra>",
             )
         )

@@ -1,23 +1,63 @@
-"""The dashboard runs in Streamlit's AppTest without exceptions."""
+"""Every page of the dashboard runs in Streamlit's AppTest without exceptions."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from streamlit.testing.v1 import AppTest
+
+from fairaudit.samples import sample_bytes
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
-def test_app_opens_on_the_audited_default_sample():
-    at = AppTest.from_file(APP, default_timeout=120).run()
+def app() -> AppTest:
+    return AppTest.from_file(APP, default_timeout=180)
+
+
+def test_first_open_lands_on_the_audited_default_sample():
+    at = app().run()
     assert not at.exception
     assert any("vanilla PCA" in info.value for info in at.info)
     assert len(at.get("plotly_chart")) >= 5
 
 
-def test_switching_samples():
-    at = AppTest.from_file(APP, default_timeout=120).run()
-    at.sidebar.selectbox[0].select("diabetes").run()
+@pytest.mark.parametrize("page", ["pages/data.py", "pages/report.py"])
+def test_every_page_runs(page):
+    at = app().run()
+    at.switch_page(page).run()
+    assert not at.exception
+
+
+def test_upload_a_csv_and_audit_it():
+    at = app().run()
+    at.switch_page("pages/data.py").run()
+    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    content = sample_bytes("diabetes")
+    at.file_uploader(key="data-upload").set_value(("patients.csv", content, "text/csv")).run()
+    assert not at.exception
+    sensitive = [w for w in at.multiselect if w.label.startswith("Sensitive")][0]
+    sensitive.set_value(["sex"]).run()
+    ignore = [w for w in at.multiselect if w.label.startswith("Ignore")][0]
+    ignore.set_value(["disease_progression"]).run()
+    at.button(key="roles-apply").click().run()
+    assert not at.exception
+    assert any("Data ready" in s.value for s in at.success)
+    at.switch_page("pages/pca.py").run()
     assert not at.exception
     assert any("sex=" in info.value for info in at.info)
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert len(at.get("download_button")) == 4
+
+
+def test_bad_upload_shows_an_error_and_the_app_keeps_working():
+    at = app().run()
+    at.switch_page("pages/data.py").run()
+    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    at.file_uploader(key="data-upload").set_value(("broken.csv", b"a,b\n1,2,3\n", "text/csv")).run()
+    assert not at.exception
+    assert any("fields but the header has 2" in e.value for e in at.error)
+    at.switch_page("pages/pca.py").run()
+    assert not at.exception

@@ -1,0 +1,218 @@
+"""Data page: pick a sample or upload a CSV, preview it, assign column roles, prepare it."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pandas as pd
+import streamlit as st
+
+from fairaudit import FairAuditError, prepare, read_table
+from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS
+from fairaudit.samples import SAMPLES, sample_bytes
+from pages.common import current_data, data_summary
+
+SMALL_GROUP_WARNING = 30
+MISSING_LABELS = {
+    "error": "stop and list the missing cells",
+    "drop": "drop rows with a missing cell",
+    "mean": "fill feature cells with the column mean",
+    "median": "fill feature cells with the column median",
+}
+SCALING_LABELS = {
+    "standardize": "standardize (centre, unit variance) — for mixed units",
+    "center": "centre only",
+    "none": "none",
+    "unit_norm": "unit ℓ2 norm per feature (Fairer-NMF)",
+}
+
+st.title("Data")
+st.markdown(
+    "Start from an embedded sample or upload your own CSV. The file is only read, never changed. "
+    "Then say which column holds the **sensitive attribute** (several columns give intersectional "
+    "groups), which columns are **features**, and how to treat missing cells."
+)
+current = current_data()
+st.caption("In use now: " + data_summary(current))
+
+source = st.radio("Source", ["Embedded sample", "Upload a CSV file"], horizontal=True, key="data-source")
+
+
+def _read(raw: bytes, name: str, skip_rows: int, header, defaults: dict) -> None:
+    """Read once per (file, reading options); a FairAuditError is shown and nothing changes."""
+    identity = (name, hashlib.sha256(raw).hexdigest(), skip_rows, header)
+    if st.session_state.get("table-id") == identity:
+        return
+    try:
+        table = read_table(raw, name=name, skip_rows=skip_rows, header=header, max_mb=DEFAULT_MAX_MB)
+    except FairAuditError as exc:
+        st.error(str(exc))
+        st.session_state.pop("table", None)
+        st.session_state["table-id"] = identity
+        return
+    st.session_state["table"] = table
+    st.session_state["table-id"] = identity
+    st.session_state["role-defaults"] = defaults
+
+
+if source == "Embedded sample":
+    names = list(SAMPLES)
+    choice = st.selectbox("Sample", names, format_func=lambda n: SAMPLES[n].title, key="data-sample")
+    sample = SAMPLES[choice]
+    st.caption(sample.description)
+    _read(
+        sample_bytes(choice),
+        sample.file_name,
+        0,
+        None,
+        {"sensitive": list(sample.sensitive), "ignore": list(sample.ignore), "label": sample.label, "scaling": sample.scaling},
+    )
+else:
+    upload = st.file_uploader(
+        f"CSV file (up to {DEFAULT_MAX_MB} MB; comma, semicolon, tab or | separated; "
+        "UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)",
+        type=["csv", "tsv", "txt", "data"],
+        max_upload_size=DEFAULT_MAX_MB,
+        key="data-upload",
+    )
+    with st.expander("Reading options"):
+        skip_rows = int(st.number_input("Lines to skip before the header", 0, 1000, 0, key="data-skip"))
+        header_choice = st.radio(
+            "Header row", ["detect", "first line is the header", "no header"], horizontal=True, key="data-header"
+        )
+    header = {"detect": None, "first line is the header": True, "no header": False}[header_choice]
+    if upload is None:
+        st.session_state.pop("table", None)
+        st.session_state.pop("table-id", None)
+        st.info("Choose a file to upload.")
+    else:
+        _read(upload.getvalue(), upload.name, skip_rows, header, {})
+
+table = st.session_state.get("table")
+
+
+def show_table_and_roles(table) -> None:
+    st.subheader(f"Preview of {table.name}")
+    st.caption(
+        f"{len(table.frame)} rows × {len(table.columns)} columns · encoding {table.encoding} · "
+        f"delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
+        f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
+    )
+    for line in table.log:
+        st.caption(f"• {line}")
+    st.dataframe(table.frame.head(50), width="stretch", height=240)
+    summary = table.describe()
+    with st.expander("Columns: type, distinct values, missing cells"):
+        st.dataframe(summary, hide_index=True, width="stretch")
+
+    defaults = st.session_state.get("role-defaults", {})
+    columns = table.columns
+    numeric = set(summary.loc[summary.kind == "numeric", "column"])
+    distinct = dict(zip(summary.column, summary.distinct, strict=True))
+    guess_sensitive = [c for c in defaults.get("sensitive", []) if c in columns]
+    if not guess_sensitive:
+        guess_sensitive = [c for c in columns if c.lower() in {"sex", "gender", "race", "group", "ethnicity"}][:1]
+
+    st.subheader("Column roles")
+    sensitive = st.multiselect(
+        "Sensitive attribute(s) — several columns give intersectional groups",
+        columns,
+        default=guess_sensitive,
+        key=f"roles-sensitive-{table.sha256[:8]}",
+    )
+    binarize, bins = {}, {}
+    for column in sensitive:
+        if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
+            values = pd.to_numeric(table.frame[column], errors="coerce")
+            how = st.radio(
+                f"'{column}' is numeric with {distinct[column]} values: make groups by",
+                ["a threshold", "quantile bins"],
+                horizontal=True,
+                key=f"roles-how-{column}",
+            )
+            if how == "a threshold":
+                binarize[column] = st.number_input(
+                    f"Threshold for '{column}' (groups: below / at or above)", value=float(values.median()), key=f"roles-threshold-{column}"
+                )
+            else:
+                bins[column] = int(st.number_input(f"Number of quantile bins for '{column}'", 2, 10, 4, key=f"roles-bins-{column}"))
+
+    label_options = ["(none)"] + [c for c in columns if c not in sensitive]
+    default_label = defaults.get("label") or "(none)"
+    label = st.selectbox(
+        "Label (ground truth, optional — used for clustering accuracy in feature selection; never a feature)",
+        label_options,
+        index=label_options.index(default_label) if default_label in label_options else 0,
+        key=f"roles-label-{table.sha256[:8]}",
+    )
+    label = None if label == "(none)" else label
+    id_like = [c for c in columns if c.lower() in {"id", "index"} or c.lower().endswith("_id")]
+    ignore = st.multiselect(
+        "Ignore (identifiers, free text, anything that is not a feature)",
+        [c for c in columns if c not in sensitive and c != label],
+        default=[c for c in defaults.get("ignore", id_like) if c in columns and c not in sensitive and c != label],
+        key=f"roles-ignore-{table.sha256[:8]}",
+    )
+    candidates = [c for c in columns if c not in sensitive and c != label and c not in ignore]
+    use_all = st.checkbox("Features: every numeric column not used above", value=True, key="roles-all-features")
+    features = None
+    if not use_all:
+        features = st.multiselect("Features", candidates, default=[c for c in candidates if c in numeric], key="roles-features")
+    left, middle, right = st.columns(3)
+    with left:
+        one_hot = st.checkbox("One-hot encode text feature columns", value=False, key="roles-onehot")
+        min_group_size = int(st.number_input("Minimum group size", 1, 10_000, 2, key="roles-min-size"))
+    with middle:
+        missing = st.selectbox("Missing cells", MISSING_POLICIES, format_func=MISSING_LABELS.get, key="roles-missing")
+        drop_small = st.checkbox("Drop groups below the minimum instead of stopping", key="roles-drop-small")
+    with right:
+        scaling_default = defaults.get("scaling", "standardize")
+        scaling = st.selectbox(
+            "Scaling", SCALINGS, index=SCALINGS.index(scaling_default), format_func=SCALING_LABELS.get, key=f"roles-scaling-{table.sha256[:8]}"
+        )
+
+    if st.button("Use this data", type="primary", key="roles-apply"):
+        try:
+            prepared = prepare(
+                table,
+                sensitive=sensitive,
+                features=features,
+                label=label,
+                ignore=ignore,
+                one_hot=one_hot,
+                binarize=binarize,
+                bins=bins,
+                missing=missing,
+                scaling=scaling,
+                min_group_size=min_group_size,
+                small_groups="drop" if drop_small else "error",
+            )
+        except FairAuditError as exc:
+            st.error(str(exc))
+        else:
+            st.session_state["data"] = prepared
+            st.session_state["source"] = {"kind": "table", "name": table.name}
+            st.success("Data ready. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
+
+
+
+if table is not None:
+    show_table_and_roles(table)
+
+data = current_data()
+st.subheader("Groups in the data in use")
+sizes = pd.DataFrame({"group": list(data.group_sizes()), "rows": list(data.group_sizes().values())})
+sizes["share"] = (sizes["rows"] / sizes["rows"].sum()).map(lambda v: f"{v:.1%}")
+st.dataframe(sizes, hide_index=True)
+small = sizes[sizes.rows < SMALL_GROUP_WARNING]
+for _, row in small.iterrows():
+    st.warning(
+        f"Group {row['group']} has only {row['rows']} rows: its per-group metrics will be noisy. "
+        "Consider merging categories or fewer intersections."
+    )
+with st.expander("Preprocessing record (goes into every report)"):
+    fingerprint = data.fingerprint()
+    st.markdown(f"**{fingerprint['name']}** · sha256 `{fingerprint['sha256']}`")
+    st.markdown(f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: {', '.join(fingerprint['feature_names'])}")
+    for line in fingerprint["preprocessing"]:
+        st.markdown(f"- {line}")

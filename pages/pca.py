@@ -1,0 +1,35 @@
+"""PCA page: vanilla PCA vs Fair PCA (and JEVD-PCA, covFairPCA) over a rank sweep."""
+
+from __future__ import annotations
+
+from fairaudit.plots import VARIANT_TITLES
+from pages.common import current_data, method_page
+
+data = current_data()
+titles = VARIANT_TITLES["pca"]
+heavy = {}
+if data.n_features > 30:
+    heavy["fair_sdp"] = (
+        f"the SDP has a {data.n_features}×{data.n_features} matrix variable; expect minutes per rank "
+        "(the exact eigen-solver gives the same answer in a fraction of a second)."
+    )
+if data.n_features > 300:
+    heavy["fair_mw"] = "hundreds of large eigen-decompositions per rank; expect minutes."
+# The SDP and multiplicative weights solve the same problem as the exact solver (slower, and
+# approximately for mw): they are offered, not run by default.
+defaults = [v for v in titles if v not in heavy and v not in ("fair_sdp", "fair_mw")]
+
+method_page(
+    "pca",
+    title="PCA: does the projection serve every group equally?",
+    intro=(
+        "Vanilla PCA keeps the directions with the most variance in the *pooled* data, so a large "
+        "group can crowd out a small one. **Fair PCA** (Samadi et al., NeurIPS 2018) minimises the "
+        "largest group *loss* — the extra reconstruction error a group suffers compared with its own "
+        "best rank-d approximation — and may use one extra dimension per additional group to do it."
+    ),
+    variants=titles,
+    default_variants=defaults,
+    heavy=heavy,
+    rank_limit=data.n_features,
+)

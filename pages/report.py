@@ -1,0 +1,62 @@
+"""Report page: everything audited on the current data, as one self-contained HTML file, JSON,
+CSV, or a ZIP of all three (the same report as the command line's --html/--json/--csv)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from fairaudit import FairAuditError
+from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.findings import findings
+from fairaudit.report import render_html, report_zip
+from pages.common import current_data, data_summary, remember, results_for, run_with_progress
+
+st.title("Report")
+data = current_data()
+st.caption(data_summary(data))
+results = results_for(data)
+
+st.markdown(
+    "The report holds the data fingerprint (file name, sha256, rows, group sizes), the "
+    "configuration, library versions, every figure, the tidy records, plain-language findings and "
+    "the metric definitions with their sources. It is one HTML file with plotly.js inside: it opens "
+    "offline, in any browser, and can be handed to someone else as it is."
+)
+missing = [m for m in FAMILIES if m not in results]
+if missing:
+    names = ", ".join(FAMILY_TITLES.get(m, m) for m in missing)
+    st.info(f"Not audited yet on this data: {names}. Run them on their pages, or all at once with defaults here.")
+    if st.button("Run the default audit of every family", key="report-run-all"):
+        for method in missing:
+            try:
+                config = AuditConfig(methods=(method,))
+            except FairAuditError as exc:
+                st.error(str(exc))
+                continue
+            result = run_with_progress(data, config, FAMILY_TITLES.get(method, method))
+            if result is not None:
+                remember(method, result)
+        results = results_for(data)
+
+if not results:
+    st.stop()
+
+try:
+    combined = combine_results([results[m] for m in FAMILIES if m in results])
+except FairAuditError as exc:
+    st.error(str(exc))
+    st.stop()
+
+st.subheader("Findings")
+for method, sentences in findings(combined).items():
+    for sentence in sentences:
+        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {sentence}")
+
+stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
+html = render_html(combined)
+columns = st.columns(4)
+columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
+columns[1].download_button("JSON", combined.to_json(), file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
+columns[2].download_button("CSV records", combined.to_csv(), file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
+columns[3].download_button("ZIP of all three", report_zip(combined), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
+st.caption(f"{len(combined.records)} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)}; HTML {len(html) / 1e6:.1f} MB.")
