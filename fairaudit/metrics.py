@@ -210,7 +210,19 @@ def group_prediction_scores(
     Z_train, Z_test, g_train, g_test = train_test_split(
         Z, groups, test_size=test_size, stratify=groups, random_state=random_state
     )
-    model = _make_classifier(classifier, len(np.unique(groups)), random_state).fit(Z_train, g_train)
+    n_classes = len(np.unique(groups))
+    try:
+        model = _make_classifier(classifier, n_classes, random_state).fit(Z_train, g_train)
+    except np.linalg.LinAlgError:
+        if classifier != "qda":
+            raise
+        # A group with no more training rows than dimensions has no full-rank covariance for
+        # QDA's SVD solver (e.g. a small group at a high rank); Ledoit–Wolf shrinkage gives one.
+        from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+
+        model = QuadraticDiscriminantAnalysis(
+            priors=np.full(n_classes, 1.0 / n_classes), solver="eigen", shrinkage="auto", tol=1e-12
+        ).fit(Z_train, g_train)
     predicted = model.predict(Z_test)
     return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
 
