@@ -128,7 +128,7 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--nmf-solver", choices=["cd", "mu"], default=None, help="standard NMF solver (default cd)")
     nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4)")
     nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
-    nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 200000)")
+    nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
 
 
 def _nmf_options(args) -> dict:

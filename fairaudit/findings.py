@@ -43,6 +43,15 @@ def _ratio_text(high: float, low: float) -> str:
     return f"{high / low:.1f}×"
 
 
+def _largest_gap(losses: pd.DataFrame):
+    """The vanilla variant's rank with the largest loss gap: ``(rank, losses there, worst, best)``."""
+    vanilla = losses.loc["vanilla"]
+    gaps = vanilla.max(axis=1) - vanilla.min(axis=1)
+    rank = int(gaps.idxmax())
+    row = vanilla.loc[rank]
+    return rank, row, row.idxmax(), row.idxmin()
+
+
 def pca_findings(result) -> list[str]:
     """Where vanilla PCA is most unequal, and what the fair variant does there."""
     records = result.records
@@ -51,11 +60,7 @@ def pca_findings(result) -> list[str]:
     if losses.empty or "vanilla" not in losses.index.get_level_values(0):
         return []
     sizes = result.data.get("group_sizes", {})
-    vanilla = losses.loc["vanilla"]
-    gaps = vanilla.max(axis=1) - vanilla.min(axis=1)
-    rank = int(gaps.idxmax())
-    row = vanilla.loc[rank]
-    worst, best = row.idxmax(), row.idxmin()
+    rank, row, worst, best = _largest_gap(losses)
     sentences = [
         f"At rank {rank}, vanilla PCA's reconstruction loss for {worst} is {_ratio_text(row[worst], row[best])} "
         f"{best}'s ({row[worst]:.3g} vs {row[best]:.3g}); this is the rank with the largest gap."
@@ -98,14 +103,10 @@ def nmf_findings(result) -> list[str]:
     losses = _pivot(records, "nmf", "rel_loss")
     if losses.empty or "vanilla" not in losses.index.get_level_values(0):
         return []
-    vanilla = losses.loc["vanilla"]
-    gaps = vanilla.max(axis=1) - vanilla.min(axis=1)
-    rank = int(gaps.idxmax())
-    row = vanilla.loc[rank]
-    worst, best = row.idxmax(), row.idxmin()
+    rank, row, worst, best = _largest_gap(losses)
     sentences = [
         f"At rank {rank}, standard NMF's relative loss for {worst} is {row[worst]:.3g} against {row[best]:.3g} "
-        f"for {best} (gap {gaps[rank]:.3g}); this is the rank with the largest gap."
+        f"for {best} (gap {row[worst] - row[best]:.3g}); this is the rank with the largest gap."
     ]
     own = _pivot(records, "nmf", "own_rel_error")
     if ("vanilla", rank) in own.index:

@@ -9,6 +9,7 @@ reconstruction error is ``‖X_ℓ − W_ℓ H‖_F`` and its own rank-r NMF err
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -23,6 +24,24 @@ TINY = np.finfo(float).tiny
 """Floor for multiplicative-update denominators. A denominator is 0 only where the matching
 numerator is 0 too (a zero row of ``H`` or column of ``W``), so the floor never changes a
 Lee–Seung step; it only turns 0/0 into 0."""
+
+BLAS_THREADS: int | None = 1
+"""BLAS threads while the NMF family fits (``None``: leave BLAS alone). Its products are thin
+(rank ≤ a few dozen), where threads buy little and cost a lot on a busy machine: measured with
+two cores shared with other work, 5 AM iterations on the Table-1 data at rank 12 took 1.13 s
+with two OpenBLAS threads and 0.27 s with one (benchmarks/bench_nmf_am.py), and in a one-off
+run 300 Fairer-NMF (MU) iterations on random 13,000×1,764 data at rank 10 95.7 s against
+30.7 s."""
+
+
+def blas_threads():
+    """Context manager applying :data:`BLAS_THREADS`."""
+    if BLAS_THREADS is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+
 
 CHECK_EVERY = 100
 """Multiplicative updates compare the objective with its value ``CHECK_EVERY`` iterations

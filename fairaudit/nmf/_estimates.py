@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ._core import GroupedData, random_factors
+from ._core import GroupedData, blas_threads, random_factors
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 CACHE_SIZE = 512
@@ -77,15 +77,16 @@ def estimate_group_errors(
         parent = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng()
         rngs = [parent] * data.n_groups
     E = np.empty(data.n_groups)
-    for g, block in enumerate(data.groups()):
-        errors = []
-        for _ in range(n_estimates):
-            W, H = random_factors(block, r, rngs[g])
-            fit = solve_standard(
-                block, W, H, solver=solver, tol=tol, max_iter=max_iter, what=f"NMF of group {data.labels[g]!r} (E_ℓ)"
-            )
-            errors.append(np.linalg.norm(block - fit.W @ fit.H))
-        E[g] = float(np.mean(errors))
+    with blas_threads():
+        for g, block in enumerate(data.groups()):
+            errors = []
+            for _ in range(n_estimates):
+                W, H = random_factors(block, r, rngs[g])
+                fit = solve_standard(
+                    block, W, H, solver=solver, tol=tol, max_iter=max_iter, what=f"NMF of group {data.labels[g]!r} (E_ℓ)"
+                )
+                errors.append(np.linalg.norm(block - fit.W @ fit.H))
+            E[g] = float(np.mean(errors))
     seconds = time.perf_counter() - start
     if cache_key is not None:
         with _lock:

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from ._base import NMFBase
-from ._core import GroupedData
+from ._core import GroupedData, blas_threads
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 
@@ -104,6 +104,10 @@ class NMF(NMFBase):
 
     def fit(self, X, y=None, *, sensitive_features=None, W=None, H=None):
         """Factorise ``X``; ``W``, ``H`` optionally give the starting factors."""
+        with blas_threads():
+            return self._fit(X, sensitive_features, W, H)
+
+    def _fit(self, X, sensitive_features, W, H):
         X = self._validate_input(X)
         r = self._check_common(X)
         data = None
