@@ -328,7 +328,9 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "rel_error": {
         "title": "Relative reconstruction error (per group)",
         "formula": "‖X_ℓ − W_ℓ H‖_F / ‖X_ℓ‖_F",
-        "plain": "The share of a group's data (in norm) that the NMF does not reproduce. Lower is better.",
+        "plain": "The share of a group's data (in norm) that the NMF does not reproduce. Lower is better. "
+        "Computed on the non-negative features scaled to unit ℓ2 norm (the paper's §6.1), not on the "
+        "scaling chosen for PCA.",
         "source": "Kassab, George, Needell et al., Towards a Fairer NMF, §4",
     },
     "rel_loss": {

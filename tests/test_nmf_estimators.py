@@ -281,3 +281,13 @@ def test_all_zero_group_and_bad_parameters():
         NMF(1, n_estimates=0).fit(X, sensitive_features=groups)
     with pytest.raises(FairAuditError, match="sensitive_features has 9 rows"):
         FairerNMF(1).fit(X, sensitive_features=groups[:9])
+
+
+def test_nmf_passes_scikit_learns_estimator_checks():
+    from sklearn.utils.estimator_checks import check_estimator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = check_estimator(NMF(n_components=1, random_state=0), on_fail=None)
+    failed = [r["check_name"] for r in results if r["status"] == "failed"]
+    assert not failed

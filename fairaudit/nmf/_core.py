@@ -56,8 +56,8 @@ def check_nonnegative(X: np.ndarray, what: str = "X") -> None:
     if negative.any():
         row, col = np.argwhere(negative)[0]
         raise NegativeValueError(
-            f"NMF needs non-negative data, but {what} has {int(negative.sum())} negative value(s) "
-            f"(first: {X[row, col]:g} at row {row}, column {col}). Shift each feature by its minimum "
+            f"Negative values in data: NMF needs non-negative input, but {what} has {int(negative.sum())} "
+            f"negative value(s) (first: {X[row, col]:g} at row {row}, column {col}). Shift each feature by its minimum "
             "or clip negatives to 0 first (AuditData.nonnegative('shift' | 'clip'), CLI --nonnegative)."
         )
 
