@@ -9,7 +9,7 @@ Two solvers:
   Cichocki & Phan 2009 / Hsieh & Dhillon 2011), started from the same factors. Measured on the
   Heart groups (benchmarks/bench_nmf_solvers.py: ranks 1–10, T = 5) its ``E_ℓ`` are equal or
   lower at every rank (rank 10, sex = 1: 5.09 % against 5.45 %) in a quarter of the time
-  (1.0 s against 4.1 s), so it is the default for ``E_ℓ`` and vanilla NMF: ``E_ℓ`` stands for
+  (0.7–1.0 s against 2.7–4.1 s over two runs), so it is the default for ``E_ℓ`` and vanilla NMF: ``E_ℓ`` stands for
   the *best* rank-r error of a group (Def. 4.1), and a poorly converged ``E_ℓ`` makes every
   relative loss look smaller than it is. scikit-learn stops on its own projected-gradient
   criterion with the same ``tol``.

@@ -53,11 +53,12 @@ DEFAULT_OPTIONS = {
 """``AuditConfig.options["nmf"]`` keys and defaults. ``am_max_cells``: above this many
 ``rows × features`` the AM variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
 
-Measured (benchmarks/bench_nmf_am.py, rank 10, one BLAS thread, a busy two-core machine): an
-AM iteration costs about 1.6 µs per cell — 0.095 s at 5000×20, 0.15 s at 8000×25, 0.49 s at
-30000×24 — and fits on the Heart and Table-1 data took 2 to 72 iterations, some reaching the
-200-iteration cap. At 100,000 cells a rank therefore takes up to about 20 s and a ten-rank
-sweep a few minutes at worst; the credit data (30,000×23) would take up to 1.6 min per rank."""
+Measured (benchmarks/bench_nmf_am.py, rank 10, one BLAS thread, two cores shared with other
+work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000×20, 0.10–0.15 s at
+8000×25, 0.33–0.49 s at 30000×24 over two runs — and fits on the Heart and Table-1 data took
+2 to 72 iterations, some reaching the 200-iteration cap. At 100,000 cells a rank therefore
+takes up to about 20 s and a ten-rank sweep a few minutes at worst; the credit data
+(30,000×23) would take up to 1–1.6 min per rank."""
 
 
 def nmf_options(config: AuditConfig) -> dict:
@@ -167,7 +168,7 @@ def am_too_slow(n_rows: int, n_features: int, options: dict) -> str | None:
     if cells > limit:
         return (
             f"skipped: alternating minimisation solves {n_rows} non-negative least-squares problems and a "
-            f"cone program per iteration (about 1.6 µs per cell at rank 10, up to 200 iterations); on "
+            f"cone program per iteration (1–2 µs per cell at rank 10, up to 200 iterations); on "
             f"{n_rows}×{n_features} data ({cells:,} cells, limit am_max_cells={limit:,}) a sweep would take "
             "minutes. fair_mu optimises the same objective; name fair_am in --variants to run it anyway."
         )
