@@ -16,13 +16,16 @@ from ._version import __version__
 from .data import AuditData, RawTable, load, prepare, read_table, scale_features
 from .errors import FairAuditError
 from .groups import encode_groups
+from .nmf import NMF, FairerNMF
 from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
 
 __all__ = [
+    "NMF",
     "PCA",
     "AuditData",
     "CovFairPCA",
     "FairAuditError",
+    "FairerNMF",
     "FairPCA",
     "JEVDPCA",
     "RawTable",

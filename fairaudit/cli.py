@@ -77,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--leakage-classifier", default="qda", choices=["qda", "logistic", "hgb", "mlp"],
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
     runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
+    _add_nmf_options(audit)
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
@@ -114,6 +115,36 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     scaling.add_argument("--no-standardize", dest="standardize", action="store_false", help="same as --scaling center")
 
 
+def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
+    from .data import NONNEGATIVE_POLICIES
+
+    nmf = parser.add_argument_group("NMF (--methods nmf)")
+    nmf.add_argument("--nonnegative", choices=NONNEGATIVE_POLICIES, default=None,
+                     help="negative values: stop with a message (default), shift each feature by its minimum, or clip at 0")
+    nmf.add_argument("--zero-rows", choices=["error", "drop"], default=None, help="all-zero rows: stop (default) or drop them")
+    nmf.add_argument("--nmf-scaling", choices=["unit_norm", "none"], default=None,
+                     help="feature scaling for NMF (default unit_norm, the paper's; --scaling is for PCA)")
+    nmf.add_argument("--nmf-estimates", type=int, default=None, help="T: NMF runs per group averaged into E_l (default 5)")
+    nmf.add_argument("--nmf-solver", choices=["cd", "mu"], default=None, help="standard NMF solver (default cd)")
+    nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4)")
+    nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
+    nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
+
+
+def _nmf_options(args) -> dict:
+    chosen = {
+        "nonnegative": args.nonnegative,
+        "zero_rows": args.zero_rows,
+        "scaling": args.nmf_scaling,
+        "n_estimates": args.nmf_estimates,
+        "nmf_solver": args.nmf_solver,
+        "tol": args.nmf_tol,
+        "max_iter": args.nmf_max_iter,
+        "am_max_cells": args.am_max_cells,
+    }
+    return {key: value for key, value in chosen.items() if value is not None}
+
+
 def _scaling(args) -> str:
     if args.scaling:
         return args.scaling
@@ -149,6 +180,7 @@ def config_from_args(args) -> AuditConfig:
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
+        options={"nmf": _nmf_options(args)},
     )
 
 
@@ -161,7 +193,7 @@ def _print_summary(result, out) -> None:
     print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
-        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
+        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap", "total_rel_error", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
     for method, sentences in findings(result).items():

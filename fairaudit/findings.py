@@ -43,6 +43,15 @@ def _ratio_text(high: float, low: float) -> str:
     return f"{high / low:.1f}×"
 
 
+def _largest_gap(losses: pd.DataFrame):
+    """The vanilla variant's rank with the largest loss gap: ``(rank, losses there, worst, best)``."""
+    vanilla = losses.loc["vanilla"]
+    gaps = vanilla.max(axis=1) - vanilla.min(axis=1)
+    rank = int(gaps.idxmax())
+    row = vanilla.loc[rank]
+    return rank, row, row.idxmax(), row.idxmin()
+
+
 def pca_findings(result) -> list[str]:
     """Where vanilla PCA is most unequal, and what the fair variant does there."""
     records = result.records
@@ -51,11 +60,7 @@ def pca_findings(result) -> list[str]:
     if losses.empty or "vanilla" not in losses.index.get_level_values(0):
         return []
     sizes = result.data.get("group_sizes", {})
-    vanilla = losses.loc["vanilla"]
-    gaps = vanilla.max(axis=1) - vanilla.min(axis=1)
-    rank = int(gaps.idxmax())
-    row = vanilla.loc[rank]
-    worst, best = row.idxmax(), row.idxmin()
+    rank, row, worst, best = _largest_gap(losses)
     sentences = [
         f"At rank {rank}, vanilla PCA's reconstruction loss for {worst} is {_ratio_text(row[worst], row[best])} "
         f"{best}'s ({row[worst]:.3g} vs {row[best]:.3g}); this is the rank with the largest gap."
@@ -89,7 +94,50 @@ def pca_findings(result) -> list[str]:
     return sentences
 
 
-FINDERS: dict[str, Callable] = {"pca": pca_findings}
+FAIR_NMF_PREFERENCE = ("fair_mu", "fair_am")
+
+
+def nmf_findings(result) -> list[str]:
+    """Where standard NMF's relative losses are most unequal, and what Fairer-NMF does there."""
+    records = result.records
+    losses = _pivot(records, "nmf", "rel_loss")
+    if losses.empty or "vanilla" not in losses.index.get_level_values(0):
+        return []
+    rank, row, worst, best = _largest_gap(losses)
+    sentences = [
+        f"At rank {rank}, standard NMF's relative loss for {worst} is {row[worst]:.3g} against {row[best]:.3g} "
+        f"for {best} (gap {row[worst] - row[best]:.3g}); this is the rank with the largest gap."
+    ]
+    own = _pivot(records, "nmf", "own_rel_error")
+    if ("vanilla", rank) in own.index:
+        own_row = own.loc[("vanilla", rank)]
+        sentences.append(
+            f"On their own, rank-{rank} NMFs reconstruct {worst} with relative error {own_row[worst]:.3g} "
+            f"and {best} with {own_row[best]:.3g} (E_ℓ, Algorithm 1)."
+        )
+    fair = next((v for v in FAIR_NMF_PREFERENCE if (v, rank) in losses.index), None)
+    if fair is not None:
+        fair_row = losses.loc[(fair, rank)]
+        before = _scalar(records, "nmf", "vanilla", rank, "total_rel_error")
+        after = _scalar(records, "nmf", fair, rank, "total_rel_error")
+        cost = ""
+        if before and after is not None:
+            cost = f", for {100.0 * (after - before) / before:+.1f} % total relative error ({before:.3g} → {after:.3g})"
+        sentences.append(
+            f"{variant_title('nmf', fair)} brings the largest relative loss from {row.max():.3g} to "
+            f"{fair_row.max():.3g} (gap {fair_row.max() - fair_row.min():.3g}) at rank {rank}{cost}."
+        )
+        raised = [g for g in fair_row.index if fair_row[g] > row[g] + 1e-12]
+        if raised:
+            sentences.append(
+                "The groups that give up accuracy for it: "
+                + ", ".join(f"{g} ({row[g]:.3g} → {fair_row[g]:.3g})" for g in raised)
+                + "."
+            )
+    return sentences
+
+
+FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings}
 
 
 def findings(result) -> dict[str, list[str]]:

@@ -29,6 +29,11 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "jevd": "JEVD-PCA",
         "cov_fair": "covFairPCA",
     },
+    "nmf": {
+        "vanilla": "NMF",
+        "fair_mu": "Fairer-NMF (multiplicative updates, Alg. 3)",
+        "fair_am": "Fairer-NMF (alternating minimisation, Alg. 2)",
+    },
 }
 """Per family, variant name → display title."""
 
@@ -159,6 +164,15 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "variance_explained"),
         ("variant", "mmd2"),
         ("variant", "mmd2_rbf"),
+        ("variant", "unfairness_balanced"),
+        ("variant", "seconds"),
+    ],
+    "nmf": [
+        ("group", "rel_loss"),
+        ("group", "rel_error"),
+        ("variant", "max_rel_loss"),
+        ("variant", "rel_loss_gap"),
+        ("variant", "total_rel_error"),
         ("variant", "unfairness_balanced"),
         ("variant", "seconds"),
     ],

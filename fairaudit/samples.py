@@ -117,7 +117,7 @@ SAMPLES: dict[str, Sample] = {
         description="Groups of 1000, 500 and 250 rows with ranks 3, 3 and 6 over 20 non-negative features.",
         sensitive=("group",),
         scaling="none",
-        methods=("pca",),
+        methods=("nmf", "pca"),
     ),
     "diabetes": Sample(
         name="diabetes",

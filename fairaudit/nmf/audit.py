@@ -1,0 +1,274 @@
+"""The NMF family in an audit: standard NMF and Fairer-NMF over the rank sweep, as tidy records.
+
+Input (the paper's §6 preprocessing, decided here from the validated :class:`AuditData`):
+``X_raw`` made non-negative by the chosen policy (:meth:`AuditData.nonnegative`: stop with a
+message by default, or shift / clip), all-zero rows stopped (or dropped on request), then each
+feature scaled to unit ℓ2 norm (§6.1) — the data's own ``scaling`` (standardize by default,
+which creates negative values) is for the PCA family and is not used here.
+
+Records per (variant, rank): per group ``rel_error``, ``rel_loss``, ``own_rel_error``;
+whole-data ``max_rel_loss``, ``rel_loss_gap``, ``total_rel_error``, ``mmd2``, ``mmd2_rbf``,
+``unfairness``, ``unfairness_balanced`` (of the representation ``W``), ``n_iter``,
+``seconds`` and ``estimate_seconds``. Definitions: :mod:`fairaudit.metrics`.
+
+Each rank's ``E_ℓ`` (Algorithm 1) is computed once and shared by every variant (and cached
+across audits); the Fairer-NMF variants start from the vanilla solution (``init="nmf"``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
+
+from ..audit import AuditConfig, RecordSink, representation_metrics
+from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
+from ..errors import FairAuditError, ParameterError, RankError
+from ..groups import GroupCodes, check_groups
+from ._core import GroupedData, check_solver_parameters
+from ._estimates import data_key, estimate_group_errors
+from ._standard import SOLVERS, STANDARD_MAX_ITER
+from .fair import FairerNMF
+from .vanilla import NMF
+
+VARIANTS = ("vanilla", "fair_mu", "fair_am")
+"""Variant names (display titles: ``fairaudit.plots.VARIANT_TITLES``)."""
+
+NMF_SCALINGS = ("unit_norm", "none")
+ZERO_ROW_POLICIES = ("error", "drop")
+
+DEFAULT_OPTIONS = {
+    "nonnegative": "error",
+    "scaling": "unit_norm",
+    "zero_rows": "error",
+    "n_estimates": 5,
+    "nmf_solver": "cd",
+    "tol": 1e-4,
+    "max_iter": None,
+    "am_max_cells": 100_000,
+}
+"""``AuditConfig.options["nmf"]`` keys and defaults. ``am_max_cells``: above this many
+``rows × features`` the AM variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
+
+Measured (benchmarks/bench_nmf_am.py, rank 10, one BLAS thread, two cores shared with other
+work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000×20, 0.10–0.15 s at
+8000×25, 0.33–0.49 s at 30000×24 over two runs — and fits on the Heart and Table-1 data took
+2 to 72 iterations, some reaching the 200-iteration cap. At 100,000 cells a rank therefore
+takes up to about 20 s and a ten-rank sweep a few minutes at worst; the credit data
+(30,000×23) would take up to 1–1.6 min per rank."""
+
+
+def nmf_options(config: AuditConfig) -> dict:
+    """``config.options["nmf"]`` with defaults filled in, checked."""
+    given = dict(config.options.get("nmf", {}) or {})
+    unknown = sorted(set(given) - set(DEFAULT_OPTIONS))
+    if unknown:
+        raise ParameterError(f"unknown NMF option(s) {', '.join(map(repr, unknown))}; known: {', '.join(DEFAULT_OPTIONS)}.")
+    options = {**DEFAULT_OPTIONS, **{k: v for k, v in given.items() if v is not None or k == "max_iter"}}
+    for key, allowed in (
+        ("nonnegative", NONNEGATIVE_POLICIES),
+        ("scaling", NMF_SCALINGS),
+        ("zero_rows", ZERO_ROW_POLICIES),
+        ("nmf_solver", SOLVERS),
+    ):
+        if options[key] not in allowed:
+            raise ParameterError(f"NMF option {key} must be one of {', '.join(allowed)}; got {options[key]!r}.")
+    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"])
+    return options
+
+
+# ============================================================================ input
+@dataclass(frozen=True)
+class NMFInput:
+    """The matrix NMF sees and the groups of its rows."""
+
+    X: np.ndarray
+    codes: np.ndarray
+    labels: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    @property
+    def sensitive_features(self) -> pd.Series:
+        """Group labels per row, keeping the data's group order."""
+        return pd.Series(pd.Categorical.from_codes(self.codes, categories=list(self.labels)))
+
+
+def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_norm", zero_rows: str = "error") -> NMFInput:
+    """The NMF matrix of ``data``: non-negative (policy), no all-zero rows, scaled (§6.1).
+
+    Order matters: the non-negativity policy acts on the raw values (a shift by each feature's
+    minimum is only meaningful in the original units), zero rows are found after it (a shift
+    can create one), and the unit-ℓ2 column scaling comes last.
+    """
+    if scaling not in NMF_SCALINGS:
+        raise ParameterError(f"NMF scaling must be one of {', '.join(NMF_SCALINGS)}; got {scaling!r}.")
+    if zero_rows not in ZERO_ROW_POLICIES:
+        raise ParameterError(f"zero_rows must be 'error' or 'drop'; got {zero_rows!r}.")
+    X = data.nonnegative(nonnegative)
+    notes = []
+    negative_columns = [name for name, neg in zip(data.feature_names, (data.X_raw < 0).any(axis=0), strict=True) if neg]
+    if negative_columns and nonnegative != "error":
+        action = "shifted by its minimum" if nonnegative == "shift" else "clipped at 0"
+        notes.append(
+            f"nmf: {len(negative_columns)} feature(s) with negative values {action} before NMF "
+            f"({', '.join(map(repr, negative_columns[:5]))}{' …' if len(negative_columns) > 5 else ''})"
+        )
+    codes = data.groups.codes
+    zero = ~(X > 0).any(axis=1)
+    if zero.any():
+        where = [_line(data, i) for i in np.flatnonzero(zero)[:5]]
+        if zero_rows == "error":
+            cause = " (after shifting each feature by its minimum)" if nonnegative == "shift" else ""
+            raise FairAuditError(
+                f"{int(zero.sum())} row(s) have only zeros in the feature columns{cause}: "
+                f"{', '.join(where)}{' …' if zero.sum() > 5 else ''}. NMF learns nothing from such a row "
+                "and it often means missing values coded as 0; check the row(s), leave them out of the "
+                "file, or drop them for NMF with zero_rows='drop' (CLI --zero-rows drop)."
+            )
+        X, codes = X[~zero], codes[~zero]
+        notes.append(f"nmf: dropped {int(zero.sum())} all-zero row(s): {', '.join(where)}{' …' if zero.sum() > 5 else ''}")
+    X = scale_features(X, scaling)
+    kept = np.unique(codes)
+    labels = tuple(data.groups.labels[g] for g in kept)
+    remap = np.full(len(data.groups.labels), -1)
+    remap[kept] = np.arange(len(kept))
+    check_groups(GroupCodes(remap[codes], labels), min_size=1, what="the rows left for NMF")
+    return NMFInput(X=np.ascontiguousarray(X), codes=remap[codes], labels=labels, notes=tuple(notes))
+
+
+def _line(data: AuditData, row: int) -> str:
+    return f"line {int(data.lines[row])}" if data.lines is not None else f"row {row}"
+
+
+def nmf_ranks(config: AuditConfig, prepared: NMFInput) -> tuple[int, ...]:
+    """The ranks to sweep: at most min(features, rows, smallest group's rows)."""
+    n_rows, n_features = prepared.X.shape
+    sizes = np.bincount(prepared.codes, minlength=len(prepared.labels))
+    smallest = int(np.argmin(sizes))
+    if config.ranks is None:
+        return tuple(range(1, min(10, n_features, n_rows, int(sizes[smallest])) + 1))
+    ranks = config.resolved_ranks(n_features, limit=n_rows)
+    too_high = [r for r in ranks if r > sizes[smallest]]
+    if too_high:
+        raise RankError(
+            f"rank {too_high[0]} is larger than group {prepared.labels[smallest]!r} ({int(sizes[smallest])} rows): "
+            "that group's own NMF (E_ℓ, Algorithm 1) would reproduce it exactly and its relative loss "
+            f"would mean nothing; choose ranks up to {int(sizes[smallest])}."
+        )
+    return ranks
+
+
+def am_too_slow(n_rows: int, n_features: int, options: dict) -> str | None:
+    """Why the AM variant is skipped for data this size (``None``: run it)."""
+    cells = n_rows * n_features
+    limit = options["am_max_cells"]
+    if cells > limit:
+        return (
+            f"skipped: alternating minimisation solves {n_rows} non-negative least-squares problems and a "
+            f"cone program per iteration (1–2 µs per cell at rank 10, up to 200 iterations); on "
+            f"{n_rows}×{n_features} data ({cells:,} cells, limit am_max_cells={limit:,}) a sweep would take "
+            "minutes. fair_mu optimises the same objective; name fair_am in --variants to run it anyway."
+        )
+    return None
+
+
+# ============================================================================ the audit
+def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Fit standard NMF and Fairer-NMF (MU, AM) at every rank and write records to ``sink``."""
+    options = nmf_options(config)
+    prepared = nmf_input(data, options["nonnegative"], options["scaling"], options["zero_rows"])
+    for note in prepared.notes:
+        sink.warn(note)
+    ranks = nmf_ranks(config, prepared)
+    chosen = []
+    for name in VARIANTS:
+        if not config.wants("nmf", name):
+            continue
+        reason = am_too_slow(*prepared.X.shape, options) if name == "fair_am" else None
+        if reason and config.variants == "all":
+            sink.skip(name, reason)
+            continue
+        chosen.append(name)
+    if not chosen:
+        return
+    X, sensitive = prepared.X, prepared.sensitive_features
+    grouped = GroupedData.build(X, sensitive)
+    key = data_key(grouped)
+    seed = config.random_state
+    common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "random_state": seed}
+    total, done = len(chosen) * len(ranks), 0
+    capped: dict[str, list[int]] = {name: [] for name in chosen}
+    for rank in ranks:
+        E, estimate_seconds = estimate_group_errors(
+            grouped,
+            rank,
+            n_estimates=options["n_estimates"],
+            solver=options["nmf_solver"],
+            tol=options["tol"],
+            max_iter=STANDARD_MAX_ITER,
+            random_state=seed,
+            key=key,
+        )
+        vanilla, caught = _fit(
+            NMF(rank, solver=options["nmf_solver"], estimates=E, **common), X, sensitive
+        )
+        fits = {"vanilla": (vanilla, caught, vanilla.fit_seconds_)}
+        for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
+            if name in chosen:
+                fair, caught = _fit(
+                    FairerNMF(
+                        rank, solver=solver, init="custom", estimates=E, nmf_solver=options["nmf_solver"],
+                        max_iter=options["max_iter"], **common,
+                    ),
+                    X,
+                    sensitive,
+                    W=vanilla.W_,
+                    H=vanilla.components_,
+                )
+                # A Fairer-NMF result costs its starting (vanilla) NMF plus its own iterations.
+                fits[name] = (fair, caught, vanilla.fit_seconds_ + fair.fit_seconds_)
+        for name in chosen:
+            fitted, caught, seconds = fits[name]
+            _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared, config)
+            if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+                capped[name].append(rank)
+            sink.capture_warnings(name, [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
+            if getattr(fitted, "h_solvers_", {}).get("SCS"):
+                sink.warn(
+                    f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
+                    "SCS (first-order, less accurate) solved them."
+                )
+            done += 1
+            sink.progress(name, rank, done, total, seconds)
+    for name, ranks_capped in capped.items():
+        if ranks_capped:
+            sink.warn(
+                f"nmf/{name}: an iteration cap was reached before the stopping rule at rank(s) "
+                f"{', '.join(map(str, ranks_capped))} (the fit itself, its starting NMF or E_ℓ); "
+                "raise max_iter (CLI --nmf-max-iter) or loosen tol."
+            )
+
+
+def _fit(estimator, X, sensitive, **factors):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator.fit(X, sensitive_features=sensitive, **factors)
+    return estimator, caught
+
+
+def _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared: NMFInput, config) -> None:
+    labels = list(fitted.groups_)
+    sink.add_groups(name, rank, "rel_error", labels, fitted.group_errors_)
+    sink.add_groups(name, rank, "rel_loss", labels, fitted.group_losses_)
+    sink.add_groups(name, rank, "own_rel_error", labels, fitted.own_rel_errors_)
+    sink.add(name, rank, "max_rel_loss", float(np.max(fitted.group_losses_)))
+    sink.add(name, rank, "rel_loss_gap", float(np.ptp(fitted.group_losses_)))
+    sink.add(name, rank, "total_rel_error", fitted.reconstruction_err_ / float(np.linalg.norm(X)))
+    for metric, value in representation_metrics(fitted.W_, prepared.codes, config).items():
+        sink.add(name, rank, metric, value)
+    sink.add(name, rank, "n_iter", fitted.n_iter_)
+    sink.add(name, rank, "seconds", seconds)
+    sink.add(name, rank, "estimate_seconds", estimate_seconds)
