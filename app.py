@@ -16,6 +16,7 @@ st.set_page_config(page_title="fairaudit — fairness audit for unsupervised lea
 PAGES = {
     "Audit": [
         st.Page("pages/pca.py", title="PCA", icon=":material/scatter_plot:", default=True),
+        st.Page("pages/nmf.py", title="NMF", icon=":material/grid_view:"),
     ],
     "Data and report": [
         st.Page("pages/data.py", title="Data", icon=":material/table:"),

@@ -15,7 +15,7 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, run_audit
 from fairaudit.findings import findings
 from fairaudit.metrics import METRIC_DEFINITIONS
-from fairaudit.plots import family_figures, metric_title, variant_title
+from fairaudit.plots import FAMILY_FIGURES, family_figures, metric_title, variant_title
 from fairaudit.report import summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 
@@ -112,9 +112,11 @@ def show_findings(result: AuditResult, method: str) -> None:
 
 
 def show_figures(result: AuditResult, method: str, variants=None) -> None:
+    """Per-group figures full width (vanilla and fair panels side by side), the rest two abreast."""
     figures = family_figures(result.records, method, variants)
-    group_figures = [(m, f) for m, f in figures if m in GROUP_METRICS.get(method, ())]
-    other = [(m, f) for m, f in figures if m not in GROUP_METRICS.get(method, ())]
+    wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
+    group_figures = [(m, f) for m, f in figures if m in wide]
+    other = [(m, f) for m, f in figures if m not in wide]
     for metric, fig in group_figures:
         st.plotly_chart(fig, key=f"{method}-{metric}", width="stretch")
     for start in range(0, len(other), 2):
@@ -123,8 +125,6 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
             with column:
                 st.plotly_chart(fig, key=f"{method}-{metric}", width="stretch")
 
-
-GROUP_METRICS = {"pca": ("loss", "error")}
 
 
 def show_table(result: AuditResult, method: str) -> None:
