@@ -38,6 +38,7 @@ RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
 
 FAMILIES: dict[str, str] = {
     "pca": "fairaudit.pca.audit:audit_pca",
+    "cpd": "fairaudit.cpd.audit:audit_cpd",
 }
 """Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
 
