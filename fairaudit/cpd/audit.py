@@ -23,7 +23,7 @@ Two kinds of fair records, told apart by the variant name:
 Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`` (default
 ``"mlp"``, the paper's 1,500-unit network; ``"qda"`` etc. are faster), ``n_lambdas`` (10),
 ``lambdas`` (a list for every method, or ``{method: list}``), ``sweep_rank`` (default the largest
-rank audited), ``sweep`` (``False`` skips the frontier), ``n_epochs`` (100), ``inner_steps`` (5),
+rank audited), ``sweep`` (``False`` skips the frontier), ``n_epochs`` (200), ``inner_steps`` (5),
 ``l2`` (FATR's λ_ℓ2, 0), ``khsic_max_rows`` (5000: KHSIC costs O(n²) per step and is skipped,
 with the reason, above it).
 """
@@ -39,6 +39,7 @@ import numpy as np
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
+from ..metrics import LEAKAGE_CLASSIFIERS
 from . import sweep as _sweep
 from .estimator import FairCPD, median_gamma, rank_limit
 from .metrics import nkhsic, orthogonality
@@ -53,7 +54,7 @@ DEFAULT_OPTIONS = {
     "lambdas": None,
     "sweep_rank": None,
     "sweep": True,
-    "n_epochs": 100,
+    "n_epochs": 200,
     "inner_steps": 5,
     "l2": 0.0,
     "khsic_max_rows": 5000,
@@ -75,6 +76,10 @@ def _options(config: AuditConfig) -> dict:
     options.update({k: v for k, v in given.items() if v is not None or k in ("lambdas", "sweep_rank")})
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
+    if options["leakage_classifier"] not in LEAKAGE_CLASSIFIERS:
+        raise ParameterError(
+            f"cpd leakage_classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {options['leakage_classifier']!r}."
+        )
     return options
 
 

@@ -182,10 +182,10 @@ class FairCPD(TransformerMixin, BaseEstimator):
         lam: float = 1.0,
         l2: float = 0.0,
         gamma="median",
-        n_epochs: int = 100,
+        n_epochs: int = 200,
         inner_steps: int = 5,
         learning_rate: float | None = None,
-        tol: float = 1e-7,
+        tol: float = 1e-6,
         init="svd",
         random_state: int | None = None,
     ):
