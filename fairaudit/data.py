@@ -664,6 +664,18 @@ def tensor_from_arrays(
     )
 
 
+def _table_source(table: RawTable) -> dict:
+    """Provenance of a prepared table: file name, hash, size, encoding, delimiter, lines read."""
+    return {
+        "name": table.name,
+        "sha256": table.sha256,
+        "bytes": table.n_bytes,
+        "encoding": table.encoding,
+        "delimiter": table.delimiter,
+        "rows_read": len(table.frame),
+    }
+
+
 def _array_sha256(X: np.ndarray, codes: np.ndarray) -> str:
     digest = hashlib.sha256(np.ascontiguousarray(X).tobytes())
     digest.update(np.ascontiguousarray(codes).tobytes())
@@ -881,6 +893,24 @@ def _sensitive_labels(
     return labels, order, missing
 
 
+def _encode_dropping_small(
+    label_frame: pd.DataFrame, small_groups: str, min_group_size: int, unit: str, log: list[str]
+) -> tuple[GroupCodes, np.ndarray]:
+    """Groups of ``label_frame`` and the mask of rows kept; with ``small_groups="drop"`` the rows
+    of groups below ``min_group_size`` are dropped (and logged)."""
+    groups = encode_groups(label_frame)
+    keep = np.ones(len(label_frame), dtype=bool)
+    if small_groups == "drop":
+        sizes = groups.sizes()
+        small = [i for i, n in enumerate(sizes) if n < min_group_size]
+        if small:
+            dropped = ", ".join(f"{groups.labels[i]!r} ({int(sizes[i])})" for i in small)
+            keep = ~np.isin(groups.codes, small)
+            groups = encode_groups(label_frame[keep].reset_index(drop=True))
+            log.append(f"dropped groups below {min_group_size} {unit}: {dropped}")
+    return groups, keep
+
+
 def _describe_missing(table: RawTable, names: list[str], masks: list[np.ndarray]) -> str:
     parts = []
     for name, mask in zip(names, masks, strict=True):
@@ -1025,17 +1055,10 @@ def prepare(
     label_frame = pd.DataFrame(
         {col: pd.Categorical(labels[keep], categories=order) for col, (labels, order, _) in zip(sensitive, per_column, strict=True)}
     )
-    groups = encode_groups(label_frame)
-    if small_groups == "drop":
-        sizes = groups.sizes()
-        small = [i for i, n in enumerate(sizes) if n < min_group_size]
-        if small:
-            dropped = ", ".join(f"{groups.labels[i]!r} ({int(sizes[i])})" for i in small)
-            keep_rows = ~np.isin(groups.codes, small)
-            X, lines, label_frame = X[keep_rows], lines[keep_rows], label_frame[keep_rows]
-            keep[np.flatnonzero(keep)[~keep_rows]] = False
-            groups = encode_groups(label_frame.reset_index(drop=True))
-            log.append(f"dropped groups below {min_group_size} rows: {dropped}")
+    groups, keep_rows = _encode_dropping_small(label_frame, small_groups, min_group_size, "rows", log)
+    if not keep_rows.all():
+        X, lines = X[keep_rows], lines[keep_rows]
+        keep[np.flatnonzero(keep)[~keep_rows]] = False
     check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))}")
 
     # --- constant features
@@ -1058,14 +1081,7 @@ def prepare(
         label=None if label_values is None else label_values[keep],
         label_name=label,
         lines=lines,
-        source={
-            "name": table.name,
-            "sha256": table.sha256,
-            "bytes": table.n_bytes,
-            "encoding": table.encoding,
-            "delimiter": table.delimiter,
-            "rows_read": len(table.frame),
-        },
+        source=_table_source(table),
         log=tuple(log),
     )
 
@@ -1263,16 +1279,7 @@ def prepare_tensor(
     label_frame = pd.DataFrame(
         {col: pd.Categorical(values_, categories=order_) for col, (values_, order_) in zip(sensitive, per_column, strict=True)}
     )
-    groups = encode_groups(label_frame)
-    keep = np.ones(shape[0], dtype=bool)
-    if small_groups == "drop":
-        sizes = groups.sizes()
-        small = [i for i, n in enumerate(sizes) if n < min_group_size]
-        if small:
-            dropped = ", ".join(f"{groups.labels[i]!r} ({int(sizes[i])})" for i in small)
-            keep = ~np.isin(groups.codes, small)
-            groups = encode_groups(label_frame[keep].reset_index(drop=True))
-            log.append(f"dropped groups below {min_group_size} entities: {dropped}")
+    groups, keep = _encode_dropping_small(label_frame, small_groups, min_group_size, "entities", log)
     check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))} (per {index[0]})")
     tensor = tensor[keep]
     levels[0] = [label for label, kept in zip(levels[0], keep, strict=True) if kept]
@@ -1287,14 +1294,7 @@ def prepare_tensor(
         sensitive=tuple(sensitive),
         scaling=scaling,
         lines=first_lines,
-        source={
-            "name": table.name,
-            "sha256": table.sha256,
-            "bytes": table.n_bytes,
-            "encoding": table.encoding,
-            "delimiter": table.delimiter,
-            "rows_read": len(frame),
-        },
+        source=_table_source(table),
         log=tuple(log),
         tensor_shape=tuple(int(d) for d in shape),
         tensor_modes=tuple(index),

@@ -113,8 +113,8 @@ def fair_cpd_tensor(
     shape: tuple[int, ...] = (200, 100, 100),
     true_rank: int = 10,
     noise: float = 0.1,
-    shift: float = 0.5,
-    spread: float = 2.0,
+    shift: float = 1.0,
+    spread: float = 3.0,
     random_state: int = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Synthetic tensor with two sub-populations of entities (Kim & Gittens 2021, App. A.8 setup).

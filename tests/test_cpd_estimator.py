@@ -143,13 +143,17 @@ def test_lambda_zero_is_plain_cp_and_reaches_tensorly(shape, rank, method):
     np.testing.assert_allclose(_tensor.reconstruct(model.factors_), tl.cp_to_tensor(reference), atol=1e-5 * np.abs(X).max())
 
 
-def test_khsic_lambda_zero_takes_gradient_path_and_equals_als():
+def test_lambda_zero_equals_als_for_every_method_on_noisy_data():
     X, _ = low_rank((20, 6, 5), 2, seed=9)
     X = X + 0.05 * np.random.default_rng(0).normal(size=X.shape)
     groups = np.arange(20) % 2
     als = FairCPD(rank=2, method="none", lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
-    khsic = FairCPD(rank=2, method="khsic", lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
-    assert khsic.residual_fit_ == pytest.approx(als.residual_fit_, rel=1e-9)
+    for method in ("fatr", "hsic", "khsic"):
+        model = FairCPD(rank=2, method=method, lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
+        assert model.residual_fit_ == pytest.approx(als.residual_fit_, rel=1e-9)
+    # and a tiny λ (the gradient A-step) stays next to it: one preconditioned unit step is ALS
+    tiny = FairCPD(rank=2, method="khsic", lam=1e-9, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
+    assert tiny.residual_fit_ == pytest.approx(als.residual_fit_, rel=1e-6)
 
 
 def test_noisy_fit_close_to_tensorly_and_objective_decreases():

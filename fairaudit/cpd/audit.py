@@ -160,7 +160,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         vanilla, seconds = fit("none", 0.0, rank, "svd")
         if run_vanilla:
             record("vanilla", vanilla, seconds, 0.0, rank)
-        references = {name: _sweep.lambda_reference(X, vanilla, codes, name) for name in fair}
+        references = {name: _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank)) for name in fair}
         if rank in ranks:
             for name in fair:
                 lam = float(_sweep.lambda_grid(references[name], options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])

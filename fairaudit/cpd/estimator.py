@@ -281,19 +281,29 @@ class FairCPD(TransformerMixin, BaseEstimator):
         if not penalised and not (self.method == "fatr" and self.l2 > 0):
             return _tensor.solve_right(M, G)
 
-        def objective(Z):
-            return (xx - 2.0 * np.sum(Z * M) + np.sum((Z @ G) * Z)) / N + self._objective_parts(Z)
+        def evaluate(Z, gradient):
+            """J(Z), and ∇J(Z) if asked (one kernel pass for both)."""
+            value = (xx - 2.0 * np.sum(Z * M) + np.sum((Z @ G) * Z)) / N
+            grad = 2.0 * (Z @ G - M) / N if gradient else None
+            if penalised:
+                if gradient:
+                    penalty, penalty_grad = self._penalty(Z, gradient=True)
+                    grad += self.lam * penalty_grad
+                else:
+                    penalty = self._penalty(Z)
+                value += self.lam * penalty
+            if self.method == "fatr" and self.l2 > 0:
+                value += self.l2 * float(np.sum(Z * Z))
+                if gradient:
+                    grad += 2.0 * self.l2 * Z
+            return value, grad
 
         step = 1.0
-        current = objective(A)
+        current, grad = evaluate(A, True)
         for _ in range(self.inner_steps):
-            grad = 2.0 * (A @ G - M) / N
-            if penalised:
-                grad += self.lam * self._penalty(A, gradient=True)[1]
-            if self.method == "fatr" and self.l2 > 0:
-                grad += 2.0 * self.l2 * A
             if self.learning_rate is not None:
                 A = A - self.learning_rate * grad
+                current, grad = evaluate(A, True)
                 continue
             direction = -0.5 * N * _tensor.solve_right(grad, G)
             slope = float(np.sum(grad * direction))
@@ -302,9 +312,10 @@ class FairCPD(TransformerMixin, BaseEstimator):
             step = min(1.0, 2.0 * step)
             while step > 1e-12:
                 trial = A + step * direction
-                value = objective(trial)
+                # Most trials pass: their gradient comes from the same kernel pass as the value.
+                value, trial_grad = evaluate(trial, True)
                 if value <= current + 1e-4 * step * slope:
-                    A, current = trial, value
+                    A, current, grad = trial, value, trial_grad
                     break
                 step *= 0.5
             else:

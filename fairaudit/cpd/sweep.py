@@ -36,17 +36,18 @@ DEFAULT_POINTS = 10
 FAIR_METHODS = ("fatr", "hsic", "khsic")
 
 
-def lambda_reference(X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method: str) -> float:
+def lambda_reference(X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method: str, gamma: float | None = None) -> float:
     """``λ_ref = E / P(A_vanilla)`` (module docstring) for ``method`` given a fitted vanilla model.
 
-    For ``"khsic"`` the penalty uses the γ a KHSIC fit at the same rank would use (the median
-    heuristic of :class:`FairCPD`).
+    For ``"khsic"`` the penalty uses ``gamma``, by default the γ a KHSIC fit at the same rank
+    would use (the median heuristic of :class:`FairCPD`).
     """
     A = vanilla.factors_[0]
     energy = float(np.sum(_tensor.reconstruct(vanilla.factors_) ** 2)) / X.size
     if energy <= 0:
         return 1.0
-    gamma = median_gamma(X, A.shape[1], vanilla.random_state) if method == "khsic" else None
+    if method == "khsic" and gamma is None:
+        gamma = median_gamma(X, A.shape[1], vanilla.random_state)
     value = penalty(A, groups, method, gamma)
     return energy / max(value, 1e-12 * energy)
 
