@@ -13,7 +13,8 @@ Quick start::
 """
 
 from ._version import __version__
-from .data import AuditData, RawTable, load, prepare, read_table, scale_features
+from .cpd import FairCPD
+from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table, scale_features, tensor_from_arrays
 from .errors import FairAuditError
 from .groups import encode_groups
 from .nmf import NMF, FairerNMF
@@ -24,6 +25,7 @@ __all__ = [
     "PCA",
     "AuditData",
     "CovFairPCA",
+    "FairCPD",
     "FairAuditError",
     "FairerNMF",
     "FairPCA",
@@ -33,6 +35,8 @@ __all__ = [
     "encode_groups",
     "load",
     "prepare",
+    "prepare_tensor",
     "read_table",
     "scale_features",
+    "tensor_from_arrays",
 ]

@@ -39,6 +39,7 @@ RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
 FAMILIES: dict[str, str] = {
     "pca": "fairaudit.pca.audit:audit_pca",
     "nmf": "fairaudit.nmf.audit:audit_nmf",
+    "cpd": "fairaudit.cpd.audit:audit_cpd",
 }
 """Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
 

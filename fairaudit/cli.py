@@ -12,7 +12,7 @@ import warnings
 
 from . import __version__
 from .audit import FAMILIES, AuditConfig, run_audit
-from .data import DEFAULT_MAX_MB, MISSING_POLICIES, SCALINGS, prepare, read_table
+from .data import DEFAULT_MAX_MB, MISSING_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
 from .errors import FairAuditError, ParameterError
 
 
@@ -78,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
     runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
     _add_nmf_options(audit)
+    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
+    cpd.add_argument("--cpd-classifier", default=None, choices=["qda", "logistic", "hgb", "mlp"],
+                     help="leakage classifier for the CP embeddings (default mlp: Kim & Gittens' 1,500-unit network)")
+    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
+    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
+    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest rank audited)")
+    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
+    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
+    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
@@ -105,6 +114,11 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     columns.add_argument("--one-hot", action="store_true", help="one-hot encode text feature columns")
     columns.add_argument("--binarize", action="append", metavar="COL=THRESHOLD", help="split a numeric sensitive column at a threshold")
     columns.add_argument("--bins", action="append", metavar="COL=N", help="cut a numeric sensitive column into N quantile bins")
+    tensor = parser.add_argument_group("tensor input (long format: one line per cell)")
+    tensor.add_argument("--tensor-index", metavar="ENTITY,MODE2,…", help="index columns, entity first (e.g. user,item,context); the file is then read as a tensor")
+    tensor.add_argument("--tensor-value", metavar="COL", help="the value column of a long-format tensor")
+    tensor.add_argument("--tensor-fill", metavar="VALUE", type=float, default=None,
+                        help="value for absent cells (default: stop and say which cells are absent)")
     rows = parser.add_argument_group("rows and scaling")
     rows.add_argument("--missing", default="error", choices=MISSING_POLICIES, help="missing cells: stop (default), drop rows, impute")
     rows.add_argument("--min-group-size", type=int, default=2)
@@ -156,6 +170,8 @@ def _scaling(args) -> str:
 def load_from_args(args):
     """Read and prepare the data as the command line says."""
     table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    if args.tensor_index or args.tensor_value or args.tensor_fill is not None:
+        return _load_tensor(args, table)
     return prepare(
         table,
         sensitive=args.sensitive,
@@ -172,7 +188,52 @@ def load_from_args(args):
     )
 
 
+def _load_tensor(args, table):
+    if not args.tensor_index or not args.tensor_value:
+        raise ParameterError("a long-format tensor needs both --tensor-index ENTITY,MODE2,… and --tensor-value COL.")
+    for option, given in (("--features", args.features), ("--label", args.label), ("--one-hot", args.one_hot), ("--ignore", args.ignore)):
+        if given:
+            raise ParameterError(f"{option} does not apply to a long-format tensor (its cells come from --tensor-value).")
+    if args.missing != "error":
+        raise ParameterError("--missing does not apply to a long-format tensor; absent cells are filled with --tensor-fill VALUE.")
+    return prepare_tensor(
+        table,
+        index=_split(args.tensor_index),
+        value=args.tensor_value,
+        sensitive=args.sensitive,
+        binarize=_pairs(args.binarize, "--binarize", float),
+        bins=_pairs(args.bins, "--bins", int),
+        fill=args.tensor_fill,
+        scaling=args.scaling or ("center" if args.standardize is False else "standardize" if args.standardize else "none"),
+        min_group_size=args.min_group_size,
+        small_groups="drop" if args.drop_small_groups else "error",
+    )
+
+
+def _cpd_options(args) -> dict:
+    lambdas = None
+    if args.cpd_lambdas:
+        try:
+            lambdas = [float(v) for v in _split(args.cpd_lambdas)]
+        except ValueError:
+            raise ParameterError(f"--cpd-lambdas {args.cpd_lambdas!r} is not a list of numbers such as 0.1,1,10.") from None
+    options = {
+        "leakage_classifier": args.cpd_classifier,
+        "lambdas": lambdas,
+        "n_lambdas": args.cpd_points,
+        "sweep_rank": args.cpd_sweep_rank,
+        "sweep": False if args.cpd_no_sweep else None,
+        "n_epochs": args.cpd_epochs,
+        "khsic_max_rows": args.cpd_khsic_max_rows,
+    }
+    for name in ("n_lambdas", "n_epochs", "khsic_max_rows", "sweep_rank"):
+        if options[name] is not None and options[name] < 1:
+            raise ParameterError(f"--cpd-{name.replace('_', '-')} must be at least 1; got {options[name]}.")
+    return {key: value for key, value in options.items() if value is not None}
+
+
 def config_from_args(args) -> AuditConfig:
+    cpd = _cpd_options(args)
     return AuditConfig(
         methods=_split(args.methods) or ["pca"],
         ranks=parse_ranks(args.ranks) if args.ranks else None,
@@ -180,7 +241,7 @@ def config_from_args(args) -> AuditConfig:
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
-        options={"nmf": _nmf_options(args)},
+        options={"nmf": _nmf_options(args), **({"cpd": cpd} if cpd else {})},
     )
 
 
@@ -193,7 +254,15 @@ def _print_summary(result, out) -> None:
     print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
-        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap", "total_rel_error", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
+        keep = [
+            c
+            for c in (
+                "variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap",
+                "total_rel_error", "lam", "residual_fit", "orthogonality", "nkhsic", "unfairness", "unfairness_balanced",
+                "effective_rank", "seconds",
+            )
+            if c in table.columns
+        ]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
     for method, sentences in findings(result).items():

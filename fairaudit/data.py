@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import (
+    DuplicateCellError,
     DuplicateColumnError,
     EmptyFileError,
     EncodingError,
@@ -40,6 +41,7 @@ from .errors import (
     FileTooLargeError,
     InputFileNotFound,
     MalformedCSVError,
+    MissingCellError,
     MissingValueError,
     NegativeValueError,
     NoFeaturesError,
@@ -412,6 +414,15 @@ class AuditData:
         Provenance: name, sha256, bytes, encoding, delimiter, rows read.
     log : tuple of str
         Every preprocessing decision, in order.
+    tensor_shape : tuple of int or None
+        For tensor input (:func:`prepare_tensor`, :meth:`from_tensor`): the shape
+        ``(n_entities, d_1, …)``. ``X_raw`` is then the mode-1 unfolding (entities × the other
+        modes' cells, last mode fastest), groups are per entity, and :meth:`tensor` refolds it.
+        Families that work on tables read the unfolding; the CP family reads the tensor.
+    tensor_modes : tuple of str
+        The index column of each mode (``("entity", "item", "context")``).
+    tensor_levels : tuple of tuple of str
+        The labels along each mode, in the order of the array.
     """
 
     X_raw: np.ndarray
@@ -424,6 +435,9 @@ class AuditData:
     lines: np.ndarray | None = None
     source: Mapping = field(default_factory=dict)
     log: tuple[str, ...] = ()
+    tensor_shape: tuple[int, ...] | None = None
+    tensor_modes: tuple[str, ...] = ()
+    tensor_levels: tuple[tuple[str, ...], ...] = ()
 
     # -- shape -------------------------------------------------------------------------------
     @property
@@ -450,6 +464,16 @@ class AuditData:
     def matrix(self, scaling: str | None = None) -> np.ndarray:
         """The feature matrix under ``scaling`` (default: this data's own choice)."""
         return scale_features(self.X_raw, scaling or self.scaling)
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.tensor_shape is not None
+
+    def tensor(self, scaling: str | None = None) -> np.ndarray:
+        """The data as an N-way array, entities first: the refolded unfolding for tensor input,
+        the ``rows × features`` matrix (a 2-way array) otherwise. Scaled like :meth:`matrix`."""
+        X = self.matrix(scaling)
+        return X.reshape(self.tensor_shape) if self.is_tensor else X
 
     @property
     def sensitive_features(self) -> pd.Series:
@@ -487,8 +511,15 @@ class AuditData:
 
     # -- provenance --------------------------------------------------------------------------
     def fingerprint(self) -> dict:
-        """What identifies this input in a report: file, hash, shape, groups, choices."""
-        return {
+        """What identifies this input in a report: file, hash, shape, groups, choices.
+
+        For tensor input the unfolding's column names (one per cell of the other modes) are
+        shortened to the first 20 and a count; ``tensor`` gives the modes, shape and levels.
+        """
+        names = list(self.feature_names)
+        if self.is_tensor and len(names) > 20:
+            names = names[:20] + [f"… ({len(names) - 20} more)"]
+        fingerprint = {
             "name": self.source.get("name", "array"),
             "sha256": self.source.get("sha256", _array_sha256(self.X_raw, self.groups.codes)),
             "bytes": self.source.get("bytes"),
@@ -497,25 +528,37 @@ class AuditData:
             "rows_read": self.source.get("rows_read", self.n_rows),
             "rows": self.n_rows,
             "features": self.n_features,
-            "feature_names": list(self.feature_names),
+            "feature_names": names,
             "sensitive": list(self.sensitive),
             "group_sizes": self.group_sizes(),
             "label": self.label_name,
             "scaling": self.scaling,
             "preprocessing": list(self.log),
         }
+        if self.is_tensor:
+            fingerprint["tensor"] = {
+                "modes": list(self.tensor_modes),
+                "shape": list(self.tensor_shape),
+                "levels": [list(levels[:20]) + ([f"… ({len(levels) - 20} more)"] if len(levels) > 20 else []) for levels in self.tensor_levels],
+            }
+        return fingerprint
 
     def cache_key(self) -> str:
         """A short hash of everything that determines the prepared data."""
         digest = hashlib.sha256()
         digest.update(np.ascontiguousarray(self.X_raw).tobytes())
         digest.update(np.ascontiguousarray(self.groups.codes).tobytes())
-        digest.update(repr((self.feature_names, self.groups.labels, self.scaling)).encode())
+        digest.update(repr((self.feature_names, self.groups.labels, self.scaling, self.tensor_shape)).encode())
         if self.label is not None:
             digest.update(np.asarray(self.label, dtype=str).astype("U").tobytes())
         return digest.hexdigest()[:16]
 
     # -- construction from arrays ------------------------------------------------------------
+    @classmethod
+    def from_tensor(cls, X, sensitive_features, **options) -> AuditData:
+        """Tensor :class:`AuditData` from an N-way array; see :func:`tensor_from_arrays`."""
+        return tensor_from_arrays(X, sensitive_features, **options)
+
     @classmethod
     def from_arrays(
         cls,
@@ -560,6 +603,79 @@ class AuditData:
             label_name=label_name if label is not None else None,
             source={"name": name, "sha256": _array_sha256(X, groups.codes), "rows_read": X.shape[0]},
         )
+
+
+TENSOR_LEVEL_SEPARATOR = "|"
+
+
+def _tensor_feature_names(modes: Sequence[str], levels: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """Names of the unfolding's columns: ``item=a|context=x`` (last mode fastest)."""
+    names = [""]
+    for mode, labels in zip(modes[1:], levels[1:], strict=True):
+        names = [f"{prefix}{TENSOR_LEVEL_SEPARATOR if prefix else ''}{mode}={label}" for prefix in names for label in labels]
+    return tuple(names)
+
+
+def tensor_from_arrays(
+    X,
+    sensitive_features,
+    *,
+    modes: Sequence[str] | None = None,
+    levels: Sequence[Sequence[str]] | None = None,
+    scaling: str = "none",
+    min_group_size: int = 2,
+    name: str = "tensor",
+) -> AuditData:
+    """Validated tensor :class:`AuditData` from an array of shape ``(n_entities, d_1, …)``.
+
+    ``sensitive_features`` has one value per entity (mode 0). The default scaling is ``"none"``:
+    a tensor's cells share one unit, and the CP family fits the values as they are.
+    """
+    X = np.asarray(X, dtype=float)
+    if X.ndim < 2:
+        raise FairAuditError(f"a tensor needs at least two modes (entities × …), got shape {X.shape}.")
+    if X.size == 0:
+        raise EmptyFileError(f"the tensor is empty (shape {X.shape}).")
+    if not np.isfinite(X).all():
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(X))[0])
+        raise MissingValueError(f"the tensor has a missing or infinite value at index {where}; fill it first.")
+    modes = tuple(modes) if modes is not None else tuple(f"mode{m + 1}" for m in range(X.ndim))
+    if len(modes) != X.ndim:
+        raise FairAuditError(f"{len(modes)} mode names for a {X.ndim}-way tensor.")
+    if levels is None:
+        levels = [[str(i) for i in range(d)] for d in X.shape]
+    levels = tuple(tuple(map(str, labels)) for labels in levels)
+    if tuple(len(labels) for labels in levels) != X.shape:
+        raise FairAuditError(f"level labels of lengths {[len(v) for v in levels]} do not match the shape {X.shape}.")
+    groups = encode_groups(sensitive_features, n_rows=X.shape[0])
+    check_groups(groups, min_size=min_group_size)
+    _check_scaling(scaling)
+    flat = np.ascontiguousarray(X.reshape(X.shape[0], -1))
+    sens_name = getattr(sensitive_features, "name", None)
+    return AuditData(
+        X_raw=flat,
+        feature_names=_tensor_feature_names(modes, levels),
+        groups=groups,
+        sensitive=(str(sens_name or "group"),),
+        scaling=scaling,
+        source={"name": name, "sha256": _array_sha256(flat, groups.codes), "rows_read": X.shape[0]},
+        log=(f"tensor of shape {' × '.join(map(str, X.shape))} ({' × '.join(modes)})", f"scaling: {scaling}"),
+        tensor_shape=tuple(int(d) for d in X.shape),
+        tensor_modes=modes,
+        tensor_levels=levels,
+    )
+
+
+def _table_source(table: RawTable) -> dict:
+    """Provenance of a prepared table: file name, hash, size, encoding, delimiter, lines read."""
+    return {
+        "name": table.name,
+        "sha256": table.sha256,
+        "bytes": table.n_bytes,
+        "encoding": table.encoding,
+        "delimiter": table.delimiter,
+        "rows_read": len(table.frame),
+    }
 
 
 def _array_sha256(X: np.ndarray, codes: np.ndarray) -> str:
@@ -779,6 +895,24 @@ def _sensitive_labels(
     return labels, order, missing
 
 
+def _encode_dropping_small(
+    label_frame: pd.DataFrame, small_groups: str, min_group_size: int, unit: str, log: list[str]
+) -> tuple[GroupCodes, np.ndarray]:
+    """Groups of ``label_frame`` and the mask of rows kept; with ``small_groups="drop"`` the rows
+    of groups below ``min_group_size`` are dropped (and logged)."""
+    groups = encode_groups(label_frame)
+    keep = np.ones(len(label_frame), dtype=bool)
+    if small_groups == "drop":
+        sizes = groups.sizes()
+        small = [i for i, n in enumerate(sizes) if n < min_group_size]
+        if small:
+            dropped = ", ".join(f"{groups.labels[i]!r} ({int(sizes[i])})" for i in small)
+            keep = ~np.isin(groups.codes, small)
+            groups = encode_groups(label_frame[keep].reset_index(drop=True))
+            log.append(f"dropped groups below {min_group_size} {unit}: {dropped}")
+    return groups, keep
+
+
 def _describe_missing(table: RawTable, names: list[str], masks: list[np.ndarray]) -> str:
     parts = []
     for name, mask in zip(names, masks, strict=True):
@@ -923,17 +1057,10 @@ def prepare(
     label_frame = pd.DataFrame(
         {col: pd.Categorical(labels[keep], categories=order) for col, (labels, order, _) in zip(sensitive, per_column, strict=True)}
     )
-    groups = encode_groups(label_frame)
-    if small_groups == "drop":
-        sizes = groups.sizes()
-        small = [i for i, n in enumerate(sizes) if n < min_group_size]
-        if small:
-            dropped = ", ".join(f"{groups.labels[i]!r} ({int(sizes[i])})" for i in small)
-            keep_rows = ~np.isin(groups.codes, small)
-            X, lines, label_frame = X[keep_rows], lines[keep_rows], label_frame[keep_rows]
-            keep[np.flatnonzero(keep)[~keep_rows]] = False
-            groups = encode_groups(label_frame.reset_index(drop=True))
-            log.append(f"dropped groups below {min_group_size} rows: {dropped}")
+    groups, keep_rows = _encode_dropping_small(label_frame, small_groups, min_group_size, "rows", log)
+    if not keep_rows.all():
+        X, lines = X[keep_rows], lines[keep_rows]
+        keep[np.flatnonzero(keep)[~keep_rows]] = False
     check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))}")
 
     # --- constant features
@@ -956,15 +1083,224 @@ def prepare(
         label=None if label_values is None else label_values[keep],
         label_name=label,
         lines=lines,
-        source={
-            "name": table.name,
-            "sha256": table.sha256,
-            "bytes": table.n_bytes,
-            "encoding": table.encoding,
-            "delimiter": table.delimiter,
-            "rows_read": len(table.frame),
-        },
+        source=_table_source(table),
         log=tuple(log),
+    )
+
+
+# ============================================================================ tensors
+def _level_order(cells: pd.Series) -> list[str]:
+    """Distinct labels of an index column: numeric order when every label is a number."""
+    distinct = list(dict.fromkeys(cells))
+    try:
+        return sorted(distinct, key=float)
+    except ValueError:
+        return sorted(distinct)
+
+
+def _cell_text(modes: Sequence[str], labels: Sequence[str]) -> str:
+    return ", ".join(f"{mode}={label}" for mode, label in zip(modes, labels, strict=True))
+
+
+def prepare_tensor(
+    table: RawTable,
+    *,
+    index: Sequence[str],
+    value: str,
+    sensitive: str | Sequence[str],
+    binarize: Mapping[str, float] | None = None,
+    bins: Mapping[str, int] | None = None,
+    fill: float | None = None,
+    scaling: str = "none",
+    min_group_size: int = 2,
+    small_groups: str = "error",
+) -> AuditData:
+    """Build a dense N-way tensor from a long-format table and return tensor :class:`AuditData`.
+
+    Each line of ``table`` is one cell: the index columns give its coordinates (the first index
+    column is the *entity* mode, whose rows the groups describe) and ``value`` its number. The
+    sensitive column(s) must be constant for each entity (several lines of the same entity
+    repeat it). Nothing is guessed:
+
+    * an index combination on two lines is a :class:`DuplicateCellError` (aggregate first);
+    * a combination that never appears, or a line without a value, is a
+      :class:`MissingCellError` unless ``fill`` gives the value for absent cells (e.g. ``0``
+      for counts); the number filled is logged;
+    * an empty index cell, a text value, or an entity with two different sensitive values is
+      an error naming the line.
+
+    Parameters
+    ----------
+    index : list of str
+        Two or more index columns, entity first (``["user", "item", "context"]``).
+    value : str
+        The numeric value column.
+    sensitive : str or list of str
+        Per-entity sensitive column(s); several give intersections.
+    binarize, bins :
+        As in :func:`prepare`, for a numeric sensitive column.
+    fill : float, optional
+        Value for absent cells (and lines with an empty value). Default: stop with an error.
+    scaling : str
+        Default ``"none"`` (cells share one unit); see :func:`scale_features` for the others,
+        applied to the columns of the entity unfolding.
+    min_group_size, small_groups :
+        As in :func:`prepare` (dropping a small group drops its entities).
+    """
+    index = list(index)
+    sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
+    binarize, bins = dict(binarize or {}), dict(bins or {})
+    if len(index) < 2:
+        raise ParameterError(
+            f"a tensor needs at least two index columns (entity first, e.g. entity,item,context); got {index}."
+        )
+    if len(set(index)) != len(index):
+        raise ParameterError(f"an index column is listed twice: {index}.")
+    if not sensitive:
+        raise SensitiveColumnError("choose at least one sensitive column (e.g. --sensitive sex).")
+    _require_columns(table, index, "tensor index")
+    _require_columns(table, [value], "tensor value")
+    _require_columns(table, sensitive, "sensitive")
+    if value in index:
+        raise ParameterError(f"column {value!r} cannot be both an index and the value column.")
+    for col in sensitive:
+        if col in index or col == value:
+            raise ParameterError(f"sensitive column {col!r} cannot also be an index or the value column.")
+    for col in list(binarize) + list(bins):
+        if col not in sensitive:
+            raise ParameterError(f"{col!r} is binarised/binned but not a sensitive column; add it to sensitive.")
+    if fill is not None and not np.isfinite(fill):
+        raise ParameterError(f"the fill value must be a finite number; got {fill!r}.")
+    if min_group_size < 1:
+        raise ParameterError(f"min_group_size must be >= 1; got {min_group_size}.")
+    if small_groups not in ("error", "drop"):
+        raise ParameterError(f"small_groups must be 'error' or 'drop'; got {small_groups!r}.")
+    _check_scaling(scaling)
+    log: list[str] = list(table.log)
+    frame = table.frame
+
+    # --- coordinates
+    for col in index:
+        missing = _is_missing(frame[col])
+        if missing.any():
+            line = int(table.lines[np.flatnonzero(missing)[0]])
+            raise MissingValueError(
+                f"index column {col!r} is empty at line {line} ({int(missing.sum())} such line(s)); "
+                "every line needs all of its coordinates. Fill or delete those lines."
+            )
+    levels = [_level_order(frame[col]) for col in index]
+    codes = np.column_stack(
+        [pd.Categorical(frame[col], categories=labels).codes.astype(np.int64) for col, labels in zip(index, levels, strict=True)]
+    )
+    shape = tuple(len(labels) for labels in levels)
+    flat = np.ravel_multi_index(codes.T, shape)
+    order = np.argsort(flat, kind="stable")
+    repeated = np.flatnonzero(np.diff(flat[order]) == 0)
+    if repeated.size:
+        first, second = order[repeated[0]], order[repeated[0] + 1]
+        cell = _cell_text(index, [levels[m][codes[first, m]] for m in range(len(index))])
+        raise DuplicateCellError(
+            f"the cell ({cell}) appears on lines {int(table.lines[first])} and {int(table.lines[second])} "
+            f"({repeated.size} repeated cell(s) in all); a tensor has one value per cell. Aggregate the "
+            "duplicates first (e.g. average them) or delete the extra lines."
+        )
+
+    # --- values
+    parsed = _numeric_column(frame[value])
+    if not parsed.is_numeric:
+        line, text = _first_bad_cell(table, value, parsed)
+        raise NonNumericColumnError(
+            f"tensor value column {value!r} has text {text!r} at line {line}; every value must be a number."
+        )
+    values = parsed.values
+    n_cells = int(np.prod(shape))
+    dims = " × ".join(map(str, shape))
+    if parsed.missing.any():
+        row = int(np.flatnonzero(parsed.missing)[0])
+        cell = _cell_text(index, [levels[m][codes[row, m]] for m in range(len(index))])
+        if fill is None:
+            raise MissingCellError(
+                f"{int(parsed.missing.sum())} line(s) have no {value!r} (first: line {int(table.lines[row])}, cell "
+                f"{cell}). Fill those values, delete the lines, or give absent cells a value with "
+                "fill= (CLI --tensor-fill VALUE)."
+            )
+        log.append(f"filled {int(parsed.missing.sum())} line(s) without a value with {fill:g}")
+        values = np.where(parsed.missing, fill, values)
+    dense = np.full(n_cells, np.nan)
+    dense[flat] = values
+    absent = n_cells - len(flat)
+    if absent:
+        first_absent = int(np.flatnonzero(np.isnan(dense))[0])
+        coords = np.unravel_index(first_absent, shape)
+        cell = _cell_text(index, [levels[m][coords[m]] for m in range(len(index))])
+        entity = levels[0][coords[0]]
+        have = int(np.sum(codes[:, 0] == coords[0]))
+        per_entity = n_cells // shape[0]
+        if fill is None:
+            raise MissingCellError(
+                f"the lines cover {len(flat)} of the {n_cells} cells of the {dims} tensor "
+                f"({' × '.join(index)}): {absent} cell(s) are absent, first ({cell}); "
+                f"{index[0]} {entity!r} has {have} of its {per_entity} cells. Add the missing lines, or "
+                "give absent cells a value with fill= (CLI --tensor-fill VALUE, e.g. 0 for counts)."
+            )
+        log.append(f"filled {absent} absent cell(s) of the {dims} tensor with {fill:g}")
+        dense[np.isnan(dense)] = fill
+    tensor = dense.reshape(shape)
+
+    # --- per-entity sensitive attribute
+    per_column = []
+    entity_codes = codes[:, 0]
+    first_row = np.unique(entity_codes, return_index=True)[1]  # every entity occurs (levels come from the lines)
+    for col in sensitive:
+        labels, order_labels, missing = _sensitive_labels(table, col, binarize, bins, log)
+        present = pd.DataFrame({"entity": entity_codes[~missing], "label": labels[~missing]})
+        by_entity = present.groupby("entity")["label"]
+        per_entity = by_entity.first().reindex(range(shape[0]))
+        without = np.flatnonzero(per_entity.isna().to_numpy())
+        if without.size:
+            e = int(without[0])
+            line = int(table.lines[first_row[e]])
+            raise SensitiveColumnError(
+                f"{index[0]} {levels[0][e]!r} has no value in sensitive column {col!r} (first line "
+                f"{line}); every entity needs its group."
+            )
+        conflicting = np.flatnonzero(by_entity.nunique().reindex(range(shape[0])).to_numpy() > 1)
+        if conflicting.size:
+            e = int(conflicting[0])
+            rows = np.flatnonzero((entity_codes == e) & ~missing)
+            distinct = list(dict.fromkeys(labels[rows]))
+            a = rows[labels[rows] == distinct[0]][0]
+            b = rows[labels[rows] == distinct[1]][0]
+            raise SensitiveColumnError(
+                f"sensitive column {col!r} must be constant for each {index[0]}, but {levels[0][e]!r} has "
+                f"{distinct[0]!r} at line {int(table.lines[a])} and {distinct[1]!r} at line "
+                f"{int(table.lines[b])}. Fix the data so that each {index[0]} has one group."
+            )
+        per_entity = per_entity.to_numpy(dtype=object)
+        per_column.append((per_entity, order_labels))
+    label_frame = pd.DataFrame(
+        {col: pd.Categorical(values_, categories=order_) for col, (values_, order_) in zip(sensitive, per_column, strict=True)}
+    )
+    groups, keep = _encode_dropping_small(label_frame, small_groups, min_group_size, "entities", log)
+    check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))} (per {index[0]})")
+    tensor = tensor[keep]
+    levels[0] = [label for label, kept in zip(levels[0], keep, strict=True) if kept]
+    first_lines = table.lines[first_row][keep]
+    shape = tensor.shape
+    log.append(f"tensor of shape {' × '.join(map(str, shape))} ({' × '.join(index)}) from {len(frame)} line(s); value {value!r}")
+    log.append(f"scaling: {scaling}")
+    return AuditData(
+        X_raw=np.ascontiguousarray(tensor.reshape(shape[0], -1)),
+        feature_names=_tensor_feature_names(index, levels),
+        groups=groups,
+        sensitive=tuple(sensitive),
+        scaling=scaling,
+        lines=first_lines,
+        source=_table_source(table),
+        log=tuple(log),
+        tensor_shape=tuple(int(d) for d in shape),
+        tensor_modes=tuple(index),
+        tensor_levels=tuple(tuple(labels) for labels in levels),
     )
 
 

@@ -85,6 +85,19 @@ class SensitiveColumnError(GroupError):
     """A sensitive column cannot be turned into groups as it stands."""
 
 
+# --- tensors ---------------------------------------------------------------------------------
+class TensorError(FairAuditError):
+    """A long-format table does not define a complete, consistent tensor."""
+
+
+class DuplicateCellError(TensorError):
+    """The same index combination (tensor cell) appears on more than one line."""
+
+
+class MissingCellError(TensorError):
+    """Index combinations (tensor cells) are absent or have no value and no fill was chosen."""
+
+
 # --- parameters ------------------------------------------------------------------------------
 class ParameterError(FairAuditError):
     """A parameter value is out of range for the data."""
@@ -96,6 +109,7 @@ class RankError(ParameterError):
 
 __all__ = [
     "ColumnError",
+    "DuplicateCellError",
     "DuplicateColumnError",
     "EmptyFileError",
     "EncodingError",
@@ -105,6 +119,7 @@ __all__ = [
     "InputFileError",
     "InputFileNotFound",
     "MalformedCSVError",
+    "MissingCellError",
     "MissingValueError",
     "NegativeValueError",
     "NoFeaturesError",
@@ -114,5 +129,6 @@ __all__ = [
     "SensitiveColumnError",
     "SingleGroupError",
     "SmallGroupError",
+    "TensorError",
     "UnknownColumnError",
 ]

@@ -380,6 +380,41 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "rank and shared by every NMF variant (and cached across audits).",
         "source": "measured",
     },
+    "residual_fit": {
+        "title": "Residual fit (CP)",
+        "formula": "‖X − ⟦A, B, C⟧‖_F / ‖X‖_F  (per group: over the group's entities' slices)",
+        "plain": "The share of the tensor (or matrix) that the CP model does not reproduce. 0 is a "
+        "perfect fit; fairness penalties usually raise it a little.",
+        "source": "Kim & Gittens 2021, App. A.6",
+    },
+    "orthogonality": {
+        "title": "Orthogonality ‖ÂᵀS‖",
+        "formula": "‖ÂᵀS‖_F, Â = entity factor with unit-mean-square columns, S = one-hot groups",
+        "plain": "FATR's fairness constraint: 0 means each embedding coordinate sums to zero within "
+        "every group. It does not mean the group is hidden — the groups can still differ in spread "
+        "or shape (Kim & Gittens' Theorem 1).",
+        "source": "Zhu, Hu & Caverlee 2018; Kim & Gittens 2021, Thm. 1 and App. A.6",
+    },
+    "nkhsic": {
+        "title": "Normalised KHSIC",
+        "formula": "⟨K̃_A, K̃_S⟩ / (‖K̃_A‖_F ‖K̃_S‖_F), centred RBF kernel on the embedding (median bandwidth)",
+        "plain": "How strongly the entity embedding depends on the group, as kernel methods see it "
+        "(differences in mean, spread or shape). 0 means no dependence; 1 the strongest.",
+        "source": "Kim & Gittens 2021, App. A.6 (centred kernel alignment)",
+    },
+    "lam": {
+        "title": "Penalty weight λ",
+        "formula": "λ in ‖X − ⟦A,B,C⟧‖²/N + λ·penalty(A)",
+        "plain": "How strongly a fair CP method trades fit for independence from the group; 0 for "
+        "vanilla CP. The default grid is scaled to the data (fairaudit.cpd.sweep).",
+        "source": "Kim & Gittens 2021, Figs. 2a/3a",
+    },
+    "epochs": {
+        "title": "Epochs",
+        "formula": "block-coordinate-descent epochs until the objective settled (or the cap)",
+        "plain": "How many rounds of updates the CP fit took.",
+        "source": "this implementation",
+    },
     "seconds": {
         "title": "Fit time (s)",
         "formula": "wall-clock seconds per fit",

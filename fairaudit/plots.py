@@ -34,8 +34,18 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "fair_mu": "Fairer-NMF (multiplicative updates, Alg. 3)",
         "fair_am": "Fairer-NMF (alternating minimisation, Alg. 2)",
     },
+    "cpd": {
+        "vanilla": "CP (ALS)",
+        "fatr": "FATR (orthogonality)",
+        "hsic": "HSIC-BCD (linear kernel)",
+        "khsic": "KHSIC-BCD (RBF kernel)",
+    },
 }
 """Per family, variant name → display title."""
+
+SWEEP_SEPARATOR = "@"
+"""A variant ``"name@i"`` is point ``i`` of a parameter sweep of ``name`` (the CP family's λ
+frontier); its parameter value is the record metric ``lam``."""
 
 
 def safe(text) -> str:
@@ -44,7 +54,13 @@ def safe(text) -> str:
 
 
 def variant_title(method: str, variant: str) -> str:
-    return VARIANT_TITLES.get(method, {}).get(variant, variant)
+    base, _, index = variant.partition(SWEEP_SEPARATOR)
+    title = VARIANT_TITLES.get(method, {}).get(base, base)
+    return f"{title}, λ point {index}" if index else title
+
+
+def is_sweep_variant(variant: str) -> bool:
+    return SWEEP_SEPARATOR in variant
 
 
 def metric_title(metric: str) -> str:
@@ -155,6 +171,67 @@ def variant_curves(
     return _layout(fig, title or metric_title(metric), metric_title(metric))
 
 
+def frontier(
+    records: pd.DataFrame,
+    method: str,
+    y_metric: str = "unfairness",
+    x_metric: str = "residual_fit",
+    rank: int | None = None,
+    title: str | None = None,
+) -> go.Figure:
+    """The trade-off frontier of a parameter sweep: ``x_metric`` against ``y_metric``, one line
+    per swept variant through its points in order of ``lam`` (the sweep variants ``name@i``), and
+    the vanilla fit at the same rank as a star (Kim & Gittens 2021, Figs. 2a and 3a).
+
+    ``rank`` defaults to the rank the sweep was run at (the largest, if several).
+    """
+    rows = records[(records.method == method) & (records.group == "")]
+    sweep = rows[rows.variant.map(is_sweep_variant)]
+    fig = make_subplots(rows=1, cols=1)
+    if sweep.empty:
+        return _layout(fig, title or "λ frontier (no sweep in these records)", metric_title(y_metric))
+    if rank is None:
+        rank = int(sweep["rank"].max())
+    table = rows[rows["rank"] == rank].pivot_table(index="variant", columns="metric", values="value", sort=False)
+    needed = {x_metric, y_metric, "lam"}
+    if not needed <= set(table.columns):
+        return _layout(fig, title or "λ frontier (metrics missing)", metric_title(y_metric))
+    table = table.dropna(subset=[x_metric, y_metric])
+    bases = list(dict.fromkeys(v.partition(SWEEP_SEPARATOR)[0] for v in table.index if is_sweep_variant(v)))
+    for index, base in enumerate(bases):
+        points = table[[v.partition(SWEEP_SEPARATOR)[0] == base and is_sweep_variant(v) for v in table.index]]
+        points = points.sort_values("lam")
+        fig.add_trace(
+            go.Scatter(
+                x=points[x_metric],
+                y=points[y_metric],
+                mode="lines+markers",
+                name=safe(variant_title(method, base)),
+                line=dict(color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                customdata=points["lam"],
+                hovertemplate=f"{safe(variant_title(method, base))}<br>λ = %{{customdata:.3g}}<br>"
+                f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
+            )
+        )
+    if "vanilla" in table.index:
+        anchor = table.loc["vanilla"]
+        fig.add_trace(
+            go.Scatter(
+                x=[anchor[x_metric]],
+                y=[anchor[y_metric]],
+                mode="markers",
+                name=safe(variant_title(method, "vanilla")),
+                marker=dict(symbol="star", size=14, color=VANILLA_COLOUR),
+                hovertemplate=f"{safe(variant_title(method, 'vanilla'))} (λ = 0)<br>%{{x:.4g}}, %{{y:.4g}}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(title_text=safe(metric_title(x_metric)))
+    fig.update_layout(hovermode="closest")
+    figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_title(y_metric))
+    figure.update_layout(hovermode="closest")
+    return figure
+
+
 FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
     "pca": [
         ("group", "loss"),
@@ -176,16 +253,35 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "unfairness_balanced"),
         ("variant", "seconds"),
     ],
+    "cpd": [
+        ("frontier", "unfairness"),
+        ("frontier", "unfairness_balanced"),
+        ("frontier", "nkhsic"),
+        ("group", "residual_fit"),
+        ("variant", "residual_fit"),
+        ("variant", "unfairness_balanced"),
+        ("variant", "nkhsic"),
+        ("variant", "orthogonality"),
+        ("variant", "seconds"),
+    ],
 }
-"""Per family, the standard figures: ``("group", metric)`` or ``("variant", metric)``."""
+"""Per family, the standard figures: ``("group", metric)``, ``("variant", metric)`` (curves over
+rank; sweep variants ``name@i`` are left out of these) or ``("frontier", metric)`` (``metric``
+against ``residual_fit`` over a λ sweep, :func:`frontier`)."""
 
 
 def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] | None = None) -> list[tuple[str, go.Figure]]:
     """The standard figures of a family that has records, as ``(metric, figure)`` pairs."""
     figures = []
     present = set(records[records.method == method].metric)
+    if variants is None:
+        variants = [v for v in dict.fromkeys(records[records.method == method].variant) if not is_sweep_variant(v)]
     for kind, metric in FAMILY_FIGURES.get(method, []):
         if metric not in present:
+            continue
+        if kind == "frontier":
+            if any(is_sweep_variant(v) for v in records[records.method == method].variant):
+                figures.append((metric, frontier(records, method, metric)))
             continue
         if kind == "group":
             figures.append((metric, group_curves(records, method, metric, variants)))

@@ -1,0 +1,192 @@
+"""The CP family in an audit: vanilla CP and the fair methods over ranks, and the λ frontier.
+
+Variants: ``vanilla`` (plain CP by ALS), ``fatr`` (Zhu et al. 2018), ``hsic`` (HSIC-BCD) and
+``khsic`` (KHSIC-BCD, Kim & Gittens 2021 Algorithm 1).
+
+Records (tidy, as every family; ``rank`` is the CP rank). For each fit: per group and whole-data
+``residual_fit``; whole-data ``orthogonality``, ``nkhsic``, ``unfairness``,
+``unfairness_balanced``, ``mmd2``, ``mmd2_rbf`` (all on the normalised entity embedding
+``FairCPD.embedding_``: each column's mean square 1), ``lam`` (the
+penalty weight, 0 for vanilla), ``epochs`` and ``seconds``.
+
+Two kinds of fair records, told apart by the variant name:
+
+* ``fatr``, ``hsic``, ``khsic`` — one fit per rank at the method's default weight ``λ_ref``
+  (:mod:`fairaudit.cpd.sweep`: derived per rank from the data's scale), for the side-by-side
+  curves over rank;
+* ``fatr@i``, ``hsic@i``, ``khsic@i`` (``i = 0 … L−1``, ascending λ) — the λ sweep at one rank
+  (``sweep_rank``), one variant per grid point so that every (variant, rank, group, metric) key
+  stays unique. The ``lam`` metric gives each point's weight; together with ``vanilla`` at the
+  same rank (λ = 0) they form the residual-fit/unfairness frontier of the paper's Figs. 2a/3a
+  (:func:`fairaudit.plots.frontier`). :func:`split_variant` parses the name.
+
+Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`` (default
+``"mlp"``, the paper's 1,500-unit network; ``"qda"`` etc. are faster), ``n_lambdas`` (10),
+``lambdas`` (a list for every method, or ``{method: list}``), ``sweep_rank`` (default the largest
+rank audited), ``sweep`` (``False`` skips the frontier), ``n_epochs`` (200), ``inner_steps`` (5),
+``l2`` (FATR's λ_ℓ2, 0), ``khsic_max_rows`` (5000: KHSIC costs O(n²) per step and is skipped,
+with the reason, above it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import warnings
+
+import numpy as np
+
+from ..audit import AuditConfig, RecordSink, representation_metrics
+from ..data import AuditData
+from ..errors import ParameterError
+from ..metrics import LEAKAGE_CLASSIFIERS
+from . import sweep as _sweep
+from .estimator import FairCPD, median_gamma, rank_limit
+from .metrics import nkhsic, orthogonality
+
+VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
+"""Variant name → :class:`FairCPD` method."""
+
+SWEEP_SEPARATOR = "@"
+DEFAULT_OPTIONS = {
+    "leakage_classifier": "mlp",
+    "n_lambdas": _sweep.DEFAULT_POINTS,
+    "lambdas": None,
+    "sweep_rank": None,
+    "sweep": True,
+    "n_epochs": 200,
+    "inner_steps": 5,
+    "l2": 0.0,
+    "khsic_max_rows": 5000,
+}
+
+
+def split_variant(variant: str) -> tuple[str, int | None]:
+    """``"khsic@3"`` → ``("khsic", 3)``; ``"khsic"`` → ``("khsic", None)``."""
+    base, _, index = variant.partition(SWEEP_SEPARATOR)
+    return base, (int(index) if index else None)
+
+
+def _options(config: AuditConfig) -> dict:
+    options = dict(DEFAULT_OPTIONS)
+    given = dict(config.options.get("cpd", {}))
+    unknown = set(given) - set(DEFAULT_OPTIONS)
+    if unknown:
+        raise ParameterError(f"unknown cpd option(s) {', '.join(sorted(unknown))}; known: {', '.join(DEFAULT_OPTIONS)}.")
+    options.update({k: v for k, v in given.items() if v is not None or k in ("lambdas", "sweep_rank")})
+    if options["n_lambdas"] < 1:
+        raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
+    if options["leakage_classifier"] not in LEAKAGE_CLASSIFIERS:
+        raise ParameterError(
+            f"cpd leakage_classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {options['leakage_classifier']!r}."
+        )
+    return options
+
+
+def _grid(options: dict, method: str, reference: float) -> np.ndarray:
+    lambdas = options["lambdas"]
+    if isinstance(lambdas, dict):
+        lambdas = lambdas.get(method)
+    if lambdas is None:
+        return _sweep.lambda_grid(reference, options["n_lambdas"])
+    grid = np.asarray(sorted(float(v) for v in lambdas))
+    if grid.size == 0 or (grid < 0).any() or not np.isfinite(grid).all():
+        raise ParameterError(f"cpd lambdas must be finite numbers >= 0; got {list(lambdas)}.")
+    return grid
+
+
+def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it."""
+    options = _options(config)
+    X = data.tensor()
+    codes, labels = data.groups.codes, data.groups.labels
+    ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
+    sweep_rank = options["sweep_rank"] or max(ranks)
+    if options["sweep"] and not 1 <= sweep_rank <= rank_limit(X.shape):
+        raise ParameterError(f"cpd sweep_rank {sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
+    leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
+    fair = []
+    for name in ("fatr", "hsic", "khsic"):
+        if not config.wants("cpd", name):
+            continue
+        if name == "khsic" and X.shape[0] > options["khsic_max_rows"]:
+            sink.skip(
+                name,
+                f"skipped: KHSIC needs the {X.shape[0]}×{X.shape[0]} kernel of the entity embedding at every "
+                f"step (limit khsic_max_rows={options['khsic_max_rows']}); raise the limit to run it anyway.",
+            )
+            continue
+        fair.append(name)
+    run_vanilla = config.wants("cpd", "vanilla")
+    do_sweep = bool(options["sweep"] and fair)
+    rank_list = sorted(set(ranks) | ({sweep_rank} if do_sweep else set()))
+    grid_size = options["n_lambdas"] if options["lambdas"] is None else None
+    total = len(rank_list) * int(run_vanilla) + len(ranks) * len(fair)
+    if do_sweep:
+        total += sum(grid_size or len(_grid(options, name, 1.0)) for name in fair)
+    state = {"done": 0}
+    gammas: dict[int, float] = {}
+    unconverged: dict[str, set[int]] = {}
+    cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
+
+    def fit(method: str, lam: float, rank: int, init) -> tuple[FairCPD, float]:
+        key = (method, lam, rank)
+        if key in cache:
+            return cache[key]
+        params = {"n_epochs": options["n_epochs"], "random_state": config.random_state}
+        if method == "khsic":
+            params["inner_steps"] = options["inner_steps"]
+            params["gamma"] = gammas[rank]
+        if method == "fatr":
+            params["l2"] = options["l2"]
+        started = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = FairCPD(rank=rank, method=method, lam=lam, init=init, **params).fit(X, sensitive_features=codes)
+        sink.capture_warnings(method, [w for w in caught if issubclass(w.category, UserWarning)])
+        if not model.converged_:
+            unconverged.setdefault(method, set()).add(rank)
+        cache[key] = (model, time.perf_counter() - started)
+        return cache[key]
+
+    def record(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
+        _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config)
+        state["done"] += 1
+        sink.progress(variant, rank, state["done"], max(total, 1), seconds)
+
+    for rank in rank_list:
+        if "khsic" in fair:
+            gammas[rank] = median_gamma(X, rank, config.random_state)
+        vanilla, seconds = fit("none", 0.0, rank, "svd")
+        if run_vanilla:
+            record("vanilla", vanilla, seconds, 0.0, rank)
+        references = {name: _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank)) for name in fair}
+        if rank in ranks:
+            for name in fair:
+                lam = float(_sweep.lambda_grid(references[name], options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
+                record(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
+        if do_sweep and rank == sweep_rank:
+            for name in fair:
+                for index, lam in enumerate(_grid(options, name, references[name])):
+                    record(f"{name}{SWEEP_SEPARATOR}{index}", *fit(name, float(lam), rank, vanilla.factors_), float(lam), rank)
+        cache = {key: value for key, value in cache.items() if key[2] != rank}
+    for method, bad in unconverged.items():
+        name = next(v for v, m in VARIANTS.items() if m == method)
+        sink.warn(
+            f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
+            f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise n_epochs (CLI --cpd-epochs) for "
+            "tighter fits."
+        )
+
+
+def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config) -> None:
+    A = model.embedding_
+    sink.add(variant, rank, "residual_fit", model.residual_fit_)
+    sink.add_groups(variant, rank, "residual_fit", labels, model.group_residual_fit_)
+    sink.add(variant, rank, "orthogonality", orthogonality(A, codes))
+    sink.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=config.random_state))
+    for metric, value in representation_metrics(A, codes, config).items():
+        sink.add(variant, rank, metric, value)
+    sink.add(variant, rank, "lam", lam)
+    sink.add(variant, rank, "epochs", model.n_iter_)
+    sink.add(variant, rank, "seconds", seconds)

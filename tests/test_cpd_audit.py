@@ -1,0 +1,156 @@
+"""The CP family in the audit, the CLI, the frontier figure and the findings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fairaudit import AuditData, read_table, prepare
+from fairaudit.audit import AuditConfig, run_audit
+from fairaudit.cli import main
+from fairaudit.cpd.audit import split_variant
+from fairaudit.errors import ParameterError
+from fairaudit.findings import findings
+from fairaudit.plots import family_figures, frontier
+from fairaudit.samples import fair_cpd_tensor, load_sample
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "cpd_tensor.csv"
+FAST = {"leakage_classifier": "qda", "n_lambdas": 4, "n_epochs": 60}
+
+
+@pytest.fixture(scope="module")
+def small_result():
+    X, groups = fair_cpd_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, random_state=2)
+    data = AuditData.from_tensor(X, groups)
+    return run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST)}))
+
+
+def test_records_are_tidy_and_unique(small_result):
+    records = small_result.records
+    assert list(records.columns) == ["method", "variant", "rank", "group", "metric", "value"]
+    assert not records.duplicated(["method", "variant", "rank", "group", "metric"]).any()
+    variants = set(records.variant)
+    assert {"vanilla", "fatr", "hsic", "khsic"} <= variants
+    assert {f"{m}@{i}" for m in ("fatr", "hsic", "khsic") for i in range(4)} <= variants
+    sweep = records[records.variant.str.contains("@")]
+    assert set(sweep["rank"]) == {2}  # the sweep runs at the largest audited rank
+    lam = sweep[sweep.metric == "lam"].assign(base=lambda f: f.variant.map(lambda v: split_variant(v)[0]))
+    for _, points in lam.groupby("base"):
+        values = points.sort_values("variant").value.to_numpy()
+        assert np.all(np.diff(values) > 0)  # ascending λ along the index
+    vanilla = records[(records.variant == "vanilla") & (records.metric == "lam")]
+    assert (vanilla.value == 0).all()
+    per_group = records[(records.metric == "residual_fit") & (records.group != "")]
+    assert set(per_group.group) == {"A", "B"}
+    metrics_present = set(records.metric)
+    assert {"residual_fit", "orthogonality", "nkhsic", "unfairness", "unfairness_balanced", "mmd2", "mmd2_rbf", "lam", "epochs", "seconds"} <= metrics_present
+
+
+def test_default_lambda_point_is_reused_in_the_sweep(small_result):
+    records = small_result.records
+    whole = records[(records.group == "") & (records["rank"] == 2)].pivot_table(index="variant", columns="metric", values="value")
+    for name in ("khsic", "hsic", "fatr"):
+        matches = whole[(whole.index.str.startswith(f"{name}@")) & np.isclose(whole["lam"], whole.loc[name, "lam"])]
+        assert len(matches) == 1
+        assert matches["residual_fit"].iloc[0] == whole.loc[name, "residual_fit"]
+
+
+def test_fair_variants_cost_fit_and_reduce_dependence(small_result):
+    whole = small_result.records[(small_result.records.group == "") & (small_result.records["rank"] == 2)]
+    table = whole.pivot_table(index="variant", columns="metric", values="value")
+    largest = table.loc["khsic@3"]
+    assert largest["nkhsic"] < 0.2 * table.loc["vanilla", "nkhsic"]
+    assert largest["residual_fit"] > table.loc["vanilla", "residual_fit"]
+
+
+def test_frontier_figure_and_family_figures(small_result):
+    fig = frontier(small_result.records, "cpd", "unfairness_balanced")
+    names = [trace.name for trace in fig.data]
+    assert names[-1] == "CP (ALS)" and len(fig.data) == 4
+    khsic = next(t for t in fig.data if t.name.startswith("KHSIC"))
+    assert len(khsic.x) == 4 and np.all(np.diff(khsic.customdata) > 0)
+    figures = family_figures(small_result.records, "cpd")
+    kinds = [metric for metric, _ in figures]
+    assert kinds[:3] == ["unfairness", "unfairness_balanced", "nkhsic"]
+    rank_curve = dict(figures)["residual_fit"]
+    assert all("@" not in (trace.name or "") and "λ point" not in (trace.name or "") for trace in rank_curve.data)
+
+
+def test_findings_mention_vanilla_and_default_lambda(small_result):
+    sentences = findings(small_result)["cpd"]
+    assert sentences[0].startswith("From vanilla CP's rank-2 entity embedding")
+    assert any(s.startswith("KHSIC-BCD (RBF kernel) at its default λ") for s in sentences)
+
+
+def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 5)) + np.repeat([[0.0], [1.0]], 30, axis=0)
+    data = AuditData.from_arrays(X, np.repeat(["a", "b"], 30))
+    options = dict(FAST, khsic_max_rows=50, sweep=False)
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": options}))
+    assert set(result.records.variant) == {"vanilla", "fatr", "hsic"}
+    assert result.skipped[0]["variant"] == "khsic" and "khsic_max_rows=50" in result.skipped[0]["reason"]
+
+
+def test_bad_options():
+    data = AuditData.from_arrays(np.random.default_rng(0).normal(size=(20, 3)), [0, 1] * 10)
+    for options, message in (
+        ({"colour": 1}, "unknown cpd option"),
+        ({"leakage_classifier": "svm"}, "leakage_classifier must be one of"),
+        ({"lambdas": [-1.0]}, "lambdas must be finite numbers >= 0"),
+        ({"sweep_rank": 99}, "sweep_rank 99"),
+    ):
+        with pytest.raises(ParameterError, match=message):
+            run_audit(data, AuditConfig(methods=("cpd",), ranks=(1,), options={"cpd": options}))
+
+
+def test_cli_on_the_long_format_sample(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code = main([
+        "audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context",
+        "--tensor-value", "score", "--methods", "cpd", "--ranks", "3", "--cpd-classifier", "qda",
+        "--cpd-points", "3", "--cpd-epochs", "40", "--json", str(out), "--quiet",
+    ])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["data"]["tensor"]["shape"] == [120, 10, 6]
+    assert payload["config"]["options"]["cpd"] == {"leakage_classifier": "qda", "n_lambdas": 3, "n_epochs": 40}
+    variants = {r["variant"] for r in payload["records"]}
+    assert {"vanilla", "khsic", "khsic@2"} <= variants
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--tensor-index", "user,item,context"], "needs both --tensor-index"),
+        (["--tensor-index", "user,item,context", "--tensor-value", "score", "--missing", "drop"], "--missing does not apply"),
+        (["--tensor-index", "user,item,context", "--tensor-value", "score", "--label", "x"], "--label does not apply"),
+        (["--tensor-index", "user,item", "--tensor-value", "score"], "appears on lines"),
+        (["--tensor-index", "user,item,context", "--tensor-value", "score", "--cpd-lambdas", "a,b"], "--cpd-lambdas"),
+        (["--tensor-index", "user,item,context", "--tensor-value", "score", "--cpd-points", "0"], "at least 1"),
+    ],
+)
+def test_cli_errors_exit_2_with_one_line(extra, message, capsys):
+    code = main(["audit", str(SAMPLE), "--sensitive", "population", "--methods", "cpd", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and err.count("\n") == 1
+
+
+@pytest.mark.shared_data
+@pytest.mark.skipif(not (SHARED / "cmc" / "cmc.data").exists(), reason="needs ../shared/datasets/cmc/cmc.data")
+def test_contraceptive_matrix():
+    """Kim & Gittens App. A.9: the contraceptive data as a 1473 × 9 matrix (every column but the
+    sensitive wife_working, col_6), standardised, audited as a 2-way CP."""
+    table = read_table(SHARED / "cmc" / "cmc.data", header=False)
+    assert len(table.frame) == 1473
+    data = prepare(table, sensitive="col_6")
+    assert data.X.shape == (1473, 9) and data.group_sizes() == {"col_6=0": 369, "col_6=1": 1104}
+    options = {"leakage_classifier": "qda", "n_epochs": 20, "sweep": False}
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,khsic", options={"cpd": options}))
+    table = result.records[result.records.group == ""].pivot_table(index="variant", columns="metric", values="value")
+    assert table.loc["khsic", "nkhsic"] < 0.5 * table.loc["vanilla", "nkhsic"]
+    assert table.loc["khsic", "residual_fit"] > table.loc["vanilla", "residual_fit"]
