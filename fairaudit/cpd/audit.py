@@ -49,12 +49,13 @@ VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
 
 SWEEP_SEPARATOR = "@"
 DEFAULT_OPTIONS = {
-    "leakage_classifier": "mlp",
+    "leakage_classifier": "qda",
     "n_lambdas": _sweep.DEFAULT_POINTS,
     "lambdas": None,
     "sweep_rank": None,
     "sweep": True,
     "n_epochs": 200,
+    "tol": 1e-4,
     "inner_steps": 5,
     "l2": 0.0,
     "khsic_max_rows": 5000,
@@ -133,7 +134,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         key = (method, lam, rank)
         if key in cache:
             return cache[key]
-        params = {"n_epochs": options["n_epochs"], "random_state": config.random_state}
+        params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": config.random_state}
         if method == "khsic":
             params["inner_steps"] = options["inner_steps"]
             params["gamma"] = gammas[rank]
@@ -160,15 +161,19 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         vanilla, seconds = fit("none", 0.0, rank, "svd")
         if run_vanilla:
             record("vanilla", vanilla, seconds, 0.0, rank)
-        references = {name: _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank)) for name in fair}
-        if rank in ranks:
-            for name in fair:
-                lam = float(_sweep.lambda_grid(references[name], options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
+        for name in fair:
+            reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank))
+            if do_sweep and rank == sweep_rank:
+                # Continuation: each point starts from the previous (smaller-λ) point's solution.
+                init = vanilla.factors_
+                for index, lam in enumerate(_grid(options, name, reference)):
+                    model, seconds = fit(name, float(lam), rank, init)
+                    init = model.factors_
+                    record(f"{name}{SWEEP_SEPARATOR}{index}", model, seconds, float(lam), rank)
+            if rank in ranks:
+                # The default λ; at the sweep rank usually a grid point, whose fit is reused.
+                lam = float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
                 record(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
-        if do_sweep and rank == sweep_rank:
-            for name in fair:
-                for index, lam in enumerate(_grid(options, name, references[name])):
-                    record(f"{name}{SWEEP_SEPARATOR}{index}", *fit(name, float(lam), rank, vanilla.factors_), float(lam), rank)
         cache = {key: value for key, value in cache.items() if key[2] != rank}
     for method, bad in unconverged.items():
         name = next(v for v, m in VARIANTS.items() if m == method)

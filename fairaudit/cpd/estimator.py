@@ -68,6 +68,8 @@ from ..validation import check_rank
 from . import _kernels, _tensor
 
 METHODS = ("none", "fatr", "hsic", "khsic")
+PAIRS = 8
+"""Curvature pairs kept by the A-step's L-BFGS memory."""
 
 
 def check_tensor(X, what: str = "X") -> np.ndarray:
@@ -86,18 +88,53 @@ def check_tensor(X, what: str = "X") -> np.ndarray:
     return X
 
 
-def normalised_embedding(A: np.ndarray, return_scale: bool = False):
-    """``Â = A · diag(√n / ‖a_r‖)``: the embedding with every column's mean square equal to 1.
+def normalised_embedding(A: np.ndarray, return_scale: bool = False, whiten: bool = False):
+    """The entity embedding with CP's indeterminacy taken out: what the penalties and metrics see.
 
-    CP's scaling freedom moves weight between ``A`` and the other factors without changing the
-    model; ``Â`` is what stays. Zero columns stay zero. With ``return_scale`` also returns the
-    row vector ``√n / ‖a_r‖`` (0 for zero columns).
+    Default (``whiten=False``, for arrays with three or more modes): ``Â = A · diag(√n / ‖a_r‖)``,
+    every column's mean square equal to 1. CP's scaling freedom moves weight between ``A`` and
+    the other factors without changing the model; ``Â`` is what stays. Zero columns stay zero.
+    With ``return_scale`` also returns the row vector ``√n / ‖a_r‖`` (0 for zero columns).
+
+    ``whiten=True`` (for matrices, 2-way CP): ``Â = A (AᵀA/n)^{−1/2}``, so ``ÂᵀÂ/n = I``. A
+    matrix model ``A Bᵀ`` is unchanged by ``A → AQ, B → BQ⁻ᵀ`` for *every* invertible ``Q``, not
+    only diagonal ones, so per-column scaling leaves a freedom that changes nothing about the
+    model but everything about a penalty: we measured KHSIC-BCD on a 1000 × 10 matrix drifting
+    for hundreds of epochs towards nearly collinear columns (largest column correlation 0.25 →
+    0.99, penalty → 0 at constant fit) while the groups stayed exactly as predictable by QDA as
+    from vanilla CP. Whitening quotients out the whole freedom: ``Â`` is determined by the model
+    up to an orthogonal rotation, which no penalty or metric here can see. Directions with an
+    eigenvalue below ``1e−12`` times the largest are dropped (pseudo-inverse). With
+    ``return_scale`` also returns the ``R × R`` matrix ``(AᵀA/n)^{−1/2}``.
     """
     n = A.shape[0]
+    if whiten:
+        values, vectors = np.linalg.eigh(A.T @ A / n)
+        top = max(float(values.max()), 0.0)
+        inverse_root = np.where(values > 1e-12 * top, 1.0 / np.sqrt(np.where(values > 0, values, 1.0)), 0.0) if top > 0 else np.zeros_like(values)
+        transform = (vectors * inverse_root) @ vectors.T
+        Z = A @ transform
+        return (Z, transform) if return_scale else Z
     norms = np.linalg.norm(A, axis=0)
     scale = np.where(norms > 0, np.sqrt(n) / np.where(norms > 0, norms, 1.0), 0.0)
     Z = A * scale
     return (Z, scale) if return_scale else Z
+
+
+def embedding_gradient(Z: np.ndarray, transform: np.ndarray, grad_z: np.ndarray) -> np.ndarray:
+    """Chain rule from ``∂f/∂Â`` to ``∂f/∂A`` for a function ``f`` of :func:`normalised_embedding`.
+
+    Per-column scaling (``transform`` a row vector ``s``, ``ẑ_r = √n a_r/‖a_r‖``):
+    ``∂f/∂a_r = s_r (g_r − ẑ_r (ẑ_rᵀ g_r)/n)``. Whitening (``transform`` the matrix
+    ``C = (AᵀA/n)^{−1/2}``): for ``f`` invariant under ``Â → ÂO`` (O orthogonal; every penalty
+    here), ``∂f/∂A = (g − Â·sym(Âᵀg)/n) C`` (our derivation: ``f`` depends on ``C`` only through
+    ``CCᵀ = (AᵀA/n)⁻¹``; checked against finite differences in the tests).
+    """
+    n = Z.shape[0]
+    if transform.ndim == 1:
+        return transform * (grad_z - Z * (np.sum(Z * grad_z, axis=0) / n))
+    inner = Z.T @ grad_z
+    return (grad_z - Z @ ((inner + inner.T) / (2.0 * n))) @ transform
 
 
 def median_gamma(X: np.ndarray, rank: int, random_state: int | None = 0) -> float:
@@ -247,7 +284,7 @@ class FairCPD(TransformerMixin, BaseEstimator):
         """Unweighted penalty of ``normalised_embedding(A)`` (and its gradient in ``A``)."""
         if self.method == "none":
             return (0.0, np.zeros_like(A)) if gradient else 0.0
-        Z, scale = normalised_embedding(A, return_scale=True)
+        Z, transform = normalised_embedding(A, return_scale=True, whiten=getattr(self, "_whiten", False))
         if self.method == "khsic":
             result = _kernels.khsic(Z, self._St, self.gamma_, gradient=gradient)
         elif self.method == "hsic":
@@ -257,70 +294,144 @@ class FairCPD(TransformerMixin, BaseEstimator):
         if not gradient:
             return result
         value, grad_z = result
-        # Chain rule through z_r = √n a_r / ‖a_r‖:  ∂/∂a_r = (√n/‖a_r‖)(g_r − z_r (z_rᵀ g_r)/n).
-        n = A.shape[0]
-        grad = scale * (grad_z - Z * (np.sum(Z * grad_z, axis=0) / n))
-        return value, grad
+        return value, embedding_gradient(Z, transform, grad_z)
 
-    def _objective_parts(self, A: np.ndarray) -> float:
+    def _objective_parts(self, A: np.ndarray, penalty: float | None = None) -> float:
         """``λ·penalty + λ_ℓ2‖A‖²`` at ``A`` (the other factors having unit columns)."""
-        value = self.lam * self._penalty(A) if self.lam > 0 else 0.0
+        value = 0.0
+        if self.lam > 0:
+            value = self.lam * (self._penalty(A) if penalty is None else penalty)
         if self.method == "fatr" and self.l2 > 0:
             value += self.l2 * float(np.sum(A * A))
         return value
 
     # ------------------------------------------------------------------ A-step
-    def _a_step(self, A, M, G, N, xx):
-        """``inner_steps`` gradient steps on ``J(A)`` with the other factors fixed (unit columns).
+    def _a_step(self, A, M, G, N, xx, state):
+        """``inner_steps`` descent steps on ``J(A)`` with the other factors fixed (unit columns).
 
-        Default: the direction ``−∇J · (N/2) G⁻¹`` (Newton for the fit term, which makes one unit
-        step the exact ALS update when λ = 0) with Armijo backtracking; with ``learning_rate``,
-        plain steps ``A ← A − η ∇J``.
+        ``J(A) = q(A) + λ·penalty(A)`` with the quadratic ``q`` (the fit, plus FATR's ℓ2 term)
+        known exactly: Hessian ``Q = (2/N) G + 2λ_ℓ2 I`` acting on the rows of ``A``. Default:
+        preconditioned L-BFGS steps (Nocedal & Wright 2006, Alg. 7.4) with ``Q⁻¹`` as the
+        initial inverse Hessian, scaled along the last step by ``sᵀy / yᵀQ⁻¹y`` (≤ 1), and Armijo
+        backtracking from the unit step. With no curvature pairs yet the unit step is the exact
+        ALS update, so every method reduces to plain CP at λ = 0. The pairs keep only the
+        *penalty's* gradient differences (``y_pen``) and add ``Q s`` afresh with the current
+        ``G``, so they stay valid from one epoch to the next while the other factors change
+        (the penalty does not depend on them); they are rescaled with ``A``'s columns when the
+        other factors are normalised. With ``learning_rate``: plain steps ``A ← A − η ∇J``.
+
+        ``state`` carries between epochs: ``"penalty"`` — the unweighted penalty and its gradient
+        at the current ``A`` (so no kernel pass is repeated), ``"pairs"`` — the L-BFGS memory.
         """
         penalised = self.lam > 0 and self.method != "none"
-        if not penalised and not (self.method == "fatr" and self.l2 > 0):
+        ridge = self.l2 if self.method == "fatr" else 0.0
+        if not penalised and ridge == 0:
+            state["penalty"] = None
             return _tensor.solve_right(M, G)
+        Q = 2.0 * G / N + 2.0 * ridge * np.eye(G.shape[0])
 
-        def evaluate(Z, gradient):
-            """J(Z), and ∇J(Z) if asked (one kernel pass for both)."""
-            value = (xx - 2.0 * np.sum(Z * M) + np.sum((Z @ G) * Z)) / N
-            grad = 2.0 * (Z @ G - M) / N if gradient else None
-            if penalised:
-                if gradient:
-                    penalty, penalty_grad = self._penalty(Z, gradient=True)
-                    grad += self.lam * penalty_grad
-                else:
-                    penalty = self._penalty(Z)
-                value += self.lam * penalty
-            if self.method == "fatr" and self.l2 > 0:
-                value += self.l2 * float(np.sum(Z * Z))
-                if gradient:
-                    grad += 2.0 * self.l2 * Z
-            return value, grad
+        def smooth(Z):
+            ZG = Z @ G
+            value = (xx - 2.0 * np.sum(Z * M) + np.sum(ZG * Z)) / N + ridge * float(np.sum(Z * Z))
+            return value, 2.0 * (ZG - M) / N + 2.0 * ridge * Z
 
-        step = 1.0
-        current, grad = evaluate(A, True)
+        def penalty(Z):
+            if not penalised:
+                return 0.0, np.zeros_like(Z)
+            return self._penalty(Z, gradient=True)
+
+        if state.get("penalty") is None:
+            state["penalty"] = penalty(A)
+        pen_value, pen_grad = state["penalty"]
+        smooth_value, smooth_grad = smooth(A)
+        current = smooth_value + self.lam * pen_value
+        grad = smooth_grad + self.lam * pen_grad
+        pairs = state.setdefault("pairs", [])
+        curvature = [pair for pair in (self._curvature(s, y_pen, Q) for s, y_pen in pairs) if pair is not None]
         for _ in range(self.inner_steps):
             if self.learning_rate is not None:
-                A = A - self.learning_rate * grad
-                current, grad = evaluate(A, True)
+                trial = A - self.learning_rate * grad
+                trial_pen = penalty(trial)
+                trial_smooth = smooth(trial)
+                A, pen_value, pen_grad = trial, *trial_pen
+                current = trial_smooth[0] + self.lam * pen_value
+                grad = trial_smooth[1] + self.lam * pen_grad
                 continue
-            direction = -0.5 * N * _tensor.solve_right(grad, G)
+            direction = self._lbfgs_direction(grad, Q, curvature)
             slope = float(np.sum(grad * direction))
-            if not slope < 0:  # stationary up to rounding
-                break
-            step = min(1.0, 2.0 * step)
-            while step > 1e-12:
-                trial = A + step * direction
-                # Most trials pass: their gradient comes from the same kernel pass as the value.
-                value, trial_grad = evaluate(trial, True)
-                if value <= current + 1e-4 * step * slope:
-                    A, current, grad = trial, value, trial_grad
+            if not slope < 0:  # the memory misleads (or the point is stationary): plain preconditioning
+                pairs.clear()
+                curvature.clear()
+                direction = -_tensor.solve_right(grad, Q)
+                slope = float(np.sum(grad * direction))
+                if not slope < 0:
                     break
-                step *= 0.5
+            step = 1.0
+            while step > 1e-10:
+                trial = A + step * direction
+                trial_pen = penalty(trial)
+                trial_smooth = smooth(trial)
+                value = trial_smooth[0] + self.lam * trial_pen[0]
+                if value <= current + 1e-4 * step * slope:
+                    break
+                # Backtrack to the minimiser of the quadratic through J(0), J'(0) and J(step),
+                # kept within [0.1, 0.5] of the failed step.
+                bend = value - current - step * slope
+                step *= min(0.5, max(0.1, -slope * step / (2.0 * bend))) if bend > 0 else 0.5
             else:
                 break
+            if penalised:
+                pairs.append((trial - A, self.lam * (trial_pen[1] - pen_grad)))
+                del pairs[:-PAIRS]
+                pair = self._curvature(*pairs[-1], Q)
+                if pair is not None:
+                    curvature.append(pair)
+                    del curvature[:-PAIRS]
+            decrease = current - value
+            A, pen_value, pen_grad = trial, *trial_pen
+            current, grad = value, trial_smooth[1] + self.lam * pen_grad
+            if decrease <= 1e-15 * abs(current):
+                break
+        state["penalty"] = (pen_value, pen_grad)
         return A
+
+    @staticmethod
+    def _curvature(s, y_pen, Q):
+        """The pair ``(s, y = sQ + y_pen, 1/sᵀy)``, or ``None`` without positive curvature."""
+        y = s @ Q + y_pen
+        sy = float(np.sum(s * y))
+        if sy > 1e-12 * np.sqrt(float(np.sum(s * s)) * float(np.sum(y * y))):
+            return s, y, 1.0 / sy
+        return None
+
+    @staticmethod
+    def _lbfgs_direction(grad, Q, curvature):
+        """``−H ∇J`` by the two-loop recursion with ``H₀ = c Q⁻¹`` (Nocedal & Wright, Alg. 7.4)."""
+        q = grad.copy()
+        alphas = []
+        for s, y, rho in reversed(curvature):
+            alpha = rho * float(np.sum(s * q))
+            alphas.append(alpha)
+            q -= alpha * y
+        r = _tensor.solve_right(q, Q)
+        if curvature:
+            s, y, rho = curvature[-1]
+            scale = (1.0 / rho) / max(float(np.sum(y * _tensor.solve_right(y, Q))), 1e-300)
+            r *= min(1.0, scale)
+        for (s, y, rho), alpha in zip(curvature, reversed(alphas), strict=True):
+            beta = rho * float(np.sum(y * r))
+            r += (alpha - beta) * s
+        return -r
+
+    @staticmethod
+    def _rescale(state, weights):
+        """Follow ``A → A·diag(weights)`` (normalisation) in the cached gradient and the pairs:
+        the penalty is scale-invariant, so its gradient scales by ``1/weights``."""
+        inverse = np.where(weights > 0, 1.0 / np.where(weights > 0, weights, 1.0), 0.0)
+        if state.get("penalty") is not None:
+            value, grad = state["penalty"]
+            state["penalty"] = (value, grad * inverse)
+        state["pairs"] = [(s * weights, y * inverse) for s, y in state.get("pairs", [])]
 
     def _other_step(self, factors, m, unfolded, N):
         """Exact update of factor ``m ≥ 1``: least squares, plus FATR's ℓ2 term on the component
@@ -346,11 +457,16 @@ class FairCPD(TransformerMixin, BaseEstimator):
         rank = self._check_params(X.shape)
         groups = encode_groups(sensitive_features, n_rows=X.shape[0])
         check_groups(groups)
+        with _kernels.blas_threads():
+            return self._fit(X, rank, groups)
+
+    def _fit(self, X: np.ndarray, rank: int, groups) -> FairCPD:
         self.group_labels_ = groups.labels
         n = X.shape[0]
         N = X.size
         self._S = _kernels.one_hot(groups.codes, groups.n_groups)
         self._St = _kernels.centred(self._S)
+        self._whiten = X.ndim == 2
         rng = np.random.default_rng(self.random_state)
         self.gamma_ = None
         if self.method == "khsic":
@@ -365,18 +481,21 @@ class FairCPD(TransformerMixin, BaseEstimator):
         history = []
         previous = np.inf
         self.converged_ = False
+        state: dict = {}
         for epoch in range(1, self.n_epochs + 1):
             M, G = _tensor.mttkrp(unfolded[0], factors, 0), _tensor.gram(factors, 0)
-            factors[0] = self._a_step(factors[0], M, G, N, xx)
+            factors[0] = self._a_step(factors[0], M, G, N, xx, state)
             for m in range(1, X.ndim):
                 factors[m], M, G = self._other_step(factors, m, unfolded[m], N)
             # Fit of the just-updated model from the last mode's normal-equation pieces.
             last = factors[-1]
             sq_residual = max(xx - 2.0 * np.sum(last * M) + np.sum((last @ G) * last), 0.0)
-            factors = _tensor.normalise(factors)
+            factors, weights = _tensor.normalise(factors, return_weights=True)
+            self._rescale(state, weights)
             fit = sq_residual / N
-            penalty = self._penalty(factors[0])
-            objective = fit + self._objective_parts(factors[0])
+            # The A-step left the penalty at A (unchanged by the rescaling) in ``state``.
+            penalty = state["penalty"][0] if self.lam > 0 and state.get("penalty") is not None else self._penalty(factors[0])
+            objective = fit + self._objective_parts(factors[0], penalty)
             history.append((epoch, objective, fit, penalty, np.sqrt(sq_residual / xx) if xx > 0 else 0.0))
             if abs(previous - objective) <= self.tol * max(abs(objective), 1e-300):
                 self.converged_ = True
@@ -395,16 +514,17 @@ class FairCPD(TransformerMixin, BaseEstimator):
                 for mask in groups.masks()
             ]
         )
-        self.penalty_ = float(self._penalty(factors[0]))
-        self.objective_ = float(np.sum(residual * residual)) / N + self._objective_parts(factors[0])
+        self.penalty_ = float(history[-1][3])
+        self.objective_ = float(np.sum(residual * residual)) / N + self._objective_parts(factors[0], self.penalty_)
         del self._S, self._St
         return self
 
     @property
     def embedding_(self) -> np.ndarray:
-        """The entity embedding: ``A`` with each column scaled to mean square 1 (what the
-        penalties and the audit's metrics see; CP's weights are in ``factors_[0]``)."""
-        return normalised_embedding(self.factors_[0])
+        """The entity embedding with CP's indeterminacy taken out (what the penalties and the
+        audit's metrics see; CP's weights are in ``factors_[0]``): ``A`` with each column scaled to
+        mean square 1, or for a matrix (2-way CP) ``A`` whitened (:func:`normalised_embedding`)."""
+        return normalised_embedding(self.factors_[0], whiten=len(self.factors_) == 2)
 
     def fit_transform(self, X, y=None, *, sensitive_features=None):
         """Fit and return the fitted entity embedding ``A``."""

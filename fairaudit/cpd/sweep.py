@@ -48,7 +48,7 @@ def lambda_reference(X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method
         return 1.0
     if method == "khsic" and gamma is None:
         gamma = median_gamma(X, A.shape[1], vanilla.random_state)
-    value = penalty(A, groups, method, gamma)
+    value = penalty(A, groups, method, gamma, whiten=len(vanilla.factors_) == 2)
     return energy / max(value, 1e-12 * energy)
 
 
