@@ -30,8 +30,10 @@ memory stays ``O(block · n)``; the time is ``O(n² k R)`` per evaluation.
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.spatial.distance import pdist
 
 BLOCK_BYTES = 64 * 2**20
@@ -46,13 +48,19 @@ on two cores with other work running (load ≈ 2.6), one KHSIC value-and-gradien
 n = 3000), and the default CP audit of the ``two_groups`` sample 13.1 s against 31.0 s."""
 
 
+@functools.cache
+def _controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
 def blas_threads():
-    """Context manager applying :data:`BLAS_THREADS`."""
+    """Context manager applying :data:`BLAS_THREADS` (one cached controller: building one looks
+    up the loaded libraries, ~5 ms, too slow to repeat for every fit)."""
     if BLAS_THREADS is None:
         return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+    return _controller().limit(limits=BLAS_THREADS, user_api="blas")
 
 
 def one_hot(codes: np.ndarray, n_groups: int | None = None) -> np.ndarray:
@@ -94,21 +102,50 @@ def _blocks(n: int):
         yield slice(start, min(n, start + size))
 
 
-def rbf_blocks(A: np.ndarray, gamma: float):
-    """Row blocks ``(rows, K[rows, :])`` of the RBF kernel ``exp(−γ‖a_i − a_j‖²)`` of ``A``'s rows.
+def rbf(X: np.ndarray, Y: np.ndarray, gamma: float, sq_x=None, sq_y=None) -> np.ndarray:
+    """The RBF kernel ``exp(−γ‖x_i − y_j‖²)`` between the rows of ``X`` and ``Y``.
 
-    The squared distances come from one matrix product, ``γ‖a_i − a_j‖² = γ‖a_i‖² + γ‖a_j‖² −
-    2γ a_iᵀa_j`` (clipped at 0; measured ~20 % faster than ``cdist`` at ``n = 1000, R = 10``).
+    The squared distances come from one matrix product, ``γ‖x − y‖² = γ‖x‖² + γ‖y‖² − 2γ xᵀy``
+    (clipped at 0; measured ~20 % faster than ``cdist`` at ``n = 1000, R = 10``); ``sq_x`` /
+    ``sq_y`` are the rows' precomputed ``γ‖·‖²``.
     """
-    half_sq = gamma * np.einsum("ij,ij->i", A, A)
+    sq_x = gamma * np.einsum("ij,ij->i", X, X) if sq_x is None else sq_x
+    sq_y = gamma * np.einsum("ij,ij->i", Y, Y) if sq_y is None else sq_y
+    K = X @ Y.T
+    K *= 2.0 * gamma
+    K -= sq_x[:, None]
+    K -= sq_y[None, :]
+    np.minimum(K, 0.0, out=K)
+    return np.exp(K, out=K)
+
+
+def rbf_blocks(A: np.ndarray, gamma: float):
+    """Row blocks ``(rows, K[rows, :])`` of the RBF kernel of ``A``'s rows (:func:`rbf`)."""
+    sq = gamma * np.einsum("ij,ij->i", A, A)
     for rows in _blocks(A.shape[0]):
-        K = A[rows] @ A.T
-        K *= 2.0 * gamma
-        K -= half_sq[rows, None]
-        K -= half_sq[None, :]
-        np.minimum(K, 0.0, out=K)
-        np.exp(K, out=K)
-        yield rows, K
+        yield rows, rbf(A[rows], A, gamma, sq[rows], sq)
+
+
+def landmarks(codes: np.ndarray, size: int, random_state=0) -> np.ndarray:
+    """Sorted indices of ``size`` landmark entities for :func:`khsic`'s Nyström approximation.
+
+    Stratified by group with equal shares (a share larger than its group takes the whole group;
+    the rest is drawn uniformly from the remaining entities), so that a small group's region of
+    the embedding is covered as well as a large one's. ``random_state``: a seed or a
+    ``numpy.random.Generator`` (drawn from).
+    """
+    codes = np.asarray(codes)
+    n = len(codes)
+    if size >= n:
+        return np.arange(n)
+    rng = np.random.default_rng(random_state)
+    groups = np.unique(codes)
+    share = size // len(groups)
+    chosen = [rng.choice(np.flatnonzero(codes == g), min(share, int(np.sum(codes == g))), replace=False) for g in groups]
+    taken = np.concatenate(chosen)
+    rest = np.setdiff1d(np.arange(n), taken)
+    extra = rng.choice(rest, size - len(taken), replace=False)
+    return np.sort(np.concatenate([taken, extra]))
 
 
 def group_basis(St: np.ndarray) -> np.ndarray:
@@ -124,7 +161,7 @@ def group_basis(St: np.ndarray) -> np.ndarray:
     return St @ vectors[:, keep]
 
 
-def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False):
+def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False, landmarks: np.ndarray | None = None):
     """``tr(K_A H S Sᵀ H) / n²`` (and its gradient in ``A`` if asked).
 
     ``St`` is the centred one-hot matrix ``S̃ = HS`` (or any ``U`` with ``UUᵀ = S̃S̃ᵀ``; it is
@@ -132,9 +169,14 @@ def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False
     ``Σ_ij W_ij = Σ(U ∘ K U)``, ``W1 = rowsum(U ∘ K U)`` and ``W A = Σ_c diag(u_c) K diag(u_c) A``,
     so each block needs one kernel pass and one matrix product ``K · [U, u_1 ∘ A, …]`` (BLAS) —
     measured 4× faster than forming ``P ∘ K``.
+
+    ``landmarks`` (row indices, :func:`landmarks`): the Nyström approximation
+    ``K ≈ C W⁻¹ Cᵀ`` instead (:func:`khsic_nystrom`), ``O(n m)`` instead of ``O(n²)``.
     """
     A = np.asarray(A, dtype=float)
     U = group_basis(St)
+    if landmarks is not None:
+        return khsic_nystrom(A, U, gamma, landmarks, gradient=gradient)
     n, rank = A.shape
     k = U.shape[1]
     right = U
@@ -154,6 +196,55 @@ def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False
         grad *= -4.0 * gamma / (n * n)
         return value, grad
     return value
+
+
+NYSTROM_ROWS = 2000
+"""Entities above which ``kernel="auto"`` (the audit's default) approximates the KHSIC kernel."""
+
+NYSTROM_LANDMARKS = 500
+"""Default number of Nyström landmarks."""
+
+NYSTROM_JITTER = 1e-8
+"""Ridge added to the landmarks' kernel, times the number of landmarks (raised tenfold until the
+Cholesky factorisation succeeds)."""
+
+
+def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndarray, *, gradient: bool = False):
+    """KHSIC with the Nyström kernel ``K̂ = C W⁻¹ Cᵀ`` (Williams & Seeger 2001): ``C = K(A, L)``,
+    ``W = K(L, L) + εI`` on the landmark rows ``L = A[landmarks]``, which move with ``A``.
+
+    Value ``tr(Uᵀ K̂ U)/n² = tr(Fᵀ W⁻¹ F)/n²`` with ``F = CᵀU``. Gradient (our derivation, the
+    exact gradient of the approximate value; checked against finite differences in the tests):
+    with ``B = W⁻¹F``, ``d value = (2⟨UBᵀ, dC⟩ − ⟨BBᵀ, dK_LL⟩)/n²``; each kernel entry's
+    derivative is ``−2γ k(x, y)(x − y)ᵀ(dx − dy)``, so with ``Γ = UBᵀ ∘ C`` and
+    ``Ω = BBᵀ ∘ K_LL`` the rows get ``−(4γ/n²)(diag(Γ1)A − ΓL)`` and the landmarks in addition
+    ``−(4γ/n²)(diag(Γᵀ1)L − ΓᵀA − diag(Ω1)L + ΩL)``. Cost ``O(n m (R + k) + m³)``.
+    """
+    n = A.shape[0]
+    m = len(landmarks)
+    L = A[landmarks]
+    sq = gamma * np.einsum("ij,ij->i", A, A)
+    C = rbf(A, L, gamma, sq, sq[landmarks])
+    K_LL = C[landmarks]
+    F = C.T @ U
+    jitter = NYSTROM_JITTER * m
+    while True:
+        try:
+            factor = np.linalg.cholesky(K_LL + jitter * np.eye(m))
+            break
+        except np.linalg.LinAlgError:
+            jitter *= 10.0
+    half = solve_triangular(factor, F, lower=True)
+    value = float(np.sum(half * half)) / (n * n)
+    if not gradient:
+        return value
+    B = solve_triangular(factor.T, half, lower=False)
+    Gamma = (U @ B.T) * C
+    Omega = (B @ B.T) * K_LL
+    grad = Gamma.sum(axis=1)[:, None] * A - Gamma @ L
+    grad[landmarks] += Gamma.sum(axis=0)[:, None] * L - Gamma.T @ A - (Omega.sum(axis=1)[:, None] * L - Omega @ L)
+    grad *= -4.0 * gamma / (n * n)
+    return value, grad
 
 
 def hsic_linear(A: np.ndarray, St: np.ndarray, *, gradient: bool = False):

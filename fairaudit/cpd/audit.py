@@ -40,8 +40,9 @@ from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
+from . import _kernels
 from . import sweep as _sweep
-from .estimator import FairCPD, median_gamma, rank_limit
+from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, rank_limit
 from .metrics import nkhsic, orthogonality
 
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
@@ -59,6 +60,8 @@ DEFAULT_OPTIONS = {
     "inner_steps": 5,
     "l2": 0.0,
     "khsic_max_rows": 5000,
+    "khsic_kernel": "auto",
+    "khsic_landmarks": _kernels.NYSTROM_LANDMARKS,
 }
 
 
@@ -77,6 +80,8 @@ def _options(config: AuditConfig) -> dict:
     options.update({k: v for k, v in given.items() if v is not None or k in ("lambdas", "sweep_rank")})
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
+    if options["khsic_kernel"] not in KERNELS:
+        raise ParameterError(f"cpd khsic_kernel must be one of {', '.join(KERNELS)}; got {options['khsic_kernel']!r}.")
     if options["leakage_classifier"] not in LEAKAGE_CLASSIFIERS:
         raise ParameterError(
             f"cpd leakage_classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {options['leakage_classifier']!r}."
@@ -126,6 +131,16 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     if do_sweep:
         total += sum(grid_size or len(_grid(options, name, 1.0)) for name in fair)
     state = {"done": 0}
+    kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
+    landmarks = None
+    if "khsic" in fair and kernel == "nystrom":
+        landmarks = _kernels.landmarks(codes, options["khsic_landmarks"], config.random_state)
+        sink.warn(
+            f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
+            f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
+            f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
+            "khsic_kernel='exact' (CLI --cpd-kernel exact) for the exact kernel, O(n²) per step."
+        )
     gammas: dict[int, float] = {}
     unconverged: dict[str, set[int]] = {}
     cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
@@ -135,9 +150,10 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         if key in cache:
             return cache[key]
         params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": config.random_state}
-        if method == "khsic":
+        if method != "none":
             params["inner_steps"] = options["inner_steps"]
-            params["gamma"] = gammas[rank]
+        if method == "khsic":
+            params.update(gamma=gammas[rank], kernel=kernel, n_landmarks=options["khsic_landmarks"])
         if method == "fatr":
             params["l2"] = options["l2"]
         started = time.perf_counter()
@@ -162,7 +178,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         if run_vanilla:
             record("vanilla", vanilla, seconds, 0.0, rank)
         for name in fair:
-            reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank))
+            reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank), landmarks)
             if do_sweep and rank == sweep_rank:
                 # Continuation: each point starts from the previous (smaller-λ) point's solution.
                 init = vanilla.factors_

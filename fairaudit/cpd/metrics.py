@@ -62,10 +62,13 @@ def nkhsic(A: np.ndarray, groups: np.ndarray, *, gamma: float | None = None, max
     return float(np.sum(S * product[:, :-1]) / (norm_a * norm_s))
 
 
-def penalty(A: np.ndarray, groups: np.ndarray, method: str, gamma: float | None = None, *, whiten: bool = False) -> float:
+def penalty(
+    A: np.ndarray, groups: np.ndarray, method: str, gamma: float | None = None, *, whiten: bool = False, landmarks=None
+) -> float:
     """The unweighted penalty of ``method`` for the factor ``A`` — evaluated, like
     :class:`FairCPD` does, on its normalised embedding (what FairCPD multiplies by λ;
-    ``whiten=True`` for a matrix, 2-way CP: see :func:`~fairaudit.cpd.normalised_embedding`)."""
+    ``whiten=True`` for a matrix, 2-way CP: see :func:`~fairaudit.cpd.normalised_embedding`;
+    ``landmarks``: KHSIC by the Nyström approximation)."""
     from .estimator import normalised_embedding
 
     A = normalised_embedding(np.asarray(A, dtype=float), whiten=whiten)
@@ -73,7 +76,7 @@ def penalty(A: np.ndarray, groups: np.ndarray, method: str, gamma: float | None 
     if method == "khsic":
         if gamma is None:
             raise ValueError("the KHSIC penalty needs gamma")
-        return _kernels.khsic(A, _kernels.centred(S), gamma)
+        return _kernels.khsic(A, _kernels.centred(S), gamma, landmarks=landmarks)
     if method == "hsic":
         return _kernels.hsic_linear(A, _kernels.centred(S))
     if method == "fatr":

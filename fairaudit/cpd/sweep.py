@@ -36,11 +36,14 @@ DEFAULT_POINTS = 10
 FAIR_METHODS = ("fatr", "hsic", "khsic")
 
 
-def lambda_reference(X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method: str, gamma: float | None = None) -> float:
+def lambda_reference(
+    X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method: str, gamma: float | None = None, landmarks=None
+) -> float:
     """``λ_ref = E / P(A_vanilla)`` (module docstring) for ``method`` given a fitted vanilla model.
 
     For ``"khsic"`` the penalty uses ``gamma``, by default the γ a KHSIC fit at the same rank
-    would use (the median heuristic of :class:`FairCPD`).
+    would use (the median heuristic of :class:`FairCPD`), and ``landmarks`` if the fits use the
+    Nyström approximation.
     """
     A = vanilla.factors_[0]
     energy = float(np.sum(_tensor.reconstruct(vanilla.factors_) ** 2)) / X.size
@@ -48,7 +51,7 @@ def lambda_reference(X: np.ndarray, vanilla: FairCPD, groups: np.ndarray, method
         return 1.0
     if method == "khsic" and gamma is None:
         gamma = median_gamma(X, A.shape[1], vanilla.random_state)
-    value = penalty(A, groups, method, gamma, whiten=len(vanilla.factors_) == 2)
+    value = penalty(A, groups, method, gamma, whiten=len(vanilla.factors_) == 2, landmarks=landmarks)
     return energy / max(value, 1e-12 * energy)
 
 
