@@ -106,10 +106,25 @@ def _data_section(result: AuditResult) -> str:
     )
 
 
+def _config_rows(config: dict) -> list[tuple]:
+    rows = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            value = "; ".join(f"{k}: {v}" for k, v in value.items()) or "—"
+        elif isinstance(value, list | tuple):
+            value = ", ".join(map(str, value))
+        rows.append((key, value))
+    return rows
+
+
 def _config_section(result: AuditResult) -> str:
-    rows = [(key, value if not isinstance(value, list | tuple) else ", ".join(map(str, value))) for key, value in result.config.items()]
+    runs = result.config.get("runs") if set(result.config) == {"runs"} else [result.config]
+    tables = "".join(
+        (f"<h3>Run {i + 1}: {_e(', '.join(run.get('methods', [])))}</h3>" if len(runs) > 1 else "") + _table(_config_rows(run))
+        for i, run in enumerate(runs)
+    )
     versions = _table(list(library_versions().items()), ("library", "version"))
-    return "<h2>Configuration</h2>" + _table(rows) + "<h3>Software</h3>" + versions
+    return "<h2>Configuration</h2>" + tables + "<h3>Software</h3>" + versions
 
 
 def _figure_html(fig) -> str:
