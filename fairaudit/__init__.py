@@ -15,16 +15,21 @@ Quick start::
 from ._version import __version__
 from .data import AuditData, RawTable, load, prepare, read_table, scale_features
 from .errors import FairAuditError
+from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
 
 __all__ = [
+    "FUFS",
+    "MCFS",
     "PCA",
+    "SPEC",
     "AuditData",
     "CovFairPCA",
     "FairAuditError",
     "FairPCA",
     "JEVDPCA",
+    "LaplacianScore",
     "RawTable",
     "__version__",
     "encode_groups",
@@ -32,4 +37,5 @@ __all__ = [
     "prepare",
     "read_table",
     "scale_features",
+    "VarianceSelector",
 ]

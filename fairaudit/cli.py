@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--leakage-classifier", default="qda", choices=["qda", "logistic", "hgb", "mlp"],
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
     runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
+    runs.add_argument("--clusters", type=int, default=None, metavar="K",
+                      help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
+    runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
+                      help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
@@ -141,6 +145,20 @@ def load_from_args(args):
     )
 
 
+def _family_options(args) -> dict:
+    """Family-specific command-line options as ``AuditConfig.options``."""
+    fs = {}
+    if args.clusters is not None:
+        if args.clusters < 2:
+            raise ParameterError(f"--clusters must be at least 2, got {args.clusters}.")
+        fs["n_clusters"] = args.clusters
+    if args.kmeans_runs is not None:
+        if args.kmeans_runs < 1:
+            raise ParameterError(f"--kmeans-runs must be at least 1, got {args.kmeans_runs}.")
+        fs["kmeans_runs"] = args.kmeans_runs
+    return {"fs": fs} if fs else {}
+
+
 def config_from_args(args) -> AuditConfig:
     return AuditConfig(
         methods=_split(args.methods) or ["pca"],
@@ -149,6 +167,7 @@ def config_from_args(args) -> AuditConfig:
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
+        options=_family_options(args),
     )
 
 
@@ -161,9 +180,10 @@ def _print_summary(result, out) -> None:
     print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
-        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
+        keep = [c for c in ("variant", "rank", "max_loss", "loss_gap", "variance_explained", "acc", "nmi", "balance", "proportion", "alignment_protected", "unfairness_balanced", "effective_rank", "seconds") if c in table.columns]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        _print_details(result, method, out)
     for method, sentences in findings(result).items():
         for sentence in sentences:
             print(f"finding ({method}): {sentence}", file=out)
@@ -171,6 +191,17 @@ def _print_summary(result, out) -> None:
         print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
     for warning in result.warnings:
         print(f"warning: {warning}", file=out)
+
+
+def _print_details(result, method: str, out, limit: int = 12) -> None:
+    """One line per fit detail (e.g. the selected features), long lists shortened."""
+    for variant, by_rank in result.details.get(method, {}).items():
+        for rank, facts in sorted(by_rank.items(), key=lambda item: int(item[0])):
+            for key, value in facts.items():
+                if isinstance(value, list | tuple):
+                    more = f" … (+{len(value) - limit})" if len(value) > limit else ""
+                    value = ", ".join(map(str, value[:limit])) + more
+                print(f"{key} ({method}/{variant}, rank {rank}): {value}", file=out)
 
 
 def _run_audit(args) -> int:

@@ -25,6 +25,13 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "jevd": "JEVD-PCA",
         "cov_fair": "covFairPCA",
     },
+    "fs": {
+        "variance": "Variance",
+        "lapscore": "Laplacian Score",
+        "spec": "SPEC",
+        "mcfs": "MCFS",
+        "fufs": "FUFS (fair)",
+    },
 }
 """Per family, variant name → display title."""
 
@@ -147,6 +154,16 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "variance_explained"),
         ("variant", "mmd2"),
         ("variant", "mmd2_rbf"),
+        ("variant", "unfairness_balanced"),
+        ("variant", "seconds"),
+    ],
+    "fs": [
+        ("variant", "balance"),
+        ("variant", "proportion"),
+        ("variant", "acc"),
+        ("variant", "nmi"),
+        ("variant", "alignment_protected"),
+        ("variant", "alignment_data"),
         ("variant", "unfairness_balanced"),
         ("variant", "seconds"),
     ],

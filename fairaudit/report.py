@@ -128,7 +128,29 @@ def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
         table["variant"] = [variant_title(method, v) for v in table["variant"]]
         header = tuple(metric_title(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
         parts.append("<h3>Per-rank summary</h3>" + _table(list(table.itertuples(index=False, name=None)), header))
+    parts.append(_details_html(result, method))
     return "".join(parts)
+
+
+def details_rows(result: AuditResult, method: str) -> list[tuple]:
+    """``(variant title, rank, key, text)`` for every detail a family attached to its fits."""
+    rows = []
+    for variant, by_rank in result.details.get(method, {}).items():
+        for rank, facts in sorted(by_rank.items(), key=lambda item: int(item[0])):
+            for key, value in facts.items():
+                text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+                rows.append((variant_title(method, variant), int(rank), key, text))
+    return rows
+
+
+def _details_html(result: AuditResult, method: str) -> str:
+    rows = details_rows(result, method)
+    if not rows:
+        return ""
+    return (
+        f"<h3>Details per fit</h3><details open><summary>{len(rows)} entries (e.g. the selected columns, "
+        "in selection order)</summary>" + _table(rows, ("variant", "rank", "what", "value")) + "</details>"
+    )
 
 
 def _definitions_section(result: AuditResult) -> str:
