@@ -222,6 +222,8 @@ class MCFS(_ScoreSelector):
         MCFS score (higher = kept first).
     coef_ : ndarray (n_clusters, n_features)
         The sparse coefficients ``a_k``.
+    embedding_ : ndarray (n_samples, n_clusters)
+        The eigenvectors ``y_k`` (step 2).
     """
 
     def __init__(self, n_features_to_select=None, *, n_clusters=5, n_neighbors=5, t="auto", random_state=None):
@@ -245,6 +247,7 @@ class MCFS(_ScoreSelector):
             model.fit(X, target)
             coef[i] = model.coef_
         self.coef_ = coef
+        self.embedding_ = embedding
         return np.max(np.abs(coef), axis=0)
 
 
@@ -263,7 +266,7 @@ class SPEC(_ScoreSelector):
     Parameters
     ----------
     n_features_to_select : int or None, default=None
-    score : {"phi1", "phi2", "phi3"}, default="phi2"
+    criterion : {"phi1", "phi2", "phi3"}, default="phi2"
     n_clusters : int, default=5
         ``K`` of ``phi3``.
     n_neighbors : "auto", int or None, default="auto"
@@ -280,11 +283,11 @@ class SPEC(_ScoreSelector):
         "dense" or "k-NN (k neighbours)": which similarity was used.
     """
 
-    SCORES = ("phi1", "phi2", "phi3")
+    CRITERIA = ("phi1", "phi2", "phi3")
 
-    def __init__(self, n_features_to_select=None, *, score="phi2", n_clusters=5, n_neighbors="auto", t="auto", random_state=None):
+    def __init__(self, n_features_to_select=None, *, criterion="phi2", n_clusters=5, n_neighbors="auto", t="auto", random_state=None):
         self.n_features_to_select = n_features_to_select
-        self.score = score
+        self.criterion = criterion
         self.n_clusters = n_clusters
         self.n_neighbors = n_neighbors
         self.t = t
@@ -292,11 +295,11 @@ class SPEC(_ScoreSelector):
 
     @property
     def higher_is_better(self):  # phi3 is a "larger is better" score
-        return self.score == "phi3"
+        return self.criterion == "phi3"
 
     def _scores(self, X, m):
-        if self.score not in self.SCORES:
-            raise ParameterError(f"score must be one of {', '.join(self.SCORES)}, got {self.score!r}.")
+        if self.criterion not in self.CRITERIA:
+            raise ParameterError(f"criterion must be one of {', '.join(self.CRITERIA)}, got {self.criterion!r}.")
         n = X.shape[0]
         neighbours = self.n_neighbors
         if neighbours == "auto":
@@ -314,9 +317,9 @@ class SPEC(_ScoreSelector):
         inv_root = 1.0 / root
         SF = (S @ (inv_root[:, None] * F)) * inv_root[:, None]  # D^{-1/2} S D^{-1/2} f̂
         phi1 = 1.0 - np.sum(F * SF, axis=0)  # f̂ᵀ ℒ f̂ with ‖f̂‖ = 1
-        if self.score == "phi1":
+        if self.criterion == "phi1":
             scores = phi1
-        elif self.score == "phi2":
+        elif self.criterion == "phi2":
             xi1 = root / np.linalg.norm(root)
             trivial = (xi1 @ F) ** 2
             with np.errstate(divide="ignore", invalid="ignore"):
