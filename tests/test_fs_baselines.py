@@ -110,6 +110,11 @@ def test_constant_feature_is_ordered_last():
     for selector in (LaplacianScore(2), SPEC(2), VarianceSelector(2)):
         selector.fit(X)
         assert selector.ranking_[2] == X.shape[1], type(selector).__name__
+    groups = np.arange(len(X)) % 2
+    fufs = FUFS(6).fit(X, sensitive_features=groups)  # more than the 5 informative columns
+    assert fufs.ranking_[2] == X.shape[1] and fufs.scores_[2] == 0 and fufs.get_support().sum() == 6
+    with pytest.raises(ParameterError, match="constant"):
+        FUFS(1).fit(np.ones((10, 3)), sensitive_features=np.arange(10) % 2)
 
 
 # ------------------------------------------------------------------ scikit-learn selector contract

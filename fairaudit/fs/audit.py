@@ -93,7 +93,7 @@ def _alignment_backend(X: np.ndarray, options: dict, seed: int):
     gamma = _resolve_gamma("scale", X)
     if X.shape[0] <= options.get("exact_max_rows", 3000):
         return ExactRBF(X, gamma)
-    return NystroemRBF(X, gamma, n_landmarks=options.get("n_landmarks", 500), random_state=seed)
+    return NystroemRBF(X, gamma, n_landmarks=options.get("n_landmarks", 300), random_state=seed)
 
 
 def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:

@@ -172,7 +172,7 @@ class FUFS(SelectorMixin, BaseEstimator):
         RBF kernels exactly (``n × n``) or by Nyström; ``"auto"`` is exact up to
         ``exact_max_rows`` rows.
     exact_max_rows : int, default=3000
-    n_landmarks : int, default=500
+    n_landmarks : int, default=300
     random_state : int, RandomState or None, default=None
         Seeds the Nyström landmarks (the optimisation itself is deterministic).
 
@@ -228,7 +228,7 @@ class FUFS(SelectorMixin, BaseEstimator):
         lr_decay=0.0,
         approximation="auto",
         exact_max_rows=3000,
-        n_landmarks=500,
+        n_landmarks=300,
         random_state=None,
     ):
         self.n_features_to_select = n_features_to_select
@@ -290,7 +290,13 @@ class FUFS(SelectorMixin, BaseEstimator):
         check_groups(groups, min_size=1)
         n, d = X.shape
         m, g = self._check_params(d)
-        backend = self._backend(X)
+        # Constant columns carry no information (zero gradient, zero distance): they are left out
+        # of the optimisation, scored 0 and ordered last.
+        active = np.flatnonzero(np.ptp(X, axis=0) > 0)
+        if active.size == 0:
+            raise ParameterError("every column of X is constant; there is nothing to select from.")
+        da, ma, ga = active.size, min(m, active.size), min(g, active.size)
+        backend = self._backend(X[:, active])
         self.approximation_ = backend.describe()
         self.gamma_ = getattr(backend, "gamma", float("nan"))
         self.groups_ = np.asarray(groups.labels, dtype=object)
@@ -302,36 +308,40 @@ class FUFS(SelectorMixin, BaseEstimator):
         self.sensitive_scores_ = np.zeros(d)
         self.sensitive_support_ = np.zeros(d, dtype=bool)
         self.sensitive_objective_history_ = np.zeros(0)
-        targets, coefs = [backend.target_weights(np.ones(d), d), protected], [1.0, -float(self.alpha)]
-        if g > 0 and self.beta > 0:
+        targets, coefs = [backend.target_weights(np.ones(da), da), protected], [1.0, -float(self.alpha)]
+        if ga > 0 and self.beta > 0:
             def proxy_value_grad(t):
-                value, grad, _ = backend.value_grad(t, g, [1.0], [protected])
+                value, grad, _ = backend.value_grad(t, ga, [1.0], [protected])
                 return value, grad
 
-            t, t_grad, t_history, _, _ = projected_gradient(proxy_value_grad, g, d, **options)
-            self.sensitive_scores_ = t
-            self.sensitive_support_[_order(t, t_grad)[:g]] = True
+            t, t_grad, t_history, _, _ = projected_gradient(proxy_value_grad, ga, da, **options)
+            proxies = np.zeros(da)
+            proxies[_order(t, t_grad)[:ga]] = 1.0
+            self.sensitive_scores_[active] = t
+            self.sensitive_support_[active] = proxies > 0
             self.sensitive_objective_history_ = t_history
-            targets.append(backend.target_weights(self.sensitive_support_.astype(float), g))
+            targets.append(backend.target_weights(proxies, ga))
             coefs.append(-float(self.beta))
 
         # Stage 2: the selection, s = argmax A_c(K_s, K_X) − α A_c(K_s, K_Y) − β A_c(K_s, K_t*) over C_m.
         coefs = np.asarray(coefs)
 
         def value_grad(s):
-            value, grad, _ = backend.value_grad(s, m, coefs, targets)
+            value, grad, _ = backend.value_grad(s, ma, coefs, targets)
             return value, grad
 
-        s, s_grad, history, n_iter, converged = projected_gradient(value_grad, m, d, **options)
-        order = _order(s, s_grad)
-        self.scores_ = s
+        s, s_grad, history, n_iter, converged = projected_gradient(value_grad, ma, da, **options)
+        order = np.concatenate([active[_order(s, s_grad)], np.setdiff1d(np.arange(d), active)])
+        self.scores_ = np.zeros(d)
+        self.scores_[active] = s
         self.objective_history_ = history
         self.n_iter_ = n_iter
         self.converged_ = converged
         self.ranking_ = np.empty(d, dtype=int)
         self.ranking_[order] = np.arange(1, d + 1)
         self.support_ = self.ranking_ <= m
-        _, _, final = backend.value_grad(self.support_.astype(float), m, coefs, targets, gradient=False)
+        chosen = self.support_[active].astype(float)
+        _, _, final = backend.value_grad(chosen, ma, coefs, targets, gradient=False)
         names = ("data", "protected", "proxies")
         self.alignments_ = {name: float(value) for name, value in zip(names, final, strict=False)}
         if not converged:
