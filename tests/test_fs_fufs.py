@@ -169,6 +169,31 @@ def test_nystroem_is_used_above_the_row_threshold_and_agrees_on_planted_data():
     assert (exact.get_support() & approx.get_support()).sum() >= 3
 
 
+def test_precomputed_proxies_give_the_same_selection():
+    X, group = planted_proxies(seed=5)
+    first = FUFS(4, n_sensitive_features=3).fit(X, sensitive_features=group)
+    again = FUFS(4, n_sensitive_features=3, proxies=first.sensitive_support_).fit(X, sensitive_features=group)
+    np.testing.assert_array_equal(again.get_support(), first.get_support())
+    np.testing.assert_allclose(again.objective_history_, first.objective_history_)
+    assert again.sensitive_objective_history_.size == 0
+    with pytest.raises(ParameterError, match="proxies"):
+        FUFS(4, proxies=[0, 1]).fit(X, sensitive_features=group)
+
+
+def test_swap_refinement_never_loses_objective():
+    rng = np.random.default_rng(6)
+    X = (rng.random((120, 40)) < 0.15).astype(float)  # sparse binary columns, as the google data
+    group = rng.integers(0, 2, size=120)
+    X[:, 0] = group * (rng.random(120) < 0.8)
+    refined = FUFS(10, random_state=0).fit(X, sensitive_features=group)
+    plain = FUFS(10, refine=False, random_state=0).fit(X, sensitive_features=group)
+    assert refined.binary_objective_ >= refined.rounded_objective_
+    assert plain.binary_objective_ == plain.rounded_objective_ and plain.n_swaps_ == 0
+    assert refined.rounded_objective_ == pytest.approx(plain.binary_objective_)
+    assert refined.get_support().sum() == 10
+    assert set(refined.ranking_[refined.get_support()]) == set(range(1, 11))
+
+
 def test_max_iter_cap_warns():
     X, group = planted_proxies(seed=4)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):

