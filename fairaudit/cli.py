@@ -195,13 +195,10 @@ def _print_summary(result, out) -> None:
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
     """One line per fit detail (e.g. the selected features), long lists shortened."""
-    for variant, by_rank in result.details.get(method, {}).items():
-        for rank, facts in sorted(by_rank.items(), key=lambda item: int(item[0])):
-            for key, value in facts.items():
-                if isinstance(value, list | tuple):
-                    more = f" … (+{len(value) - limit})" if len(value) > limit else ""
-                    value = ", ".join(map(str, value[:limit])) + more
-                print(f"{key} ({method}/{variant}, rank {rank}): {value}", file=out)
+    from .report import details_rows
+
+    for variant, rank, key, text in details_rows(result, method, titles=False, limit=limit):
+        print(f"{key} ({method}/{variant}, rank {rank}): {text}", file=out)
 
 
 def _run_audit(args) -> int:

@@ -167,8 +167,8 @@ def _make_classifier(name: str, n_classes: int, random_state, rank_deficient: bo
         # Bayes-optimal for Gaussian groups: sees differences of means *and* of covariances,
         # which is what a linear representation can leak; a few milliseconds per fit.
         if rank_deficient:
-            # A group with no more training rows than columns has a singular covariance, which
-            # the SVD solver rejects: use Ledoit–Wolf shrinkage (the eigen solver) instead.
+            # A group with no more training rows than columns (or with collinear columns) has a
+            # singular covariance, which the SVD solver rejects: use Ledoit–Wolf shrinkage.
             # Standardising first keeps the shrinkage target (mean variance × I) well away from 0.
             return make_pipeline(
                 StandardScaler(),
@@ -218,8 +218,12 @@ def group_prediction_scores(
     Z_train, Z_test, g_train, g_test = train_test_split(
         Z, groups, test_size=test_size, stratify=groups, random_state=random_state
     )
+    n_classes = len(np.unique(groups))
     rank_deficient = int(np.unique(g_train, return_counts=True)[1].min()) <= Z.shape[1]
-    model = _make_classifier(classifier, len(np.unique(groups)), random_state, rank_deficient).fit(Z_train, g_train)
+    try:
+        model = _make_classifier(classifier, n_classes, random_state, rank_deficient).fit(Z_train, g_train)
+    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
+        model = _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
     predicted = model.predict(Z_test)
     return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
 

@@ -132,14 +132,22 @@ def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
     return "".join(parts)
 
 
-def details_rows(result: AuditResult, method: str) -> list[tuple]:
-    """``(variant title, rank, key, text)`` for every detail a family attached to its fits."""
+def details_rows(result: AuditResult, method: str, *, titles: bool = True, limit: int | None = None) -> list[tuple]:
+    """``(variant, rank, key, text)`` for every detail a family attached to its fits.
+
+    ``titles`` gives variants their display titles; ``limit`` shortens lists to that many items
+    (with a "… (+n)" tail).
+    """
     rows = []
     for variant, by_rank in result.details.get(method, {}).items():
         for rank, facts in sorted(by_rank.items(), key=lambda item: int(item[0])):
             for key, value in facts.items():
-                text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-                rows.append((variant_title(method, variant), int(rank), key, text))
+                if isinstance(value, list | tuple):
+                    shown = value if limit is None else value[:limit]
+                    text = ", ".join(map(str, shown)) + (f" … (+{len(value) - len(shown)})" if len(shown) < len(value) else "")
+                else:
+                    text = str(value)
+                rows.append((variant_title(method, variant) if titles else variant, int(rank), key, text))
     return rows
 
 

@@ -218,3 +218,15 @@ def test_cluster_scores_are_mean_and_std_over_seeded_runs():
     assert "acc" not in without and without["balance"] == first["balance"]
     with pytest.raises(ParameterError, match="clusters"):
         cluster_scores(X, groups, n_clusters=1)
+
+
+def test_leakage_classifier_survives_wide_and_collinear_selections():
+    """Feature selection hands the leakage metric many columns of few rows, some collinear."""
+    rng = np.random.default_rng(12)
+    groups = np.repeat([0, 1], [70, 20])
+    wide = rng.normal(size=(90, 30)) + groups[:, None]
+    collinear = np.column_stack([wide[:, :5], wide[:, :5] * 2.0])
+    for Z in (wide, collinear):
+        accuracy, balanced = metrics.group_prediction_scores(Z, groups, random_state=0)
+        assert 0.0 <= balanced <= 1.0 and 0.0 <= accuracy <= 1.0
+    assert metrics.group_prediction_scores(wide, groups, random_state=0)[1] > 0.7

@@ -21,14 +21,13 @@ import numbers
 import numpy as np
 from scipy import sparse
 from scipy.sparse.linalg import eigsh
-from sklearn.base import BaseEstimator
-from sklearn.feature_selection import SelectorMixin
 from sklearn.linear_model import Lars
 from sklearn.neighbors import kneighbors_graph
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..errors import ParameterError
 from ..validation import check_rank
+from ._selector import FittedSelector
 
 DENSE_MAX_ROWS = 5000
 """SPEC's dense similarity matrix is used up to this many rows; above it, a k-NN graph."""
@@ -67,7 +66,7 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     return graph, float(t)
 
 
-class _ScoreSelector(SelectorMixin, BaseEstimator):
+class _ScoreSelector(FittedSelector):
     """Shared machinery: validation, ordering by score, the selector interface."""
 
     higher_is_better = True
@@ -94,14 +93,6 @@ class _ScoreSelector(SelectorMixin, BaseEstimator):
     def _scores(self, X: np.ndarray, m: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
 
-    def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = False
-        return tags
 
 
 class VarianceSelector(_ScoreSelector):

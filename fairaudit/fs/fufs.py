@@ -55,15 +55,14 @@ import numbers
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ..errors import ParameterError
 from ..groups import check_groups, encode_groups
 from ..validation import check_rank
 from ._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
+from ._selector import FittedSelector
 
 KERNELS = ("rbf", "linear")
 APPROXIMATIONS = ("auto", "exact", "nystroem")
@@ -179,7 +178,7 @@ def swap_refine(value_grad, mask: np.ndarray, max_rounds: int = 200):
     return mask, value, start, swaps
 
 
-class FUFS(SelectorMixin, BaseEstimator):
+class FUFS(FittedSelector):
     """Fairness-aware unsupervised feature selection ([Xing21]; see the module docstring).
 
     Parameters
@@ -426,12 +425,3 @@ class FUFS(SelectorMixin, BaseEstimator):
                 stacklevel=2,
             )
         return self
-
-    def _get_support_mask(self):
-        check_is_fitted(self, "support_")
-        return self.support_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.required = False
-        return tags
