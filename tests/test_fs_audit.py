@@ -121,6 +121,10 @@ def test_cli_runs_fs_with_label_and_clusters(tmp_path, capsys):
 
 @pytest.mark.shared_data
 def test_crime_fufs_is_least_aligned_with_race_and_most_balanced():
+    """The FUFS paper's crime data at 10–40 % of the features (benchmarks/bench_fs_crime.py prints the
+    full table). With the fairness weight alpha = 3 FUFS beats every fairness-unaware selector on
+    cluster balance and on kernel alignment with race at every size; alpha = 1 (the default) does
+    at most sizes only (see the benchmark)."""
     path = SHARED / "fufs" / "crime.csv"
     if not path.exists():
         pytest.skip(f"real data not available: {path} (the ../shared/datasets folder is absent)")
@@ -128,12 +132,11 @@ def test_crime_fufs_is_least_aligned_with_race_and_most_balanced():
     race = np.where(table[:, 2] > 0.06, "racepctblack>0.06", "racepctblack<=0.06")  # the paper's split
     X = np.delete(table[:, :-1], 2, axis=1)
     data = AuditData.from_arrays(X, race, label=table[:, -1].astype(int), label_name="violent_crime")
-    config = AuditConfig(methods=("fs",), ranks=(24, 36), variants=("variance", "lapscore", "fufs"),
-                         options={"fs": {"kmeans_runs": 10}})
+    config = AuditConfig(methods=("fs",), options={"fs": {"kmeans_runs": 10, "n_clusters": 2, "alpha": 3.0}})
     out = run_audit(data, config)
     wide = out.records.pivot_table(index=["variant", "rank"], columns="metric", values="value")
-    for rank in (24, 36):
+    baselines = [v for v in VARIANTS if v != "fufs"]
+    for rank in (12, 24, 36, 48):
         fufs = wide.loc[("fufs", rank)]
-        for baseline in ("variance", "lapscore"):
-            assert fufs["alignment_protected"] < wide.loc[(baseline, rank), "alignment_protected"]
-            assert fufs["balance"] > wide.loc[(baseline, rank), "balance"]
+        assert fufs["balance"] > max(wide.loc[(b, rank), "balance"] for b in baselines)
+        assert fufs["alignment_protected"] < min(wide.loc[(b, rank), "alignment_protected"] for b in baselines)

@@ -16,7 +16,7 @@ Options (``AuditConfig.options["fs"]``; CLI ``--clusters``, ``--kmeans-runs``):
 range of the paper's data sets; ``"data"`` uses the data's own scaling, which after
 standardisation gives every feature variance 1 and makes the variance baseline a tie), and
 FUFS's ``alpha``, ``beta``, ``n_sensitive_features``, ``kernel``, ``approximation``,
-``exact_max_rows``, ``n_landmarks``, ``max_iter``.
+``exact_max_rows``, ``n_landmarks``, ``max_iter``, ``refine``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from .fufs import FUFS, _resolve_gamma
 VARIANTS = ("variance", "lapscore", "spec", "mcfs", "fufs")
 """Variant names in report order (display titles: ``fairaudit.plots.VARIANT_TITLES["fs"]``)."""
 
-FUFS_OPTIONS = ("alpha", "beta", "n_sensitive_features", "kernel", "approximation", "exact_max_rows", "n_landmarks", "max_iter")
+FUFS_OPTIONS = ("alpha", "beta", "n_sensitive_features", "kernel", "approximation", "exact_max_rows", "n_landmarks", "max_iter", "refine")
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4)
 
 
