@@ -38,15 +38,18 @@ is ours and marked as such.
   alignments (:mod:`fairaudit.fs._alignment`) and the Euclidean projection onto the box
   ``[0, 1]^d`` intersected with ``Σ s = m`` (a box clip after a scalar shift). Step sizes: a
   fixed schedule ``η_k = learning_rate / (1 + lr_decay k)``, or ``"auto"`` (*ours*): Armijo
-  backtracking along the projection arc, so ``objective_history_`` never decreases. Start:
+  backtracking along the projection arc from a Barzilai–Borwein trial step, so ``objective_history_`` never decreases. Start:
   ``s = m/d`` for every feature (deterministic). Final selection: the ``m`` largest ``s_j``
   (ties broken by the gradient at the solution), then (*ours*, ``refine=True``) improved by
   gradient-guided swaps that are kept only when the binary objective increases — on data whose
   relaxed optimum spreads weight over many features (google: 1,036 sparse binary columns) plain
   rounding loses much of the objective.
+* Constant columns (*ours*) carry no distance and have a zero gradient: they are left out of
+  the optimisation, scored 0 and ordered last.
 * Scale (*ours*): above ``exact_max_rows`` rows the RBF kernels use the Nyström approximation on
   ``n_landmarks`` seeded landmark rows, and the objective and its gradient are computed through
-  the approximation in O(n L d) time and O(n L) memory (``approximation_`` says which was used).
+  the approximation in O(n L (L + d)) time and O(n L) memory per evaluation (``approximation_``
+  says which was used); fixed targets keep their 64 leading directions.
 """
 
 from __future__ import annotations
