@@ -230,3 +230,18 @@ def test_leakage_classifier_survives_wide_and_collinear_selections():
         accuracy, balanced = metrics.group_prediction_scores(Z, groups, random_state=0)
         assert 0.0 <= balanced <= 1.0 and 0.0 <= accuracy <= 1.0
     assert metrics.group_prediction_scores(wide, groups, random_state=0)[1] > 0.7
+
+
+def test_sparse_spectral_embedding_matches_dense_eigenvalues():
+    """Above 2,000 rows the embedding uses shift-invert Lanczos on the sparse graph."""
+    from fairaudit.fs.baselines import _spectral_embedding
+
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(2100, 4))
+    X[:1000] += 2.5
+    S, _ = heat_graph(X, 5)
+    values, vectors, degree = _spectral_embedding(S, 3, 0)
+    dense = S.toarray()
+    normalised = dense / np.sqrt(np.outer(degree, degree))
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
+    np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)
