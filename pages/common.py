@@ -211,13 +211,15 @@ def method_page(
     options_ui=None,
     default_leakage: str = "qda",
     ranks_ui=None,
+    leakage_option: str | None = None,
 ) -> AuditResult | None:
     """The common shape of the PCA / NMF / feature-selection / tensor pages.
 
     ``heavy`` maps variant names to a warning shown when they are chosen; ``options_ui`` draws
     family options inside the form and returns them as ``AuditConfig.options[method]``;
     ``ranks_ui`` replaces the rank-range slider (it returns the ranks, or None for the family's
-    default sweep).
+    default sweep). ``leakage_option`` names the family option that takes the leakage classifier
+    (the CP family has its own) instead of the audit-wide setting.
     """
     data = current_data()
     st.title(title)
@@ -244,6 +246,8 @@ def method_page(
             key=f"{method}-leakage",
         )
         submitted = st.form_submit_button("Run audit", type="primary")
+    if leakage_option:
+        options = {**options, leakage_option: leakage}
     for variant in chosen:
         if variant in heavy:
             st.warning(f"{variants[variant]}: {heavy[variant]}")
@@ -252,7 +256,11 @@ def method_page(
         return None
     try:
         config = AuditConfig(
-            methods=(method,), ranks=ranks, variants=tuple(chosen), leakage_classifier=leakage, options={method: options} if options else {}
+            methods=(method,),
+            ranks=ranks,
+            variants=tuple(chosen),
+            leakage_classifier=leakage if not leakage_option else "qda",
+            options={method: options} if options else {},
         )
     except FairAuditError as exc:
         st.error(str(exc))

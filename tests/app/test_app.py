@@ -23,7 +23,7 @@ def test_first_open_lands_on_the_audited_default_sample():
     assert len(at.get("plotly_chart")) >= 5
 
 
-@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/feature_selection.py", "pages/report.py"])
+@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
 def test_every_page_runs(page):
     at = app().run()
     at.switch_page(page).run()
