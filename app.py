@@ -17,6 +17,8 @@ PAGES = {
     "Audit": [
         st.Page("pages/pca.py", title="PCA", icon=":material/scatter_plot:", default=True),
         st.Page("pages/nmf.py", title="NMF", icon=":material/grid_view:"),
+        st.Page("pages/feature_selection.py", title="Feature selection", icon=":material/filter_list:"),
+        st.Page("pages/tensor.py", title="Tensor", icon=":material/view_in_ar:"),
     ],
     "Data and report": [
         st.Page("pages/data.py", title="Data", icon=":material/table:"),

@@ -13,23 +13,31 @@ Quick start::
 """
 
 from ._version import __version__
+from .audit import AuditConfig, AuditResult, run_audit
 from .cpd import FairCPD
 from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table, scale_features, tensor_from_arrays
 from .errors import FairAuditError
+from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .nmf import NMF, FairerNMF
 from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
 
 __all__ = [
     "NMF",
+    "FUFS",
+    "MCFS",
     "PCA",
+    "SPEC",
+    "AuditConfig",
     "AuditData",
+    "AuditResult",
     "CovFairPCA",
     "FairCPD",
     "FairAuditError",
     "FairerNMF",
     "FairPCA",
     "JEVDPCA",
+    "LaplacianScore",
     "RawTable",
     "__version__",
     "encode_groups",
@@ -37,6 +45,8 @@ __all__ = [
     "prepare",
     "prepare_tensor",
     "read_table",
+    "run_audit",
     "scale_features",
     "tensor_from_arrays",
+    "VarianceSelector",
 ]

@@ -39,6 +39,7 @@ RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
 FAMILIES: dict[str, str] = {
     "pca": "fairaudit.pca.audit:audit_pca",
     "nmf": "fairaudit.nmf.audit:audit_nmf",
+    "fs": "fairaudit.fs.audit:audit_fs",
     "cpd": "fairaudit.cpd.audit:audit_cpd",
 }
 """Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
@@ -143,6 +144,10 @@ class AuditResult:
     data: dict
     skipped: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    details: dict = field(default_factory=dict)
+    """Non-numeric facts about fits that records cannot hold, as
+    ``{method: {variant: {rank (str): {key: JSON value}}}}`` — e.g. the feature-selection
+    family's ``selected`` column names. Written by :meth:`RecordSink.detail`."""
     created: str = ""
     seconds: float = 0.0
     fairaudit_version: str = __version__
@@ -161,6 +166,7 @@ class AuditResult:
             "data": self.data,
             "skipped": self.skipped,
             "warnings": self.warnings,
+            "details": self.details,
             "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
         }
 
@@ -180,6 +186,7 @@ class AuditResult:
             data=payload.get("data", {}),
             skipped=payload.get("skipped", []),
             warnings=payload.get("warnings", []),
+            details=payload.get("details", {}),
             created=payload.get("created", ""),
             seconds=payload.get("seconds", 0.0),
             fairaudit_version=payload.get("fairaudit_version", ""),
@@ -233,6 +240,7 @@ class RecordSink:
         self.rows: list[tuple] = []
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
+        self.details: dict[str, dict[str, dict]] = {}
         self._progress = progress
 
     def add(self, variant: str, rank: int, metric: str, value: float, group: str = "") -> None:
@@ -244,6 +252,14 @@ class RecordSink:
 
     def skip(self, variant: str, reason: str, rank: int | None = None) -> None:
         self.skipped.append({"method": self.method, "variant": variant, "rank": rank, "reason": reason})
+
+    def detail(self, variant: str, rank: int, key: str, value) -> None:
+        """Attach a non-numeric fact (a string, or a list of strings/numbers) to one fit.
+
+        Stored as ``details[variant][str(rank)][key]`` and carried into
+        :attr:`AuditResult.details`, the JSON and the HTML report.
+        """
+        self.details.setdefault(variant, {}).setdefault(str(int(rank)), {})[key] = value
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:
@@ -307,12 +323,15 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     rows: list[tuple] = []
     skipped: list[dict] = []
     notes: list[str] = []
+    details: dict[str, dict] = {}
     for method in config.methods:
         sink = RecordSink(method, progress)
         _family(method)(data, config, sink)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)
         notes.extend(sink.warnings)
+        if sink.details:
+            details[method] = sink.details
     records = pd.DataFrame(rows, columns=RECORD_COLUMNS)
     return AuditResult(
         records=records,
@@ -320,6 +339,7 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         data=data.fingerprint(),
         skipped=skipped,
         warnings=notes,
+        details=details,
         created=created,
         seconds=round(time.perf_counter() - started, 3),
     )

@@ -77,6 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--leakage-classifier", default="qda", choices=["qda", "logistic", "hgb", "mlp"],
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
     runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
+    runs.add_argument("--clusters", type=int, default=None, metavar="K",
+                      help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
+    runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
+                      help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
     _add_nmf_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=["qda", "logistic", "hgb", "mlp"],
@@ -232,6 +236,20 @@ def _cpd_options(args) -> dict:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def _fs_options(args) -> dict:
+    """Feature-selection options from the command line (``AuditConfig.options["fs"]``)."""
+    fs = {}
+    if args.clusters is not None:
+        if args.clusters < 2:
+            raise ParameterError(f"--clusters must be at least 2, got {args.clusters}.")
+        fs["n_clusters"] = args.clusters
+    if args.kmeans_runs is not None:
+        if args.kmeans_runs < 1:
+            raise ParameterError(f"--kmeans-runs must be at least 1, got {args.kmeans_runs}.")
+        fs["kmeans_runs"] = args.kmeans_runs
+    return fs
+
+
 def config_from_args(args) -> AuditConfig:
     cpd = _cpd_options(args)
     return AuditConfig(
@@ -241,7 +259,7 @@ def config_from_args(args) -> AuditConfig:
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
-        options={"nmf": _nmf_options(args), **({"cpd": cpd} if cpd else {})},
+        options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", cpd)) if given},
     )
 
 
@@ -258,13 +276,14 @@ def _print_summary(result, out) -> None:
             c
             for c in (
                 "variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap",
-                "total_rel_error", "lam", "residual_fit", "orthogonality", "nkhsic", "unfairness", "unfairness_balanced",
-                "effective_rank", "seconds",
+                "total_rel_error", "acc", "nmi", "balance", "proportion", "alignment_protected", "lam", "residual_fit",
+                "orthogonality", "nkhsic", "unfairness", "unfairness_balanced", "effective_rank", "seconds",
             )
             if c in table.columns
         ]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        _print_details(result, method, out)
     for method, sentences in findings(result).items():
         for sentence in sentences:
             print(f"finding ({method}): {sentence}", file=out)
@@ -272,6 +291,14 @@ def _print_summary(result, out) -> None:
         print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
     for warning in result.warnings:
         print(f"warning: {warning}", file=out)
+
+
+def _print_details(result, method: str, out, limit: int = 12) -> None:
+    """One line per fit detail (e.g. the selected features), long lists shortened."""
+    from .report import details_rows
+
+    for variant, rank, key, text in details_rows(result, method, titles=False, limit=limit):
+        print(f"{key} ({method}/{variant}, rank {rank}): {text}", file=out)
 
 
 def _run_audit(args) -> int:

@@ -185,7 +185,49 @@ def cpd_findings(result) -> list[str]:
     return sentences
 
 
-FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings, "cpd": cpd_findings}
+
+def _range_text(values: list[float]) -> str:
+    low, high = min(values), max(values)
+    return f"{low:.3g}" if np.isclose(low, high) else f"{low:.3g}–{high:.3g}"
+
+
+def fs_findings(result) -> list[str]:
+    """How FUFS's selection compares with the fairness-unaware selectors (feature selection)."""
+    records = result.records
+    whole = records[(records.method == "fs") & (records.group == "")]
+    table = whole.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
+    variants = list(dict.fromkeys(whole.variant))
+    baselines = [v for v in variants if v != "fufs"]
+    if "fufs" not in variants or not baselines or "alignment_protected" not in table.columns:
+        return []
+    ranks = sorted(set(table.loc["fufs"].index))
+    gaps = {r: np.mean([table.loc[(b, r), "alignment_protected"] for b in baselines]) - table.loc[("fufs", r), "alignment_protected"] for r in ranks}
+    rank = max(gaps, key=gaps.get)
+    fufs = table.loc[("fufs", rank)]
+    others = [table.loc[(b, rank)] for b in baselines]
+    names = ", ".join(variant_title("fs", b) for b in baselines)
+    sentences = [
+        f"With {rank} selected features, FUFS's selection is aligned with the groups at "
+        f"{fufs['alignment_protected']:.3g} (centred kernel alignment; lower is fairer) against "
+        f"{_range_text([o['alignment_protected'] for o in others])} for {names}, and keeps "
+        f"{fufs['alignment_data']:.3g} alignment with all features ({_range_text([o['alignment_data'] for o in others])})."
+    ]
+    clusters = f"k-means clusters on FUFS's features have balance {fufs['balance']:.3g} (others {_range_text([o['balance'] for o in others])}; higher is fairer) and proportion {fufs['proportion']:.3g} (others {_range_text([o['proportion'] for o in others])})"
+    if "acc" in table.columns:
+        clusters += f"; clustering accuracy {fufs['acc']:.3g} (others {_range_text([o['acc'] for o in others])})"
+    sentences.append(clusters[0].upper() + clusters[1:] + ".")
+    detail = result.details.get("fs", {}).get("fufs", {}).get(str(rank), {})
+    if detail.get("proxies"):
+        proxies = detail["proxies"]
+        shown = ", ".join(proxies[:8]) + (" …" if len(proxies) > 8 else "")
+        sentences.append(f"FUFS found these features most aligned with the protected attribute and steered away from them: {shown}.")
+    scaling = result.config.get("options", {}).get("fs", {}).get("scaling", "minmax")
+    if scaling == "minmax":
+        sentences.append("For feature selection every feature was rescaled to [0, 1] (the range of the FUFS paper's data).")
+    return sentences
+
+
+FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings, "fs": fs_findings, "cpd": cpd_findings}
 
 
 def findings(result) -> dict[str, list[str]]:

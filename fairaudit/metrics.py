@@ -17,6 +17,8 @@ References
 [Gretton12] A. Gretton et al. "A Kernel Two-Sample Test". JMLR 13, 2012.
 [Kim24] K. Kim, A. Gittens. "Learning fair canonical polyadical decompositions using a kernel
     independence criterion". 2024.
+[Xing21] X. Xing, H. Liu, C. Chen, J. Li. "Fairness-Aware Unsupervised Feature Selection".
+    arXiv:2106.02216, 2021.
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ at 300 and 0.011 / 0.007 at 750; from 300 rows on the fixed network overfits (me
 accuracy 0.668 against 0.693 with early stopping at 300 rows, 0.649 against 0.678 at 750)."""
 
 
-def _make_classifier(name: str, n_classes: int, random_state, n_rows: int | None = None):
+def _make_classifier(name: str, n_classes: int, random_state, rank_deficient: bool = False, n_rows: int | None = None):
     """The leakage classifier. Each is set up for *balanced* accuracy (equal class weights or
     priors), so a large group cannot win by being guessed by default. ``n_rows`` (training rows)
     decides whether the MLP stops early (:data:`MLP_EARLY_STOPPING_ROWS`)."""
@@ -179,6 +181,14 @@ def _make_classifier(name: str, n_classes: int, random_state, n_rows: int | None
     if name == "qda":
         # Bayes-optimal for Gaussian groups: sees differences of means *and* of covariances,
         # which is what a linear representation can leak; a few milliseconds per fit.
+        if rank_deficient:
+            # A group with no more training rows than columns (or with collinear columns) has a
+            # singular covariance, which the SVD solver rejects: use Ledoit–Wolf shrinkage.
+            # Standardising first keeps the shrinkage target (mean variance × I) well away from 0.
+            return make_pipeline(
+                StandardScaler(),
+                QuadraticDiscriminantAnalysis(priors=np.full(n_classes, 1.0 / n_classes), solver="eigen", shrinkage="auto", tol=0.0),
+            )
         # tol below reg_param: a direction with no variance within a group (an NMF factor that
         # is 0 for every row of a group) is then regularised instead of rejected as rank deficient.
         return QuadraticDiscriminantAnalysis(priors=np.full(n_classes, 1.0 / n_classes), reg_param=1e-4, tol=1e-6)
@@ -227,6 +237,7 @@ def group_prediction_scores(
         Z, groups, test_size=test_size, stratify=groups, random_state=random_state
     )
     n_classes = len(np.unique(groups))
+    rank_deficient = int(np.unique(g_train, return_counts=True)[1].min()) <= Z.shape[1]
     try:
         with warnings.catch_warnings():
             if classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS:
@@ -234,17 +245,11 @@ def group_prediction_scores(
 
                 # Fixed iterations on a small training set: reaching max_iter is the plan, not news.
                 warnings.simplefilter("ignore", ConvergenceWarning)
-            model = _make_classifier(classifier, n_classes, random_state, len(g_train)).fit(Z_train, g_train)
-    except np.linalg.LinAlgError:
+            model = _make_classifier(classifier, n_classes, random_state, rank_deficient, len(g_train)).fit(Z_train, g_train)
+    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
         if classifier != "qda":
             raise
-        # A group with no more training rows than dimensions has no full-rank covariance for
-        # QDA's SVD solver (e.g. a small group at a high rank); Ledoit–Wolf shrinkage gives one.
-        from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
-
-        model = QuadraticDiscriminantAnalysis(
-            priors=np.full(n_classes, 1.0 / n_classes), solver="eigen", shrinkage="auto", tol=1e-12
-        ).fit(Z_train, g_train)
+        model = _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
     predicted = model.predict(Z_test)
     return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
 
@@ -268,6 +273,66 @@ def unfairness_balanced(Z: np.ndarray, groups: np.ndarray, **options) -> float:
     """
     k = len(np.unique(groups))
     return group_prediction_scores(Z, groups, **options)[1] - 1.0 / k
+
+
+# ---------------------------------------------------------------- clustering (feature selection)
+
+
+def _contingency(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Counts ``N[i, j]`` of rows with ``a = i``-th value and ``b = j``-th value."""
+    _, a = np.unique(np.asarray(a), return_inverse=True)
+    _, b = np.unique(np.asarray(b), return_inverse=True)
+    table = np.zeros((a.max() + 1, b.max() + 1), dtype=np.int64)
+    np.add.at(table, (a, b), 1)
+    return table
+
+
+def clustering_accuracy(labels_true, labels_pred) -> float:
+    """Clustering accuracy with the best one-to-one cluster↔class map ([Xing21] eq. 8).
+
+    ``acc = max_map Σ_i δ(y_i, map(c_i)) / n``; the map is found by the Hungarian algorithm
+    (:func:`scipy.optimize.linear_sum_assignment`) on the cluster × class contingency table.
+    With more clusters than classes the surplus clusters match nothing (count as errors).
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    table = _contingency(labels_pred, labels_true)
+    rows, cols = linear_sum_assignment(table, maximize=True)
+    return float(table[rows, cols].sum() / table.sum())
+
+
+def nmi(labels_true, labels_pred) -> float:
+    """Normalised mutual information ``I(Y; C) / sqrt(H(Y) H(C))`` ([Xing21] eq. 9).
+
+    scikit-learn's ``normalized_mutual_info_score`` with the geometric-mean normalisation used
+    in the unsupervised feature-selection literature (Cai et al. 2010).
+    """
+    from sklearn.metrics import normalized_mutual_info_score
+
+    return float(normalized_mutual_info_score(labels_true, labels_pred, average_method="geometric"))
+
+
+def cluster_balance(clusters, groups) -> float:
+    """``min_C min_g |C ∩ X_g| / |C|`` over non-empty clusters ``C`` and groups ``g`` ([Xing21] eq. 10).
+
+    The smallest share any group has in any cluster: 0 when some cluster lacks a group
+    entirely; at most ``1/k`` for ``k`` groups (every cluster an equal mix). Higher is fairer.
+    """
+    table = _contingency(clusters, groups).astype(float)
+    if table.shape[1] < 2:
+        return 0.0  # a cluster can only be balanced between groups that are present
+    return float(np.min(table / table.sum(axis=1, keepdims=True)))
+
+
+def cluster_proportion(clusters, groups) -> float:
+    """``Σ_C max_g |C ∩ X_g| / |C|`` over non-empty clusters ``C`` ([Xing21] eq. 11).
+
+    How much each cluster is dominated by its largest group, summed over clusters: between
+    ``K/k`` (every cluster an equal mix of ``k`` groups) and ``K`` (every cluster one group).
+    Lower is fairer.
+    """
+    table = _contingency(clusters, groups).astype(float)
+    return float(np.sum(table.max(axis=1) / table.sum(axis=1)))
 
 
 # ---------------------------------------------------------------- plain-language definitions
@@ -443,5 +508,68 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "plain": "Time to fit one variant at one rank. NMF family: without E_ℓ (see estimate_seconds); "
         "Fairer-NMF includes the standard NMF it starts from.",
         "source": "measured",
+    },
+    # feature selection (fs): k-means on the selected columns, repeated; "_std" = spread over runs
+    "acc": {
+        "title": "Clustering accuracy",
+        "formula": "max over one-to-one cluster→class maps of the share of rows whose cluster maps to their label (Hungarian matching); mean over k-means runs",
+        "plain": "How well clusters found on the selected features recover the ground-truth label. Higher is better.",
+        "source": "Xing et al. 2021, eq. 8",
+    },
+    "acc_std": {
+        "title": "Clustering accuracy (std over runs)",
+        "formula": "standard deviation of acc over the k-means runs",
+        "plain": "How much the accuracy depends on the k-means initialisation.",
+        "source": "Xing et al. 2021, §4.1",
+    },
+    "nmi": {
+        "title": "NMI",
+        "formula": "I(label; cluster) / sqrt(H(label) H(cluster)); mean over k-means runs",
+        "plain": "Information the clusters share with the ground-truth label, from 0 (none) to 1 (identical). Higher is better.",
+        "source": "Xing et al. 2021, eq. 9",
+    },
+    "nmi_std": {
+        "title": "NMI (std over runs)",
+        "formula": "standard deviation of nmi over the k-means runs",
+        "plain": "How much the NMI depends on the k-means initialisation.",
+        "source": "Xing et al. 2021, §4.1",
+    },
+    "balance": {
+        "title": "Cluster balance",
+        "formula": "min over clusters C, groups g of |C ∩ X_g| / |C|; mean over k-means runs",
+        "plain": "The smallest share any group has in any cluster: 0 if some cluster leaves a group out, 1/k "
+        "if every cluster mixes the k groups equally. Higher is fairer.",
+        "source": "Xing et al. 2021, eq. 10",
+    },
+    "balance_std": {
+        "title": "Cluster balance (std over runs)",
+        "formula": "standard deviation of balance over the k-means runs",
+        "plain": "How much the balance depends on the k-means initialisation.",
+        "source": "Xing et al. 2021, §4.1",
+    },
+    "proportion": {
+        "title": "Cluster proportion",
+        "formula": "Σ over clusters C of max_g |C ∩ X_g| / |C|; mean over k-means runs",
+        "plain": "How strongly each cluster is dominated by one group, added over clusters: K/k for perfectly "
+        "mixed clusters, K when every cluster holds a single group. Lower is fairer.",
+        "source": "Xing et al. 2021, eq. 11",
+    },
+    "proportion_std": {
+        "title": "Cluster proportion (std over runs)",
+        "formula": "standard deviation of proportion over the k-means runs",
+        "plain": "How much the proportion depends on the k-means initialisation.",
+        "source": "Xing et al. 2021, §4.1",
+    },
+    "alignment_data": {
+        "title": "Kernel alignment with all features",
+        "formula": "A_c(K_S, K_X) = ⟨HK_SH, HK_XH⟩ / (‖HK_SH‖ ‖HK_XH‖), S = selected columns",
+        "plain": "How much of the similarity structure of the full data the selected features keep (1 = all). Higher is better.",
+        "source": "Xing et al. 2021, eqs. 1–2",
+    },
+    "alignment_protected": {
+        "title": "Kernel alignment with the protected attribute",
+        "formula": "A_c(K_S, K_Y), K_Y[a, b] = 1 if rows a and b share a group",
+        "plain": "How much the similarity of rows on the selected features follows group membership. Lower is fairer.",
+        "source": "Xing et al. 2021, eqs. 1–2",
     },
 }

@@ -40,6 +40,13 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "hsic": "HSIC-BCD (linear kernel)",
         "khsic": "KHSIC-BCD (RBF kernel)",
     },
+    "fs": {
+        "variance": "Variance",
+        "lapscore": "Laplacian Score",
+        "spec": "SPEC",
+        "mcfs": "MCFS",
+        "fufs": "FUFS (fair)",
+    },
 }
 """Per family, variant name → display title."""
 
@@ -262,6 +269,16 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "unfairness_balanced"),
         ("variant", "nkhsic"),
         ("variant", "orthogonality"),
+        ("variant", "seconds"),
+    ],
+    "fs": [
+        ("variant", "balance"),
+        ("variant", "proportion"),
+        ("variant", "acc"),
+        ("variant", "nmi"),
+        ("variant", "alignment_protected"),
+        ("variant", "alignment_data"),
+        ("variant", "unfairness_balanced"),
         ("variant", "seconds"),
     ],
 }

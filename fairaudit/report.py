@@ -106,10 +106,25 @@ def _data_section(result: AuditResult) -> str:
     )
 
 
+def _config_rows(config: dict) -> list[tuple]:
+    rows = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            value = "; ".join(f"{k}: {v}" for k, v in value.items()) or "—"
+        elif isinstance(value, list | tuple):
+            value = ", ".join(map(str, value))
+        rows.append((key, value))
+    return rows
+
+
 def _config_section(result: AuditResult) -> str:
-    rows = [(key, value if not isinstance(value, list | tuple) else ", ".join(map(str, value))) for key, value in result.config.items()]
+    runs = result.config.get("runs") if set(result.config) == {"runs"} else [result.config]
+    tables = "".join(
+        (f"<h3>Run {i + 1}: {_e(', '.join(run.get('methods', [])))}</h3>" if len(runs) > 1 else "") + _table(_config_rows(run))
+        for i, run in enumerate(runs)
+    )
     versions = _table(list(library_versions().items()), ("library", "version"))
-    return "<h2>Configuration</h2>" + _table(rows) + "<h3>Software</h3>" + versions
+    return "<h2>Configuration</h2>" + tables + "<h3>Software</h3>" + versions
 
 
 def _figure_html(fig) -> str:
@@ -128,7 +143,37 @@ def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
         table["variant"] = [variant_title(method, v) for v in table["variant"]]
         header = tuple(metric_title(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
         parts.append("<h3>Per-rank summary</h3>" + _table(list(table.itertuples(index=False, name=None)), header))
+    parts.append(_details_html(result, method))
     return "".join(parts)
+
+
+def details_rows(result: AuditResult, method: str, *, titles: bool = True, limit: int | None = None) -> list[tuple]:
+    """``(variant, rank, key, text)`` for every detail a family attached to its fits.
+
+    ``titles`` gives variants their display titles; ``limit`` shortens lists to that many items
+    (with a "… (+n)" tail).
+    """
+    rows = []
+    for variant, by_rank in result.details.get(method, {}).items():
+        for rank, facts in sorted(by_rank.items(), key=lambda item: int(item[0])):
+            for key, value in facts.items():
+                if isinstance(value, list | tuple):
+                    shown = value if limit is None else value[:limit]
+                    text = ", ".join(map(str, shown)) + (f" … (+{len(value) - len(shown)})" if len(shown) < len(value) else "")
+                else:
+                    text = str(value)
+                rows.append((variant_title(method, variant) if titles else variant, int(rank), key, text))
+    return rows
+
+
+def _details_html(result: AuditResult, method: str) -> str:
+    rows = details_rows(result, method)
+    if not rows:
+        return ""
+    return (
+        f"<h3>Details per fit</h3><details open><summary>{len(rows)} entries (e.g. the selected columns, "
+        "in selection order)</summary>" + _table(rows, ("variant", "rank", "what", "value")) + "</details>"
+    )
 
 
 def _definitions_section(result: AuditResult) -> str:

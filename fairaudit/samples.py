@@ -63,25 +63,41 @@ class Sample:
 
 
 # ---------------------------------------------------------------- generators
-def two_groups(n_major: int = 800, n_minor: int = 200, n_features: int = 10, random_state: int = 0) -> pd.DataFrame:
-    """Samadi-style two-group data where vanilla PCA clearly favours the majority.
+def two_groups(n_major: int = 480, n_minor: int = 120, random_state: int = 0) -> pd.DataFrame:
+    """Two groups whose structure differs, for every family at once (the dashboard's default).
 
-    The majority (``group=A``) has large variance along features 1–3, the minority
-    (``group=B``) along features 4–6; the remaining features are small noise shared by both.
-    Vanilla PCA of the pooled rows picks the majority's directions (it has four times the
-    rows), so at ranks 1–3 the minority's reconstruction loss is many times the majority's.
+    Non-negative parts-based rows (``X = W H`` plus small non-negative noise, ``W`` gamma
+    distributed): the majority (``group=A``) mixes three parts on features x1–x5, the minority
+    (``group=B``) three different parts on x5–x8 and x1. So:
+
+    * PCA of the pooled rows follows the majority: at low ranks the minority's reconstruction
+      loss is several times the majority's (Samadi et al. 2018, Fig. 2's situation);
+    * NMF fitted to everyone explains the minority's parts worse (Fairer-NMF's motivation);
+    * x9 and x10 are *proxies* of the group (a postcode, say): shifted for B, otherwise noise —
+      together with the group-specific x8 they are what unfair feature selection picks up;
+    * ``outcome`` is a binary label driven by x2 and x6 (for clustering accuracy / NMI).
     """
     rng = np.random.default_rng(random_state)
-    scales_major = np.full(n_features, 0.3)
-    scales_minor = np.full(n_features, 0.3)
-    scales_major[:3] = [3.0, 2.5, 2.0]
-    scales_minor[3:6] = [2.8, 2.3, 1.8]
-    mixing = np.linalg.qr(rng.normal(size=(n_features, n_features)))[0]
-    rotation = np.eye(n_features) * 0.8 + 0.2 * mixing  # mild correlation between features
-    major = (rng.normal(size=(n_major, n_features)) * scales_major) @ rotation + 5.0
-    minor = (rng.normal(size=(n_minor, n_features)) * scales_minor) @ rotation + 5.0
-    frame = pd.DataFrame(np.round(np.vstack([major, minor]), 4), columns=[f"x{i + 1}" for i in range(n_features)])
-    frame.insert(0, "group", ["A"] * n_major + ["B"] * n_minor)
+    n_features = 10
+
+    def parts_block(rows: int, parts: list[tuple[list[int], float]]) -> np.ndarray:
+        W = rng.gamma(2.0, 1.0, size=(rows, len(parts)))
+        H = np.zeros((len(parts), n_features))
+        for index, (columns, scale) in enumerate(parts):
+            H[index, columns] = rng.uniform(0.6, 1.0, len(columns)) * scale
+        return W @ H
+
+    major = parts_block(n_major, [([0, 1], 3.0), ([1, 2, 3], 2.5), ([3, 4], 2.0)])
+    minor = parts_block(n_minor, [([4, 5], 3.0), ([5, 6, 7], 2.5), ([7, 0], 2.0)])
+    X = np.vstack([major, minor]) + rng.uniform(0.0, 0.5, size=(n_major + n_minor, n_features))
+    groups = np.array(["A"] * n_major + ["B"] * n_minor)
+    minority = groups == "B"
+    X[:, 8] = 2.0 + 1.5 * minority + rng.gamma(2.0, 0.5, len(groups))
+    X[:, 9] = 3.0 + 1.0 * minority + rng.gamma(2.0, 0.6, len(groups))
+    score = X[:, 1] + X[:, 5] + rng.normal(0.0, 1.0, len(groups))
+    frame = pd.DataFrame(np.round(X, 3), columns=[f"x{i + 1}" for i in range(n_features)])
+    frame.insert(0, "group", groups)
+    frame["outcome"] = (score > np.median(score)).astype(int)
     return frame.sample(frac=1.0, random_state=random_state).reset_index(drop=True)
 
 
@@ -179,12 +195,15 @@ def cpd_tensor() -> pd.DataFrame:
 SAMPLES: dict[str, Sample] = {
     "two_groups": Sample(
         name="two_groups",
-        title="Two groups, PCA favours the majority (synthetic, Samadi et al. 2018 style)",
+        title="Two groups with different structure (synthetic; the default)",
         description=(
-            "800 rows of group A and 200 of group B, 10 features. A's variance lies along x1–x3, "
-            "B's along x4–x6: vanilla PCA captures A and misses B."
+            "480 rows of group A and 120 of group B, 10 non-negative features and a binary outcome. "
+            "A's rows are mixes of parts on x1–x5, B's of other parts on x5–x8; x9 and x10 are "
+            "proxies of the group. Vanilla methods follow the majority."
         ),
         sensitive=("group",),
+        label="outcome",
+        methods=("pca", "nmf", "fs", "cpd"),
     ),
     "nmf_table1": Sample(
         name="nmf_table1",

@@ -9,6 +9,7 @@ import json
 import time
 from collections import OrderedDict
 
+import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
@@ -16,7 +17,7 @@ from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, run_audit
 from fairaudit.findings import findings
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import FAMILY_FIGURES, family_figures, metric_title, variant_title
-from fairaudit.report import summary_table
+from fairaudit.report import details_rows, summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 
 AUTO_RUN_MAX_CELLS = 2_000_000
@@ -138,6 +139,16 @@ def show_table(result: AuditResult, method: str) -> None:
     st.dataframe(table, hide_index=True, width="stretch", column_config=config)
 
 
+def show_details(result: AuditResult, method: str) -> None:
+    """What a family attached to its fits (e.g. the selected columns), as a table."""
+    rows = details_rows(result, method)
+    if rows:
+        st.subheader("Details per fit")
+        st.dataframe(
+            pd.DataFrame(rows, columns=["variant", "rank", "what", "value"]), hide_index=True, width="stretch"
+        )
+
+
 def show_notes(result: AuditResult) -> None:
     for skip in result.skipped:
         st.warning(f"Skipped {skip['variant']}: {skip['reason']}")
@@ -160,6 +171,7 @@ def show_result(result: AuditResult, method: str, variants=None) -> None:
     show_findings(result, method)
     show_figures(result, method, variants)
     show_table(result, method)
+    show_details(result, method)
     show_notes(result)
     show_explainers(result, method)
     st.caption(
@@ -198,11 +210,16 @@ def method_page(
     rank_label: str = "Ranks to sweep",
     options_ui=None,
     default_leakage: str = "qda",
+    ranks_ui=None,
+    leakage_option: str | None = None,
 ) -> AuditResult | None:
     """The common shape of the PCA / NMF / feature-selection / tensor pages.
 
     ``heavy`` maps variant names to a warning shown when they are chosen; ``options_ui`` draws
-    family options inside the form and returns them as ``AuditConfig.options[method]``.
+    family options inside the form and returns them as ``AuditConfig.options[method]``;
+    ``ranks_ui`` replaces the rank-range slider (it returns the ranks, or None for the family's
+    default sweep). ``leakage_option`` names the family option that takes the leakage classifier
+    (the CP family has its own) instead of the audit-wide setting.
     """
     data = current_data()
     st.title(title)
@@ -219,7 +236,7 @@ def method_page(
                 key=f"{method}-variants",
             )
         with right:
-            ranks = rank_range(rank_label, rank_limit, key=f"{method}-ranks")
+            ranks = ranks_ui() if ranks_ui else rank_range(rank_label, rank_limit, key=f"{method}-ranks")
         options = options_ui(data) if options_ui else {}
         leakage = st.selectbox(
             "Classifier for the leakage (unfairness) metrics",
@@ -229,6 +246,8 @@ def method_page(
             key=f"{method}-leakage",
         )
         submitted = st.form_submit_button("Run audit", type="primary")
+    if leakage_option:
+        options = {**options, leakage_option: leakage}
     for variant in chosen:
         if variant in heavy:
             st.warning(f"{variants[variant]}: {heavy[variant]}")
@@ -237,7 +256,11 @@ def method_page(
         return None
     try:
         config = AuditConfig(
-            methods=(method,), ranks=ranks, variants=tuple(chosen), leakage_classifier=leakage, options={method: options} if options else {}
+            methods=(method,),
+            ranks=ranks,
+            variants=tuple(chosen),
+            leakage_classifier=leakage if not leakage_option else "qda",
+            options={method: options} if options else {},
         )
     except FairAuditError as exc:
         st.error(str(exc))

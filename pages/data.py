@@ -8,7 +8,7 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError, prepare, read_table
-from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS
+from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
 from pages.common import current_data, data_summary
 
@@ -65,7 +65,14 @@ if source == "Embedded sample":
         sample.file_name,
         0,
         None,
-        {"sensitive": list(sample.sensitive), "ignore": list(sample.ignore), "label": sample.label, "scaling": sample.scaling},
+        {
+            "sensitive": list(sample.sensitive),
+            "ignore": list(sample.ignore),
+            "label": sample.label,
+            "scaling": sample.scaling,
+            "tensor_index": list(sample.tensor_index),
+            "tensor_value": sample.tensor_value,
+        },
     )
 else:
     upload = st.file_uploader(
@@ -91,7 +98,8 @@ else:
 table = st.session_state.get("table")
 
 
-def show_table_and_roles(table) -> None:
+def preview(table):
+    """The first rows and a per-column summary; returns the summary table."""
     st.subheader(f"Preview of {table.name}")
     st.caption(
         f"{len(table.frame)} rows × {len(table.columns)} columns · encoding {table.encoding} · "
@@ -104,20 +112,21 @@ def show_table_and_roles(table) -> None:
     summary = table.describe()
     with st.expander("Columns: type, distinct values, missing cells"):
         st.dataframe(summary, hide_index=True, width="stretch")
+    return summary
 
-    defaults = st.session_state.get("role-defaults", {})
+
+def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, dict]:
+    """Sensitive column(s); a numeric one with many values gets a threshold or quantile bins."""
     columns = table.columns
     numeric = set(summary.loc[summary.kind == "numeric", "column"])
     distinct = dict(zip(summary.column, summary.distinct, strict=True))
-    guess_sensitive = [c for c in defaults.get("sensitive", []) if c in columns]
-    if not guess_sensitive:
-        guess_sensitive = [c for c in columns if c.lower() in {"sex", "gender", "race", "group", "ethnicity"}][:1]
-
-    st.subheader("Column roles")
+    guess = [c for c in defaults.get("sensitive", []) if c in columns]
+    if not guess:
+        guess = [c for c in columns if c.lower() in {"sex", "gender", "race", "group", "ethnicity"}][:1]
     sensitive = st.multiselect(
         "Sensitive attribute(s) — several columns give intersectional groups",
         columns,
-        default=guess_sensitive,
+        default=guess,
         key=f"roles-sensitive-{table.sha256[:8]}",
     )
     binarize, bins = {}, {}
@@ -132,11 +141,30 @@ def show_table_and_roles(table) -> None:
             )
             if how == "a threshold":
                 binarize[column] = st.number_input(
-                    f"Threshold for '{column}' (groups: below / at or above)", value=float(values.median()), key=f"roles-threshold-{column}"
+                    f"Threshold for '{column}' (groups: below / at or above)",
+                    value=float(values.median()),
+                    key=f"roles-threshold-{column}",
                 )
             else:
-                bins[column] = int(st.number_input(f"Number of quantile bins for '{column}'", 2, 10, 4, key=f"roles-bins-{column}"))
+                bins[column] = int(
+                    st.number_input(f"Number of quantile bins for '{column}'", 2, 10, 4, key=f"roles-bins-{column}")
+                )
+    return sensitive, binarize, bins
 
+
+def group_size_inputs() -> tuple[int, str]:
+    left, right = st.columns(2)
+    with left:
+        minimum = int(st.number_input("Minimum group size", 1, 10_000, 2, key="roles-min-size"))
+    with right:
+        drop = st.checkbox("Drop groups below the minimum instead of stopping", key="roles-drop-small")
+    return minimum, "drop" if drop else "error"
+
+
+def table_roles(table, summary, defaults: dict, sensitive: list[str]) -> dict:
+    """Options for :func:`fairaudit.prepare` (rows are samples)."""
+    columns = table.columns
+    numeric = set(summary.loc[summary.kind == "numeric", "column"])
     label_options = ["(none)"] + [c for c in columns if c not in sensitive]
     default_label = defaults.get("label") or "(none)"
     label = st.selectbox(
@@ -154,46 +182,91 @@ def show_table_and_roles(table) -> None:
         key=f"roles-ignore-{table.sha256[:8]}",
     )
     candidates = [c for c in columns if c not in sensitive and c != label and c not in ignore]
-    use_all = st.checkbox("Features: every numeric column not used above", value=True, key="roles-all-features")
     features = None
-    if not use_all:
+    if not st.checkbox("Features: every numeric column not used above", value=True, key="roles-all-features"):
         features = st.multiselect("Features", candidates, default=[c for c in candidates if c in numeric], key="roles-features")
-    left, middle, right = st.columns(3)
+    left, right = st.columns(2)
     with left:
         one_hot = st.checkbox("One-hot encode text feature columns", value=False, key="roles-onehot")
-        min_group_size = int(st.number_input("Minimum group size", 1, 10_000, 2, key="roles-min-size"))
-    with middle:
         missing = st.selectbox("Missing cells", MISSING_POLICIES, format_func=MISSING_LABELS.get, key="roles-missing")
-        drop_small = st.checkbox("Drop groups below the minimum instead of stopping", key="roles-drop-small")
     with right:
         scaling_default = defaults.get("scaling", "standardize")
         scaling = st.selectbox(
-            "Scaling", SCALINGS, index=SCALINGS.index(scaling_default), format_func=SCALING_LABELS.get, key=f"roles-scaling-{table.sha256[:8]}"
+            "Scaling",
+            SCALINGS,
+            index=SCALINGS.index(scaling_default),
+            format_func=SCALING_LABELS.get,
+            key=f"roles-scaling-{table.sha256[:8]}",
         )
+    return {"features": features, "label": label, "ignore": ignore, "one_hot": one_hot, "missing": missing, "scaling": scaling}
 
-    if st.button("Use this data", type="primary", key="roles-apply"):
-        try:
-            prepared = prepare(
-                table,
-                sensitive=sensitive,
-                features=features,
-                label=label,
-                ignore=ignore,
-                one_hot=one_hot,
-                binarize=binarize,
-                bins=bins,
-                missing=missing,
-                scaling=scaling,
-                min_group_size=min_group_size,
-                small_groups="drop" if drop_small else "error",
-            )
-        except FairAuditError as exc:
-            st.error(str(exc))
-        else:
-            st.session_state["data"] = prepared
-            st.session_state["source"] = {"kind": "table", "name": table.name}
-            st.success("Data ready. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
 
+def tensor_roles(table, defaults: dict, sensitive: list[str]) -> dict:
+    """Options for :func:`fairaudit.data.prepare_tensor` (one line per tensor cell)."""
+    columns = [c for c in table.columns if c not in sensitive]
+    default_index = [c for c in defaults.get("tensor_index", []) if c in columns]
+    index = st.multiselect(
+        "Index columns, entity first (the groups describe the entities), e.g. user, item, context",
+        columns,
+        default=default_index,
+        key=f"tensor-index-{table.sha256[:8]}",
+    )
+    values = [c for c in columns if c not in index]
+    default_value = defaults.get("tensor_value")
+    value = st.selectbox(
+        "Value column",
+        values,
+        index=values.index(default_value) if default_value in values else 0,
+        key=f"tensor-value-{table.sha256[:8]}",
+    ) if values else None
+    fill = None
+    if st.checkbox("Fill absent cells with a value (otherwise an absent cell stops with its line)", key="tensor-fill-on"):
+        fill = float(st.number_input("Fill value", value=0.0, key="tensor-fill"))
+    return {"index": index, "value": value, "fill": fill}
+
+
+def use_data(build) -> None:
+    """Prepare the data with ``build()``; a FairAuditError is shown and the old data stays."""
+    try:
+        prepared = build()
+    except FairAuditError as exc:
+        st.error(str(exc))
+        return
+    st.session_state["data"] = prepared
+    st.session_state["source"] = {"kind": "table", "name": prepared.source.get("name")}
+    st.success("Data ready. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
+
+
+def show_table_and_roles(table) -> None:
+    summary = preview(table)
+    defaults = st.session_state.get("role-defaults", {})
+    st.subheader("Column roles")
+    layouts = ["Rows are samples (an ordinary table)", "Long-format tensor (one line per cell)"]
+    layout = st.radio(
+        "Layout", layouts, index=1 if defaults.get("tensor_index") else 0, horizontal=True, key=f"roles-layout-{table.sha256[:8]}"
+    )
+    sensitive, binarize, bins = sensitive_inputs(table, summary, defaults)
+    if layout == layouts[0]:
+        options = table_roles(table, summary, defaults, sensitive)
+        minimum, small_groups = group_size_inputs()
+        if st.button("Use this data", type="primary", key="roles-apply"):
+            use_data(lambda: prepare(
+                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                small_groups=small_groups, **options,
+            ))
+    else:
+        st.caption(
+            "A tensor for the CP decomposition family: every line gives one cell's coordinates and value; "
+            "the sensitive column must be the same on every line of an entity. Duplicate or absent cells "
+            "stop with the line named."
+        )
+        options = tensor_roles(table, defaults, sensitive)
+        minimum, small_groups = group_size_inputs()
+        if st.button("Use this data", type="primary", key="roles-apply"):
+            use_data(lambda: prepare_tensor(
+                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                small_groups=small_groups, **options,
+            ))
 
 
 if table is not None:
@@ -201,6 +274,8 @@ if table is not None:
 
 data = current_data()
 st.subheader("Groups in the data in use")
+if data.tensor_shape:
+    st.caption(f"A tensor of shape {' × '.join(map(str, data.tensor_shape))} (modes: {', '.join(data.tensor_modes)}); groups are per entity.")
 sizes = pd.DataFrame({"group": list(data.group_sizes()), "rows": list(data.group_sizes().values())})
 sizes["share"] = (sizes["rows"] / sizes["rows"].sum()).map(lambda v: f"{v:.1%}")
 st.dataframe(sizes, hide_index=True)

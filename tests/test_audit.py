@@ -43,7 +43,7 @@ def test_json_round_trip_and_csv(sample_result):
     result, _ = sample_result
     payload = json.loads(result.to_json())
     assert {"fairaudit_version", "created", "config", "data", "records"} <= set(payload)
-    assert payload["data"]["group_sizes"] == {"group=A": 800, "group=B": 200}
+    assert payload["data"]["group_sizes"] == {"group=A": 480, "group=B": 120}
     assert len(payload["data"]["sha256"]) == 64
     again = AuditResult.from_dict(payload)
     assert again.records.equals(result.records) or np.allclose(again.records.value, result.records.value)

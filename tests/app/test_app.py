@@ -23,7 +23,7 @@ def test_first_open_lands_on_the_audited_default_sample():
     assert len(at.get("plotly_chart")) >= 5
 
 
-@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/report.py"])
+@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
 def test_every_page_runs(page):
     at = app().run()
     at.switch_page(page).run()
@@ -61,3 +61,14 @@ def test_bad_upload_shows_an_error_and_the_app_keeps_working():
     assert any("fields but the header has 2" in e.value for e in at.error)
     at.switch_page("pages/pca.py").run()
     assert not at.exception
+
+
+def test_tensor_sample_in_long_format():
+    at = app().run()
+    at.switch_page("pages/data.py").run()
+    at.selectbox(key="data-sample").set_value("cpd_tensor").run()
+    assert not at.exception
+    at.button(key="roles-apply").click().run()
+    assert not at.exception
+    assert any("Data ready" in s.value for s in at.success)
+    assert any("A tensor of shape" in c.value for c in at.caption)

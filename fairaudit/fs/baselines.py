@@ -1,0 +1,332 @@
+"""Unsupervised feature-selection baselines, written from their papers (no GPL code).
+
+Every selector is a scikit-learn ``SelectorMixin``: ``fit(X)`` scores each feature
+(``scores_``, in the paper's own direction), orders them (``ranking_``: 1 = kept first) and
+keeps ``n_features_to_select`` (``support_``, ``get_support()``, ``transform``).
+
+References
+----------
+[He05] X. He, D. Cai, P. Niyogi. "Laplacian Score for Feature Selection". NIPS 18, 2005
+    (proceedings 2006).
+[Cai10] D. Cai, C. Zhang, X. He. "Unsupervised Feature Selection for Multi-Cluster Data".
+    KDD 2010.
+[Zhao07] Z. Zhao, H. Liu. "Spectral Feature Selection for Supervised and Unsupervised
+    Learning". ICML 2007.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy import sparse
+from scipy.sparse.linalg import eigsh
+from sklearn.linear_model import Lars
+from sklearn.neighbors import kneighbors_graph
+from sklearn.utils.validation import validate_data
+
+from ..errors import ParameterError
+from ..validation import check_rank
+from ._selector import FittedSelector
+
+DENSE_MAX_ROWS = 5000
+"""SPEC's dense similarity matrix is used up to this many rows; above it, a k-NN graph."""
+
+
+def _check_positive_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ParameterError(f"{name} must be a whole number of at least {minimum}, got {value!r}.")
+    return int(value)
+
+
+def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse.csr_matrix | np.ndarray, float]:
+    """Heat-kernel affinity ``S_ab = exp(−‖x_a − x_b‖² / t)`` ([He05] §2, step 2).
+
+    With ``n_neighbors`` an edge joins ``a`` and ``b`` when either is among the other's
+    nearest neighbours (sparse, symmetric, no self loops); ``None`` gives the dense all-pairs
+    matrix (diagonal 1, as in [Zhao07]). ``t="auto"`` is the mean squared distance over the
+    graph's edges (our choice; [He05] leave ``t`` as a parameter).
+    """
+    n = X.shape[0]
+    if n_neighbors is None:
+        squared = np.sum(X * X, axis=1)
+        distances = np.maximum(squared[:, None] + squared[None, :] - 2.0 * X @ X.T, 0.0)
+        if t == "auto":
+            t = float(distances.sum() / max(n * (n - 1), 1))
+        t = t if t > 0 else 1.0
+        return np.exp(-distances / t), float(t)
+    k = min(int(n_neighbors), n - 1)
+    graph = kneighbors_graph(X, k, mode="distance", include_self=False)
+    graph = graph.maximum(graph.T).tocsr()
+    squared = graph.data**2
+    if t == "auto":
+        t = float(squared.mean()) if squared.size else 1.0
+    t = t if t > 0 else 1.0
+    graph.data = np.exp(-squared / t)
+    return graph, float(t)
+
+
+class _ScoreSelector(FittedSelector):
+    """Shared machinery: validation, ordering by score, the selector interface."""
+
+    higher_is_better = True
+
+    def _n_select(self, d: int) -> int:
+        if self.n_features_to_select is None:
+            return max(1, d // 2)
+        return check_rank(self.n_features_to_select, d, "n_features_to_select")
+
+    def fit(self, X, y=None, **fit_params):
+        """Score every feature of ``X`` (``y`` and ``sensitive_features`` are ignored: unsupervised)."""
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        m = self._n_select(X.shape[1])
+        scores = np.asarray(self._scores(X, m), dtype=float)
+        key = scores if self.higher_is_better else -scores
+        key = np.where(np.isnan(key), -np.inf, key)
+        order = np.argsort(-key, kind="stable")  # ties keep column order
+        self.scores_ = scores
+        self.ranking_ = np.empty(X.shape[1], dtype=int)
+        self.ranking_[order] = np.arange(1, X.shape[1] + 1)
+        self.support_ = self.ranking_ <= m
+        return self
+
+    def _scores(self, X: np.ndarray, m: int) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+
+class VarianceSelector(_ScoreSelector):
+    """Keep the features with the largest variance (the classic unsupervised baseline).
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+        ``None`` keeps half of the features.
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+        Each feature's variance (higher = kept first).
+    ranking_, support_ : see the module docstring.
+    """
+
+    def __init__(self, n_features_to_select=None):
+        self.n_features_to_select = n_features_to_select
+
+    def _scores(self, X, m):
+        return X.var(axis=0)
+
+
+class LaplacianScore(_ScoreSelector):
+    """Laplacian Score ([He05], Algorithm / eqs. 5–8): keep features that respect the data's
+    local neighbourhood structure.
+
+    A k-nearest-neighbour graph with heat-kernel weights ``S`` gives ``D = diag(S1)`` and
+    ``L = D − S``; each feature ``f`` is centred in the ``D`` inner product,
+    ``f̃ = f − (fᵀD1 / 1ᵀD1) 1``, and scored ``L_r = f̃ᵀ L f̃ / f̃ᵀ D f̃``. *Smaller* is better
+    (a feature that varies little along graph edges but much overall). A constant feature has
+    no score (``nan``) and is ordered last.
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+    n_neighbors : int, default=5
+        ``k`` of the graph ([He05] use 5).
+    t : "auto" or float, default="auto"
+        Heat-kernel width (see :func:`heat_graph`).
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+        The Laplacian score of each feature (smaller = kept first).
+    t_ : float
+    """
+
+    higher_is_better = False
+
+    def __init__(self, n_features_to_select=None, *, n_neighbors=5, t="auto"):
+        self.n_features_to_select = n_features_to_select
+        self.n_neighbors = n_neighbors
+        self.t = t
+
+    def _scores(self, X, m):
+        k = _check_positive_int(self.n_neighbors, "n_neighbors")
+        S, self.t_ = heat_graph(X, k, self.t)
+        degree = np.asarray(S.sum(axis=1)).ravel()
+        centred = X - (degree @ X / degree.sum())[None, :]
+        spread = degree @ (centred * centred)  # f̃ᵀ D f̃
+        smooth = spread - np.sum(centred * (S @ centred), axis=0)  # f̃ᵀ (D − S) f̃
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores = smooth / spread
+        return np.where(spread > 1e-12 * max(spread.max(), 1e-300), scores, np.nan)
+
+
+def _spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``n_vectors`` leading eigenpairs of ``D^{-1/2} S D^{-1/2}`` (largest first) and the degrees."""
+    degree = np.asarray(S.sum(axis=1)).ravel()
+    inv_sqrt = 1.0 / np.sqrt(np.maximum(degree, 1e-300))
+    n = S.shape[0]
+    if sparse.issparse(S):
+        normalised = sparse.diags(inv_sqrt) @ S @ sparse.diags(inv_sqrt)
+    else:
+        normalised = inv_sqrt[:, None] * S * inv_sqrt[None, :]
+    if n <= 2000 or n_vectors >= n - 1:
+        dense = normalised.toarray() if sparse.issparse(normalised) else normalised
+        values, vectors = np.linalg.eigh(dense)
+        values, vectors = values[::-1][:n_vectors], vectors[:, ::-1][:, :n_vectors]
+    else:
+        # The wanted eigenvalues of the normalised adjacency cluster near 1, where plain Lanczos
+        # converges slowly (minutes at 30,000 rows): shift-invert on the normalised Laplacian
+        # I − D^{-1/2} S D^{-1/2}, whose smallest eigenvalues they are (σ < 0 keeps it invertible).
+        rng = np.random.default_rng(random_state)
+        start = rng.normal(size=n)
+        laplacian = (sparse.identity(n, format="csc") - sparse.csc_matrix(normalised)).tocsc()
+        # A wide Krylov space (ncv) matters: near-disconnected graphs (duplicate rows) have
+        # clusters of tiny eigenvalues that a narrow one resolves only after minutes.
+        ncv = min(n, max(4 * n_vectors, 40))
+        lam, vectors = eigsh(laplacian, k=n_vectors, sigma=-1e-2, which="LM", v0=start, ncv=ncv, tol=1e-9)
+        order = np.argsort(lam)
+        values, vectors = 1.0 - lam[order], vectors[:, order]
+    return values, vectors, degree
+
+
+class MCFS(_ScoreSelector):
+    """Multi-Cluster Feature Selection ([Cai10], §3, eqs. 2–5).
+
+    1. A k-NN graph with heat-kernel weights ``W``; ``D = diag(W1)``, ``L = D − W``.
+    2. The ``K = n_clusters`` smallest non-trivial generalised eigenvectors ``L y = λ D y``
+       (the spectral embedding; computed as ``y = D^{-1/2} v`` from the leading eigenvectors
+       of ``D^{-1/2} W D^{-1/2}``, dropping the trivial one).
+    3. For each ``y_k``, a sparse regression ``min ‖y_k − X a_k‖²`` with ``m`` non-zero
+       coefficients by LARS (the cardinality-constrained lasso of eq. 4; scikit-learn's
+       :class:`~sklearn.linear_model.Lars`).
+    4. ``MCFS(j) = max_k |a_k,j|``; keep the ``m`` largest.
+
+    The score depends on ``m`` (step 3), so a rank sweep refits per rank.
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+    n_clusters : int, default=5
+        ``K``: number of eigenvectors (the number of clusters expected).
+    n_neighbors : int, default=5
+    t : "auto" or float, default="auto"
+    random_state : int or None
+        Seeds the sparse eigen-solver's start vector (large data only).
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+        MCFS score (higher = kept first).
+    coef_ : ndarray (n_clusters, n_features)
+        The sparse coefficients ``a_k``.
+    embedding_ : ndarray (n_samples, n_clusters)
+        The eigenvectors ``y_k`` (step 2).
+    """
+
+    def __init__(self, n_features_to_select=None, *, n_clusters=5, n_neighbors=5, t="auto", random_state=None):
+        self.n_features_to_select = n_features_to_select
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.t = t
+        self.random_state = random_state
+
+    def _scores(self, X, m):
+        K = _check_positive_int(self.n_clusters, "n_clusters")
+        k = _check_positive_int(self.n_neighbors, "n_neighbors")
+        n = X.shape[0]
+        K = min(K, n - 2)
+        W, self.t_ = heat_graph(X, k, self.t)
+        _, vectors, degree = _spectral_embedding(W, K + 1, self.random_state)
+        embedding = vectors[:, 1:] / np.sqrt(np.maximum(degree, 1e-300))[:, None]
+        coef = np.zeros((embedding.shape[1], X.shape[1]))
+        for i, target in enumerate(embedding.T):
+            model = Lars(n_nonzero_coefs=m, fit_intercept=True)
+            model.fit(X, target)
+            coef[i] = model.coef_
+        self.coef_ = coef
+        self.embedding_ = embedding
+        return np.max(np.abs(coef), axis=0)
+
+
+class SPEC(_ScoreSelector):
+    """Spectral feature selection, unsupervised ([Zhao07], §3–4).
+
+    Similarity ``S`` (RBF, all pairs), ``D = diag(S1)``, normalised Laplacian
+    ``ℒ = D^{-1/2} (D − S) D^{-1/2}`` with eigenpairs ``(λ_k, ξ_k)`` (``ξ_1 ∝ D^{1/2} 1``,
+    ``λ_1 = 0``). Each feature becomes ``f̂ = D^{1/2} f / ‖D^{1/2} f‖`` and is scored
+
+    * ``"phi1"`` (eq. 5): ``f̂ᵀ ℒ f̂`` — smaller is better;
+    * ``"phi2"`` (eq. 6, default): ``f̂ᵀ ℒ f̂ / (1 − (f̂ᵀ ξ_1)²)`` — smaller is better (removes
+      the trivial component);
+    * ``"phi3"`` (eq. 7): ``Σ_{k=2}^{K} (2 − λ_k) (f̂ᵀ ξ_k)²`` — larger is better.
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+    criterion : {"phi1", "phi2", "phi3"}, default="phi2"
+    n_clusters : int, default=5
+        ``K`` of ``phi3``.
+    n_neighbors : "auto", int or None, default="auto"
+        ``None``: the paper's dense similarity; an int: a k-NN graph (sparse). ``"auto"``: dense
+        up to 5,000 rows, else 10 neighbours (ours: the dense matrix needs n² memory).
+    t : "auto" or float, default="auto"
+        Width ``2σ²`` of the RBF similarity (see :func:`heat_graph`).
+    random_state : int or None
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+    graph_ : str
+        "dense" or "k-NN (k neighbours)": which similarity was used.
+    """
+
+    CRITERIA = ("phi1", "phi2", "phi3")
+
+    def __init__(self, n_features_to_select=None, *, criterion="phi2", n_clusters=5, n_neighbors="auto", t="auto", random_state=None):
+        self.n_features_to_select = n_features_to_select
+        self.criterion = criterion
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.t = t
+        self.random_state = random_state
+
+    @property
+    def higher_is_better(self):  # phi3 is a "larger is better" score
+        return self.criterion == "phi3"
+
+    def _scores(self, X, m):
+        if self.criterion not in self.CRITERIA:
+            raise ParameterError(f"criterion must be one of {', '.join(self.CRITERIA)}, got {self.criterion!r}.")
+        n = X.shape[0]
+        neighbours = self.n_neighbors
+        if neighbours == "auto":
+            neighbours = None if n <= DENSE_MAX_ROWS else 10
+        elif neighbours is not None:
+            neighbours = _check_positive_int(neighbours, "n_neighbors")
+        self.graph_ = "dense" if neighbours is None else f"k-NN ({neighbours} neighbours)"
+        S, self.t_ = heat_graph(X, neighbours, self.t)
+        degree = np.asarray(S.sum(axis=1)).ravel()
+        root = np.sqrt(degree)
+        F = root[:, None] * X
+        norms = np.linalg.norm(F, axis=0)
+        valid = norms > 0
+        F = F / np.where(valid, norms, 1.0)
+        inv_root = 1.0 / root
+        SF = (S @ (inv_root[:, None] * F)) * inv_root[:, None]  # D^{-1/2} S D^{-1/2} f̂
+        phi1 = 1.0 - np.sum(F * SF, axis=0)  # f̂ᵀ ℒ f̂ with ‖f̂‖ = 1
+        if self.criterion == "phi1":
+            scores = phi1
+        elif self.criterion == "phi2":
+            xi1 = root / np.linalg.norm(root)
+            trivial = (xi1 @ F) ** 2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scores = phi1 / (1.0 - trivial)
+            scores = np.where(1.0 - trivial > 1e-12, scores, np.nan)
+        else:
+            K = min(_check_positive_int(self.n_clusters, "n_clusters", 2), n - 1)
+            values, vectors, _ = _spectral_embedding(S, K, self.random_state)
+            lam = 1.0 - values  # eigenvalues of ℒ, ascending
+            projections = (vectors.T @ F) ** 2
+            scores = np.sum((2.0 - lam[1:, None]) * projections[1:], axis=0)
+        return np.where(valid, scores, np.nan)

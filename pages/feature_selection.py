@@ -1,0 +1,66 @@
+"""Feature-selection page: unsupervised selectors vs FUFS, judged by clustering balance."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from fairaudit.fs.audit import default_ranks
+from fairaudit.plots import VARIANT_TITLES
+from pages.common import current_data, method_page
+
+data = current_data()
+n = data.n_features
+paper_sweep = default_ranks(n)
+
+
+def ranks_ui():
+    if st.checkbox(
+        f"The paper's sweep: 10 %, 20 %, 30 %, 40 % of the {n} features ({', '.join(map(str, paper_sweep))} kept)",
+        value=True,
+        key="fs-paper-sweep",
+    ):
+        return None
+    if n <= 1:
+        return (1,)
+    low, high = st.slider("Number of features kept", 1, n, (1, min(n, 10)), key="fs-ranks")
+    return tuple(range(low, high + 1))
+
+
+def options(data) -> dict:
+    left, middle, right = st.columns(3)
+    with left:
+        default_k = len(set(data.label)) if data.label is not None else data.groups.n_groups
+        clusters = int(st.number_input(
+            "k-means clusters K" + (f" (label '{data.label_name}' has {default_k} classes)" if data.label is not None else ""),
+            2, 50, max(2, default_k), key="fs-clusters",
+        ))
+    with middle:
+        runs = int(st.number_input("k-means runs per selection (mean ± std)", 1, 100, 20, key="fs-runs",
+                                   help="The FUFS paper uses 50; fewer is faster."))
+    with right:
+        alpha = float(st.number_input("FUFS fairness weight α", 0.0, 20.0, 1.0, step=0.5, key="fs-alpha",
+                                      help="Weight of the alignment with the protected attribute in FUFS's objective (eq. 6)."))
+    if data.label is None:
+        st.caption("No label column is set on the Data page, so clustering accuracy and NMI are not computed.")
+    return {"n_clusters": clusters, "kmeans_runs": runs, "alpha": alpha}
+
+
+method_page(
+    "fs",
+    title="Feature selection: do the kept columns carry the protected attribute?",
+    intro=(
+        "Unsupervised feature selection keeps a few real, interpretable columns — and can keep proxies "
+        "of a protected attribute (a zip code standing in for race). **FUFS** (Xing, Liu, Chen, Li, "
+        "*Fairness-Aware Unsupervised Feature Selection*) keeps the columns whose kernel best matches "
+        "the whole data's while being least aligned with the protected attribute. Each selection is "
+        "judged as in the paper: k-means on the kept columns, repeated, and the clusters' **balance** "
+        "(how evenly groups spread over clusters; higher is fairer) and **proportion**. Features are "
+        "rescaled to [0, 1] first."
+    ),
+    variants=VARIANT_TITLES["fs"],
+    default_variants=list(VARIANT_TITLES["fs"]),
+    heavy={"fufs": "more than 3,000 rows: FUFS uses a Nyström kernel approximation and takes minutes."} if data.n_rows > 3000 else {},
+    rank_limit=n,
+    options_ui=options,
+    ranks_ui=ranks_ui,
+)

@@ -1,0 +1,247 @@
+"""Baseline selectors against their papers' formulas (dense, written out), the scikit-learn selector
+contract for every selector, and the clustering metrics against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from fairaudit import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
+from fairaudit import metrics
+from fairaudit.errors import ParameterError, RankError
+from fairaudit.fs.baselines import heat_graph
+from fairaudit.fs.evaluation import cluster_scores
+
+
+def _data(seed=0, n=60, d=7):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(3, d))
+    X = centres[rng.integers(0, 3, n)] + rng.normal(scale=0.4, size=(n, d)) * rng.uniform(0.2, 2, d)
+    return X
+
+
+# ------------------------------------------------------------------ against the papers' formulas
+def test_laplacian_score_matches_the_dense_formula():
+    X = _data(1)
+    S, _ = heat_graph(X, 5)
+    S = S.toarray()
+    D = np.diag(S.sum(axis=1))
+    L = D - S
+    one = np.ones(len(X))
+    expected = []
+    for f in X.T:
+        f_tilde = f - (f @ D @ one) / (one @ D @ one) * one  # He et al. eq. (7)
+        expected.append((f_tilde @ L @ f_tilde) / (f_tilde @ D @ f_tilde))  # eq. (8)
+    fitted = LaplacianScore(3).fit(X)
+    np.testing.assert_allclose(fitted.scores_, expected, rtol=1e-10)
+    assert set(np.flatnonzero(fitted.get_support())) == set(np.argsort(expected)[:3])
+
+
+def test_laplacian_score_graph_is_symmetric_knn_with_heat_weights():
+    X = _data(2, n=30)
+    S, t = heat_graph(X, 4)
+    S = S.toarray()
+    assert np.allclose(S, S.T) and np.all(np.diag(S) == 0)
+    distances = np.linalg.norm(X[:, None] - X[None], axis=2)
+    neighbours = np.argsort(distances, axis=1)[:, 1:5]
+    for a in range(len(X)):
+        for b in neighbours[a]:
+            assert S[a, b] == pytest.approx(np.exp(-distances[a, b] ** 2 / t))
+    assert (S > 0).sum(axis=1).min() >= 4
+
+
+@pytest.mark.parametrize("criterion", ["phi1", "phi2", "phi3"])
+def test_spec_matches_the_dense_formula(criterion):
+    X = _data(3, n=40)
+    S, _ = heat_graph(X, None)
+    d = S.sum(axis=1)
+    root = np.sqrt(d)
+    laplacian = np.eye(len(X)) - S / np.outer(root, root)  # ℒ = D^{-1/2}(D − S)D^{-1/2}
+    lam, xi = np.linalg.eigh(laplacian)
+    expected = []
+    for f in X.T:
+        f_hat = root * f / np.linalg.norm(root * f)
+        phi1 = f_hat @ laplacian @ f_hat
+        if criterion == "phi1":
+            expected.append(phi1)
+        elif criterion == "phi2":
+            expected.append(phi1 / (1 - (f_hat @ xi[:, 0]) ** 2))
+        else:
+            expected.append(sum((2 - lam[k]) * (f_hat @ xi[:, k]) ** 2 for k in range(1, 4)))
+    fitted = SPEC(2, criterion=criterion, n_clusters=4).fit(X)
+    np.testing.assert_allclose(fitted.scores_, expected, rtol=1e-8, atol=1e-12)
+    assert fitted.graph_ == "dense"
+    order = np.argsort(expected)[::-1] if criterion == "phi3" else np.argsort(expected)
+    assert set(np.flatnonzero(fitted.get_support())) == set(order[:2])
+
+
+def test_mcfs_uses_the_generalised_eigenvectors_and_lars():
+    X = _data(4, n=80)
+    fitted = MCFS(3, n_clusters=2).fit(X)
+    W, _ = heat_graph(X, 5)
+    W = W.toarray()
+    D = np.diag(W.sum(axis=1))
+    from scipy.linalg import eigh
+    from sklearn.linear_model import Lars
+
+    values = eigh(D - W, D, eigvals_only=True)  # L y = λ D y, ascending; λ_0 = 0 is the trivial one
+    Y = fitted.embedding_
+    for k in range(2):
+        y = Y[:, k]
+        lam = (y @ (D - W) @ y) / (y @ D @ y)
+        assert lam == pytest.approx(values[k + 1], rel=1e-6)
+        np.testing.assert_allclose((D - W) @ y, lam * D @ y, atol=1e-8)
+        np.testing.assert_allclose(fitted.coef_[k], Lars(n_nonzero_coefs=3).fit(X, y).coef_)
+    assert np.all((fitted.coef_ != 0).sum(axis=1) <= 3)
+    np.testing.assert_allclose(fitted.scores_, np.abs(fitted.coef_).max(axis=0))
+
+
+def test_constant_feature_is_ordered_last():
+    X = _data(5)
+    X[:, 2] = 4.0
+    for selector in (LaplacianScore(2), SPEC(2), VarianceSelector(2)):
+        selector.fit(X)
+        assert selector.ranking_[2] == X.shape[1], type(selector).__name__
+    groups = np.arange(len(X)) % 2
+    fufs = FUFS(6).fit(X, sensitive_features=groups)  # more than the 5 informative columns
+    assert fufs.ranking_[2] == X.shape[1] and fufs.scores_[2] == 0 and fufs.get_support().sum() == 6
+    with pytest.raises(ParameterError, match="constant"):
+        FUFS(1).fit(np.ones((10, 3)), sensitive_features=np.arange(10) % 2)
+
+
+# ------------------------------------------------------------------ scikit-learn selector contract
+@parametrize_with_checks([VarianceSelector(), LaplacianScore(), SPEC(), MCFS(n_clusters=2)])
+def test_baselines_pass_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+SELECTORS = [
+    (VarianceSelector(3), False),
+    (LaplacianScore(3), False),
+    (SPEC(3), False),
+    (MCFS(3, n_clusters=2), False),
+    (FUFS(3), True),
+]
+
+
+@pytest.mark.parametrize(("selector", "needs_groups"), SELECTORS, ids=lambda s: type(s).__name__)
+def test_selector_contract(selector, needs_groups):
+    rng = np.random.default_rng(7)
+    X = pd.DataFrame(_data(6, n=50, d=6), columns=[f"c{j}" for j in range(6)])
+    groups = rng.integers(0, 2, size=50)
+    kwargs = {"sensitive_features": groups} if needs_groups else {}
+    with pytest.raises(NotFittedError):
+        clone(selector).get_support()
+    fitted = clone(selector).fit(X, **kwargs)
+    assert clone(fitted).get_params() == selector.get_params()
+    mask = fitted.get_support()
+    assert mask.dtype == bool and mask.sum() == 3
+    assert list(fitted.get_support(indices=True)) == list(np.flatnonzero(mask))
+    assert fitted.n_features_in_ == 6 and list(fitted.feature_names_in_) == list(X.columns)
+    assert list(fitted.get_feature_names_out()) == list(X.columns[mask])
+    out = fitted.transform(X)
+    np.testing.assert_array_equal(out, X.to_numpy()[:, mask])
+    back = fitted.inverse_transform(out)
+    assert back.shape == X.shape and np.all(back[:, ~mask] == 0)
+    assert sorted(fitted.ranking_) == list(range(1, 7))
+    assert set(np.flatnonzero(fitted.ranking_ <= 3)) == set(np.flatnonzero(mask))
+    with pytest.raises(ValueError, match="feature"):
+        fitted.transform(X.iloc[:, :5])
+    again = clone(selector).fit(X, **kwargs)
+    np.testing.assert_array_equal(again.scores_, fitted.scores_)
+
+
+def test_selectors_work_in_a_pipeline():
+    X = _data(8)
+    pipeline = make_pipeline(StandardScaler(), LaplacianScore(2)).fit(X)
+    assert pipeline.transform(X).shape == (len(X), 2)
+    groups = np.arange(len(X)) % 2
+    fair = make_pipeline(StandardScaler(), FUFS(2)).fit(X, fufs__sensitive_features=groups)
+    assert fair.transform(X).shape == (len(X), 2)
+
+
+@pytest.mark.parametrize("selector", [VarianceSelector(9), LaplacianScore(9), SPEC(9), MCFS(9)], ids=lambda s: type(s).__name__)
+def test_too_many_features_is_a_rank_error(selector):
+    with pytest.raises(RankError, match="n_features_to_select=9"):
+        selector.fit(_data(9))
+
+
+def test_bad_baseline_parameters():
+    with pytest.raises(ParameterError, match="n_neighbors"):
+        LaplacianScore(2, n_neighbors=0).fit(_data())
+    with pytest.raises(ParameterError, match="criterion"):
+        SPEC(2, criterion="phi9").fit(_data())
+    with pytest.raises(ParameterError, match="n_clusters"):
+        MCFS(2, n_clusters=0).fit(_data())
+
+
+# ------------------------------------------------------------------ clustering metrics
+def test_clustering_accuracy_equals_brute_force_over_all_maps():
+    rng = np.random.default_rng(10)
+    for _ in range(20):
+        K = int(rng.integers(2, 5))
+        truth = rng.integers(0, K, size=40)
+        predicted = rng.integers(0, K, size=40)
+        best = max(np.mean(np.array(perm)[predicted] == truth) for perm in itertools.permutations(range(K)))
+        assert metrics.clustering_accuracy(truth, predicted) == pytest.approx(best)
+
+
+def test_balance_and_proportion_by_hand():
+    clusters = np.array([0, 0, 0, 0, 1, 1, 1, 1, 1, 1])
+    groups = np.array([0, 0, 0, 1, 0, 1, 1, 1, 1, 1])
+    # cluster 0: 3 of group 0, 1 of group 1; cluster 1: 1 of group 0, 5 of group 1
+    assert metrics.cluster_balance(clusters, groups) == pytest.approx(min(1 / 4, 1 / 6))
+    assert metrics.cluster_proportion(clusters, groups) == pytest.approx(3 / 4 + 5 / 6)
+    mixed = np.array([0, 1] * 5)
+    assert metrics.cluster_balance(np.repeat([0, 1], 5), mixed) == pytest.approx(0.4)
+    assert metrics.cluster_balance(groups, groups) == 0.0
+    assert metrics.cluster_proportion(groups, groups) == pytest.approx(2.0)
+    assert metrics.nmi(groups, groups) == pytest.approx(1.0)
+
+
+def test_cluster_scores_are_mean_and_std_over_seeded_runs():
+    X = _data(11, n=90)
+    groups = np.arange(90) % 2
+    labels = np.arange(90) % 3
+    first = cluster_scores(X, groups, n_clusters=3, labels=labels, runs=5, random_state=1)
+    assert first == cluster_scores(X, groups, n_clusters=3, labels=labels, runs=5, random_state=1)
+    assert set(first) == {f"{m}{s}" for m in ("acc", "nmi", "balance", "proportion") for s in ("", "_std")}
+    without = cluster_scores(X, groups, n_clusters=3, runs=5, random_state=1)
+    assert "acc" not in without and without["balance"] == first["balance"]
+    with pytest.raises(ParameterError, match="clusters"):
+        cluster_scores(X, groups, n_clusters=1)
+
+
+def test_leakage_classifier_survives_wide_and_collinear_selections():
+    """Feature selection hands the leakage metric many columns of few rows, some collinear."""
+    rng = np.random.default_rng(12)
+    groups = np.repeat([0, 1], [70, 20])
+    wide = rng.normal(size=(90, 30)) + groups[:, None]
+    collinear = np.column_stack([wide[:, :5], wide[:, :5] * 2.0])
+    for Z in (wide, collinear):
+        accuracy, balanced = metrics.group_prediction_scores(Z, groups, random_state=0)
+        assert 0.0 <= balanced <= 1.0 and 0.0 <= accuracy <= 1.0
+    assert metrics.group_prediction_scores(wide, groups, random_state=0)[1] > 0.7
+
+
+def test_sparse_spectral_embedding_matches_dense_eigenvalues():
+    """Above 2,000 rows the embedding uses shift-invert Lanczos on the sparse graph."""
+    from fairaudit.fs.baselines import _spectral_embedding
+
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(2100, 4))
+    X[:1000] += 2.5
+    S, _ = heat_graph(X, 5)
+    values, vectors, degree = _spectral_embedding(S, 3, 0)
+    dense = S.toarray()
+    normalised = dense / np.sqrt(np.outer(degree, degree))
+    np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
+    np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)

@@ -1,0 +1,231 @@
+"""FUFS: alignment and gradients against their definitions, projection against CVXPY, behaviour on
+data with planted proxies, and the errors users see."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from fairaudit import FUFS, FairAuditError, LaplacianScore, VarianceSelector
+from fairaudit.errors import ParameterError, RankError
+from fairaudit.fs._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
+
+
+def _centred_alignment(K: np.ndarray, T: np.ndarray) -> float:
+    """A_c(K, T) straight from the definition, with an explicit centring matrix."""
+    n = K.shape[0]
+    H = np.eye(n) - np.ones((n, n)) / n
+    Kc, Tc = H @ K @ H, H @ T @ H
+    return float(np.sum(Kc * Tc) / (np.linalg.norm(Kc) * np.linalg.norm(Tc)))
+
+
+def _problem(seed: int, n: int = 40, d: int = 6, k: int = 3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 2.0, size=d)
+    groups = rng.integers(0, k, size=n)
+    groups[:k] = np.arange(k)
+    return X, np.eye(k)[groups], rng
+
+
+BACKENDS = {
+    "exact": lambda X, seed: ExactRBF(X, 0.2),
+    "nystroem": lambda X, seed: NystroemRBF(X, 0.2, n_landmarks=15, random_state=seed),
+    "linear": lambda X, seed: Linear(X),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_analytic_gradient_matches_finite_differences(backend, seed):
+    X, Y, rng = _problem(seed)
+    d = X.shape[1]
+    B = BACKENDS[backend](X, seed)
+    proxies = (np.arange(d) < 2).astype(float)
+    targets = [B.target_weights(np.ones(d), d), B.target_factor(Y), B.target_weights(proxies, 2.0)]
+    coefs = np.array([1.0, -rng.uniform(0.5, 3.0), -rng.uniform(0.0, 1.0)])
+    w = rng.uniform(0.05, 0.95, size=d)
+    total = 3.0
+    _, grad, _ = B.value_grad(w, total, coefs, targets)
+    step = 1e-6
+    numeric = np.array(
+        [
+            (B.value_grad(w + step * e, total, coefs, targets)[0] - B.value_grad(w - step * e, total, coefs, targets)[0]) / (2 * step)
+            for e in np.eye(d)
+        ]
+    )
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_exact_alignment_is_the_definition():
+    X, Y, rng = _problem(3)
+    d = X.shape[1]
+    w = rng.uniform(0.1, 1.0, size=d)
+    total = 2.5
+    B = ExactRBF(X, 0.3)
+    _, _, (to_data, to_groups) = B.value_grad(w, total, np.zeros(2), [B.target_weights(np.ones(d), d), B.target_factor(Y)], gradient=False)
+    gamma_w = 0.3 * d / total
+    diff = X[:, None, :] - X[None, :, :]
+    K_w = np.exp(-gamma_w * np.einsum("abj,j->ab", diff**2, w))
+    K_all = np.exp(-0.3 * np.sum(diff**2, axis=2))
+    assert to_data == pytest.approx(_centred_alignment(K_w, K_all), rel=1e-10)
+    assert to_groups == pytest.approx(_centred_alignment(K_w, Y @ Y.T), rel=1e-10)
+
+
+def test_linear_closed_form_is_the_definition():
+    X, Y, rng = _problem(4)
+    d = X.shape[1]
+    w, v = rng.uniform(0.1, 1.0, size=d), rng.uniform(0.1, 1.0, size=d)
+    B = Linear(X)
+    _, _, (a, b) = B.value_grad(w, 1.0, np.zeros(2), [B.target_weights(v, 1.0), B.target_factor(Y)], gradient=False)
+    K_w = X @ np.diag(w) @ X.T
+    assert a == pytest.approx(_centred_alignment(K_w, X @ np.diag(v) @ X.T), rel=1e-10)
+    assert b == pytest.approx(_centred_alignment(K_w, Y @ Y.T), rel=1e-10)
+
+
+def test_nystroem_with_every_row_as_landmark_is_exact():
+    X, Y, rng = _problem(5, n=30)
+    d = X.shape[1]
+    w = rng.uniform(0.1, 1.0, size=d)
+    exact, approx = ExactRBF(X, 0.2), NystroemRBF(X, 0.2, n_landmarks=30, random_state=0, jitter=1e-13)
+    results = []
+    for B in (exact, approx):
+        targets = [B.target_weights(np.ones(d), d), B.target_factor(Y)]
+        results.append(B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets))
+    assert results[1][0] == pytest.approx(results[0][0], abs=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], atol=1e-5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_capped_simplex_projection_matches_cvxpy(seed):
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(3, 12))
+    v = rng.normal(scale=2.0, size=d)
+    total = float(rng.uniform(0.5, d - 0.5))
+    w = cp.Variable(d)
+    cp.Problem(cp.Minimize(cp.sum_squares(w - v)), [w >= 0, w <= 1, cp.sum(w) == total]).solve(solver=cp.CLARABEL)
+    ours = project_capped_simplex(v, total)
+    np.testing.assert_allclose(ours, w.value, atol=1e-6)
+    assert ours.sum() == pytest.approx(total, abs=1e-9)
+
+
+def planted_proxies(seed: int = 0, n: int = 240):
+    """Eight informative columns (three clusters, independent of the group) followed by three noisy
+    copies of a binary protected attribute, which have the largest variance and the clearest
+    two-cluster structure of all columns."""
+    rng = np.random.default_rng(seed)
+    group = rng.integers(0, 2, size=n)
+    centres = rng.normal(scale=0.35, size=(3, 8))
+    clusters = rng.integers(0, 3, size=n)
+    informative = centres[clusters] + rng.normal(scale=0.15, size=(n, 8))
+    proxies = group[:, None] + rng.normal(scale=0.1, size=(n, 3))
+    return np.hstack([informative, proxies]), group
+
+
+def test_fufs_ranks_planted_proxies_last_while_unfair_baselines_rank_them_first():
+    X, group = planted_proxies()
+    proxies = np.arange(8, 11)
+    fufs = FUFS(n_features_to_select=4, n_sensitive_features=3, random_state=0).fit(X, sensitive_features=group)
+    assert set(fufs.ranking_[proxies]) == {9, 10, 11}
+    assert not fufs.get_support()[proxies].any()
+    assert set(np.flatnonzero(fufs.sensitive_support_)) == set(proxies)
+    assert fufs.alignments_["protected"] < 0.05
+    for baseline in (VarianceSelector(4), LaplacianScore(4)):
+        baseline.fit(X)
+        assert set(baseline.ranking_[proxies]) == {1, 2, 3}, type(baseline).__name__
+
+
+def test_objective_never_decreases_and_weights_stay_feasible():
+    X, group = planted_proxies(seed=1)
+    fufs = FUFS(n_features_to_select=5, random_state=0).fit(X, sensitive_features=group)
+    assert np.all(np.diff(fufs.objective_history_) >= -1e-12)
+    assert fufs.scores_.min() >= 0 and fufs.scores_.max() <= 1
+    assert fufs.scores_.sum() == pytest.approx(5)
+    assert fufs.sensitive_scores_.sum() == pytest.approx(fufs.sensitive_support_.sum())
+    assert sorted(fufs.ranking_) == list(range(1, X.shape[1] + 1))
+
+
+def test_fixed_learning_rate_schedule_and_linear_kernel():
+    X, group = planted_proxies(seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fixed = FUFS(4, learning_rate=0.05, lr_decay=0.01, max_iter=400).fit(X, sensitive_features=group)
+    assert not fixed.get_support()[8:].any()
+    linear = FUFS(4, kernel="linear").fit(X, sensitive_features=group)
+    assert linear.approximation_ == "linear kernel (closed form)"
+    assert not linear.get_support()[8:].any()
+
+
+def test_nystroem_is_used_above_the_row_threshold_and_agrees_on_planted_data():
+    X, group = planted_proxies(seed=3, n=400)
+    exact = FUFS(4, random_state=0).fit(X, sensitive_features=group)
+    approx = FUFS(4, exact_max_rows=100, n_landmarks=120, random_state=0).fit(X, sensitive_features=group)
+    assert exact.approximation_.startswith("exact")
+    assert approx.approximation_.startswith("Nyström")
+    assert not approx.get_support()[8:].any()
+    assert (exact.get_support() & approx.get_support()).sum() >= 3
+
+
+def test_precomputed_proxies_give_the_same_selection():
+    X, group = planted_proxies(seed=5)
+    first = FUFS(4, n_sensitive_features=3).fit(X, sensitive_features=group)
+    again = FUFS(4, n_sensitive_features=3, proxies=first.sensitive_support_).fit(X, sensitive_features=group)
+    np.testing.assert_array_equal(again.get_support(), first.get_support())
+    np.testing.assert_allclose(again.objective_history_, first.objective_history_)
+    assert again.sensitive_objective_history_.size == 0
+    with pytest.raises(ParameterError, match="proxies"):
+        FUFS(4, proxies=[0, 1]).fit(X, sensitive_features=group)
+
+
+def test_swap_refinement_never_loses_objective():
+    rng = np.random.default_rng(6)
+    X = (rng.random((120, 40)) < 0.15).astype(float)  # sparse binary columns, as the google data
+    group = rng.integers(0, 2, size=120)
+    X[:, 0] = group * (rng.random(120) < 0.8)
+    refined = FUFS(10, random_state=0).fit(X, sensitive_features=group)
+    plain = FUFS(10, refine=False, random_state=0).fit(X, sensitive_features=group)
+    assert refined.binary_objective_ >= refined.rounded_objective_
+    assert plain.binary_objective_ == plain.rounded_objective_ and plain.n_swaps_ == 0
+    assert refined.rounded_objective_ == pytest.approx(plain.binary_objective_)
+    assert refined.get_support().sum() == 10
+    assert set(refined.ranking_[refined.get_support()]) == set(range(1, 11))
+
+
+def test_max_iter_cap_warns():
+    X, group = planted_proxies(seed=4)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        fitted = FUFS(4, max_iter=2).fit(X, sensitive_features=group)
+    assert fitted.converged_ is False and fitted.n_iter_ == 2
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "match"),
+    [
+        ({"n_features_to_select": 12}, RankError, "n_features_to_select=12"),
+        ({"n_features_to_select": 0}, RankError, "at least 1"),
+        ({"alpha": -1.0}, ParameterError, "alpha"),
+        ({"n_sensitive_features": 20}, ParameterError, "n_sensitive_features"),
+        ({"kernel": "poly"}, ParameterError, "kernel"),
+        ({"gamma": -2.0}, ParameterError, "gamma"),
+        ({"learning_rate": 0.0}, ParameterError, "learning_rate"),
+        ({"approximation": "rff"}, ParameterError, "approximation"),
+    ],
+)
+def test_bad_parameters_raise_a_specific_message(params, error, match):
+    X, group = planted_proxies()
+    params = {"n_features_to_select": 3, **params}
+    with pytest.raises(error, match=match):
+        FUFS(**params).fit(X, sensitive_features=group)
+
+
+def test_groups_are_required_and_checked():
+    X, group = planted_proxies()
+    with pytest.raises(TypeError):
+        FUFS(3).fit(X)
+    with pytest.raises(FairAuditError, match="sensitive_features is required"):
+        FUFS(3).fit(X, sensitive_features=None)
+    with pytest.raises(FairAuditError, match="rows"):
+        FUFS(3).fit(X, sensitive_features=group[:-1])
