@@ -41,12 +41,30 @@ project issue state them):
   the rescaling and block coordinate descent decreases it monotonically. FATR's ``λ_ℓ2‖A‖²``
   in this form is ``λ_ℓ2 Σ_r w_r²`` on the component weights ``w_r = ‖a_r‖ Π_m ‖f_{m,r}‖``; the
   other factors' updates include it as a per-column ridge, so they stay exact.
-* **A-step.** ``inner_steps`` gradient steps (Algorithm 1 takes gradient steps in ``A``). By
-  default each is preconditioned by the Hessian of the fit term, ``D = −∇J · (N_X/2) G⁻¹`` with
-  ``G`` the Gram of the other factors, and its length set by Armijo backtracking; at ``λ = 0``
-  one step is the exact ALS update, so every method reduces to plain CP. Pass
-  ``learning_rate`` for plain gradient steps of a fixed size instead. FATR and HSIC-BCD use the
-  same A-step (their normalised penalties are no longer quadratic in ``A``).
+* **Matrices (2-way CP).** ``A Bᵀ`` determines ``A`` only up to ``A → AQ`` with *any* invertible
+  ``Q``, so per-column scaling is not enough there: the penalty could fall by mixing the columns
+  towards collinearity at no cost in fit, and KHSIC-BCD drifted that way for hundreds of epochs
+  without settling (measured on a 1000 × 10 matrix: largest column correlation 0.25 → 0.99,
+  penalty → 0, the groups exactly as predictable by QDA as from vanilla CP; the result depended
+  on where ``n_epochs`` cut the drift). For a 2-way array ``Â`` is therefore the *whitened*
+  ``A (AᵀA/n)^{−1/2}``, a function of the model up to a rotation that no penalty or metric here
+  sees (:func:`normalised_embedding`); three or more modes keep the per-column scaling (CP is then
+  essentially unique, and we measured no drift).
+* **A-step.** ``inner_steps`` descent steps (Algorithm 1 takes gradient steps in ``A``): L-BFGS
+  directions with the Hessian of the fit term, ``(2/N_X) G`` (``G`` the Gram of the other
+  factors), as the initial inverse-Hessian model, and Armijo backtracking from the unit step; at
+  ``λ = 0`` one step is the exact ALS update, so every method reduces to plain CP. The curvature
+  pairs and the penalty's value and gradient at the current ``A`` carry over from one epoch to the
+  next (:meth:`FairCPD._a_step`), so no kernel pass is repeated. Measured on the 1000 × 10 sample
+  at rank 8, λ = λ_ref: the previous preconditioned gradient steps, which restarted their step
+  length at 1 every epoch and re-evaluated the penalty for the history, needed ~1,800 kernel
+  passes where this needs ~60–90 for the same objective. Pass ``learning_rate`` for plain
+  gradient steps of a fixed size instead. FATR and HSIC-BCD use the same A-step (their
+  normalised penalties are no longer quadratic in ``A``).
+* **Large n.** ``kernel="nystrom"`` (or ``"auto"`` above 2,000 entities) replaces KHSIC's
+  ``O(n²)`` kernel by a Nyström approximation on ``n_landmarks`` entities
+  (:func:`fairaudit.cpd._kernels.khsic_nystrom`), drawn afresh every epoch; the history, the
+  stopping rule and ``penalty_`` use a fixed evaluation set (``landmarks_``).
 * **γ.** ``gamma="median"``: ``1/(2m²)`` with ``m`` the median pairwise distance between the rows
   of ``X_(0)``'s rank-``R`` principal scores, normalised like ``Â`` — the embedding an
   unpenalised fit approximates — fixed before fitting so that the objective does not move.
