@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_nmf_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=["qda", "logistic", "hgb", "mlp"],
-                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, ~100× slower)")
+                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
     cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
     cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
     cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest rank audited)")

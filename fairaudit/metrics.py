@@ -476,7 +476,7 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "orthogonality": {
         "title": "Orthogonality ‖ÂᵀS‖",
-        "formula": "‖ÂᵀS‖_F, Â = entity factor with unit-mean-square columns, S = one-hot groups",
+        "formula": "‖ÂᵀS‖_F, Â = entity factor with unit-mean-square columns (whitened, ÂᵀÂ/n = I, for a matrix), S = one-hot groups",
         "plain": "FATR's fairness constraint: 0 means each embedding coordinate sums to zero within "
         "every group. It does not mean the group is hidden — the groups can still differ in spread "
         "or shape (Kim & Gittens' Theorem 1).",

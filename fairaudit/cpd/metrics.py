@@ -1,9 +1,9 @@
 """The CP family's metrics (Kim & Gittens 2021, App. A.6) and the penalties as functions of ``A``.
 
 ``A`` is an entity embedding, one row per entity — in the audit the *normalised* embedding
-``Â`` of :class:`~fairaudit.cpd.FairCPD` (each column's mean square 1), so that CP's scaling
-freedom, which changes nothing about the model, cannot change a metric; ``groups`` are integer
-group codes per entity. The leakage metrics ``unfairness`` / ``unfairness_balanced`` are
+``Â`` of :class:`~fairaudit.cpd.FairCPD` (each column's mean square 1; whitened for a matrix),
+so that CP's indeterminacy, which changes nothing about the model, cannot change a metric;
+``groups`` are integer group codes per entity. The leakage metrics ``unfairness`` / ``unfairness_balanced`` are
 the shared ones of :mod:`fairaudit.metrics`, computed on ``A``.
 """
 
