@@ -20,8 +20,9 @@ from fairaudit.plots import FAMILY_FIGURES, family_figures, metric_title, varian
 from fairaudit.report import details_rows, summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 
-AUTO_RUN_MAX_CELLS = 2_000_000
-"""A method page runs its default audit on open when rows × features is at most this."""
+AUTO_RUN_MAX_CELLS = 20_000
+"""A method page runs its default audit on open when rows × features is at most this (the
+embedded samples); larger data wait for the Run button. Pages may pass their own limit."""
 
 _CACHE_SIZE = 32
 
@@ -214,6 +215,7 @@ def method_page(
     default_leakage: str = "qda",
     ranks_ui=None,
     leakage_option: str | None = None,
+    auto_run_max_cells: int = AUTO_RUN_MAX_CELLS,
 ) -> AuditResult | None:
     """The common shape of the PCA / NMF / feature-selection / tensor pages.
 
@@ -268,7 +270,7 @@ def method_page(
         st.error(str(exc))
         return None
     result = cached_result(data, config)
-    small = data.n_rows * data.n_features <= AUTO_RUN_MAX_CELLS
+    small = data.n_rows * data.n_features <= auto_run_max_cells
     if result is None and (submitted or (small and not any(v in heavy for v in chosen))):
         result = run_with_progress(data, config, title)
     if result is None:

@@ -32,4 +32,5 @@ method_page(
     default_variants=defaults,
     heavy=heavy,
     rank_limit=data.n_features,
+    auto_run_max_cells=2_000_000,  # a PCA audit of 30,000 × 24 takes a few seconds
 )
