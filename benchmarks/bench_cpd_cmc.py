@@ -1,13 +1,15 @@
 """Fair CPD on the contraceptive data (Kim & Gittens 2021, App. A.9): the frontier as a table.
 
-    .venv/bin/python benchmarks/bench_cpd_cmc.py [--rank 3] [--points 10] [--classifier mlp]
+    .venv/bin/python benchmarks/bench_cpd_cmc.py [--rank 3] [--points 10] [--classifier qda]
 
 The data: ``../shared/datasets/cmc/cmc.data`` (1,473 women × 10 columns, no header); the
 sensitive attribute is wife_working (column 6, 0 = working); the matrix is the other nine
 columns, standardised (our reading of "a 1473 × 9 matrix" with working status sensitive; the
 paper's preprocessing and rank could not be consulted — rank 3 is our choice). Every method
-sweeps its default λ grid (:mod:`fairaudit.cpd.sweep`); leakage by the 1,500-unit MLP on a
-75/25 split.
+sweeps its default λ grid (:mod:`fairaudit.cpd.sweep`); leakage by QDA on a 75/25 split (the
+CP audit's default). ``--classifier mlp`` gives the paper's 1,500-unit network, which on these
+imbalanced groups (369 against 1,104) answers the majority for every embedding, vanilla
+included: balanced leakage 0 throughout (measured), where QDA finds 0.08 for vanilla CP.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rank", type=int, default=3)
     parser.add_argument("--points", type=int, default=10)
-    parser.add_argument("--classifier", default="mlp")
+    parser.add_argument("--classifier", default="qda")
     parser.add_argument("--epochs", type=int, default=200)
     args = parser.parse_args()
     if not CMC.exists():

@@ -119,13 +119,15 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
     wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
     group_figures = [(m, f) for m, f in figures if m in wide]
     other = [(m, f) for m, f in figures if m not in wide]
-    for metric, fig in group_figures:
-        st.plotly_chart(fig, key=f"{method}-{metric}", width="stretch")
+    # Keys by position: a metric can have several figures (the CP family draws nkhsic both as a
+    # frontier and over rank).
+    for index, (metric, fig) in enumerate(group_figures):
+        st.plotly_chart(fig, key=f"{method}-group-{index}-{metric}", width="stretch")
     for start in range(0, len(other), 2):
         columns = st.columns(2)
-        for column, (metric, fig) in zip(columns, other[start : start + 2], strict=False):
+        for offset, (column, (metric, fig)) in enumerate(zip(columns, other[start : start + 2], strict=False)):
             with column:
-                st.plotly_chart(fig, key=f"{method}-{metric}", width="stretch")
+                st.plotly_chart(fig, key=f"{method}-{start + offset}-{metric}", width="stretch")
 
 
 

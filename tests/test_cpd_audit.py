@@ -154,3 +154,52 @@ def test_contraceptive_matrix():
     table = result.records[result.records.group == ""].pivot_table(index="variant", columns="metric", values="value")
     assert table.loc["khsic", "nkhsic"] < 0.5 * table.loc["vanilla", "nkhsic"]
     assert table.loc["khsic", "residual_fit"] > table.loc["vanilla", "residual_fit"]
+
+
+# ---------------------------------------------------------------- speed defaults and options
+def test_default_options_are_the_fast_ones_and_mlp_stays_available():
+    from fairaudit.cpd.audit import _options
+
+    defaults = _options(AuditConfig(methods=("cpd",)))
+    assert defaults["leakage_classifier"] == "qda" and defaults["tol"] == 1e-4 and defaults["khsic_kernel"] == "auto"
+    assert _options(AuditConfig(methods=("cpd",), options={"cpd": {"leakage_classifier": "mlp"}}))["leakage_classifier"] == "mlp"
+    with pytest.raises(ParameterError, match="khsic_kernel must be one of"):
+        _options(AuditConfig(methods=("cpd",), options={"cpd": {"khsic_kernel": "rff"}}))
+
+
+def test_sweep_is_a_continuation_along_lambda(small_result):
+    """Each sweep point starts from the previous one: KHSIC's dependence falls along the grid."""
+    whole = small_result.records[(small_result.records.group == "") & (small_result.records.metric == "nkhsic")]
+    values = whole.set_index("variant").value
+    sweep = [values[f"khsic@{i}"] for i in range(4)]
+    assert all(b < a for a, b in zip(sweep, sweep[1:], strict=False))
+
+
+def test_nystrom_kernel_is_recorded_as_a_warning():
+    X, groups = fair_cpd_tensor(shape=(60, 5, 4), true_rank=2, shift=1.5, spread=3.0, random_state=3)
+    data = AuditData.from_tensor(X, groups)
+    options = dict(FAST, sweep=False, khsic_kernel="nystrom", khsic_landmarks=20)
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,khsic", options={"cpd": options}))
+    assert any("Nyström" in w and "20 landmark entities" in w for w in result.warnings)
+    plain = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,khsic", options={"cpd": dict(FAST, sweep=False)}))
+    assert not any("Nyström" in w for w in plain.warnings)  # 60 entities: exact by default
+
+
+def test_cli_speed_options(tmp_path):
+    out = tmp_path / "r.json"
+    code = main([
+        "audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context",
+        "--tensor-value", "score", "--methods", "cpd", "--ranks", "2", "--cpd-no-sweep", "--cpd-tol", "1e-3",
+        "--cpd-kernel", "nystrom", "--cpd-landmarks", "30", "--variants", "vanilla,khsic", "--json", str(out), "--quiet",
+    ])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["config"]["options"]["cpd"] == {"sweep": False, "tol": 1e-3, "khsic_kernel": "nystrom", "khsic_landmarks": 30}
+    assert any("Nyström" in w for w in payload["warnings"])
+
+
+@pytest.mark.parametrize("extra, message", [(["--cpd-landmarks", "1"], "--cpd-landmarks must be at least 2"), (["--cpd-tol", "-1"], "--cpd-tol")])
+def test_cli_speed_option_errors(extra, message, capsys):
+    code = main(["audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context", "--tensor-value", "score", "--methods", "cpd", *extra])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err

@@ -100,3 +100,33 @@ def test_qda_sees_variance_only_leakage(rng):
 def test_as_map_reproduces_symmetric_matrices(P):
     symmetric = (P + P.T) / 2
     np.testing.assert_allclose(as_map(symmetric).dense(), symmetric, atol=1e-9)
+
+
+def test_mlp_stops_early_only_on_large_training_sets():
+    early = lambda rows: metrics._make_classifier("mlp", 2, 0, n_rows=rows)[-1].early_stopping  # noqa: E731
+    assert not early(metrics.MLP_EARLY_STOPPING_ROWS - 1) and early(metrics.MLP_EARLY_STOPPING_ROWS)
+    assert metrics._make_classifier("mlp", 2, 0, n_rows=30)[-1].hidden_layer_sizes == (1500,)  # the paper's network
+
+
+def test_mlp_on_a_small_set_does_not_depend_on_its_seed():
+    """30 training rows: with early stopping (3 validation rows) the held-out balanced accuracy
+    swung by up to 0.6 between network seeds on the same data and split; fixed iterations ≤ 0.1."""
+    from sklearn.metrics import balanced_accuracy_score
+    from threadpoolctl import threadpool_limits
+
+    train, test = np.r_[0:15, 20:35], np.r_[15:20, 35:40]
+    spreads = {30: [], None: []}  # n_rows=None: the old behaviour (always early stopping)
+    with threadpool_limits(1, "blas"):
+        for seed in range(3):
+            rng = np.random.default_rng(seed)
+            groups = np.repeat([0, 1], 20)
+            Z = rng.normal(size=(40, 4))
+            Z[groups == 1, 0] += 1.5
+            for rows, spread in spreads.items():
+                scores = [
+                    balanced_accuracy_score(groups[test], metrics._make_classifier("mlp", 2, s, n_rows=rows).fit(Z[train], groups[train]).predict(Z[test]))
+                    for s in range(5)
+                ]
+                spread.append(np.ptp(scores))
+    assert max(spreads[30]) <= 0.1 + 1e-9
+    assert sum(spreads[None]) > sum(spreads[30]) + 0.5

@@ -70,20 +70,23 @@ def solve_right(M: np.ndarray, G: np.ndarray) -> np.ndarray:
         return M @ np.linalg.pinv(G, hermitian=True)
 
 
-def normalise(factors: list[np.ndarray]) -> list[np.ndarray]:
+def normalise(factors: list[np.ndarray], return_weights: bool = False):
     """Give every non-sensitive factor unit-norm columns and move the norms into ``F_0``.
 
     The model ``⟦F⟧`` is unchanged; this fixes CP's scaling freedom so that the sensitive
     factor ``A = F_0`` carries the component weights (the normalised Kruskal form of Kolda &
-    Bader 2009, §3.1). Zero columns are left as they are.
+    Bader 2009, §3.1). Zero columns are left as they are. With ``return_weights`` also returns
+    the row vector by which ``F_0``'s columns were multiplied.
     """
     factors = [F.copy() for F in factors]
+    weights = np.ones(factors[0].shape[1])
     for k in range(1, len(factors)):
         norms = np.linalg.norm(factors[k], axis=0)
         safe = np.where(norms > 0, norms, 1.0)
         factors[k] /= safe
-        factors[0] *= safe
-    return factors
+        weights *= safe
+    factors[0] *= weights
+    return (factors, weights) if return_weights else factors
 
 
 def leading_left_vectors(X: np.ndarray, mode: int, rank: int, rng: np.random.Generator) -> np.ndarray:

@@ -1,9 +1,9 @@
 """The CP family's metrics (Kim & Gittens 2021, App. A.6) and the penalties as functions of ``A``.
 
 ``A`` is an entity embedding, one row per entity — in the audit the *normalised* embedding
-``Â`` of :class:`~fairaudit.cpd.FairCPD` (each column's mean square 1), so that CP's scaling
-freedom, which changes nothing about the model, cannot change a metric; ``groups`` are integer
-group codes per entity. The leakage metrics ``unfairness`` / ``unfairness_balanced`` are
+``Â`` of :class:`~fairaudit.cpd.FairCPD` (each column's mean square 1; whitened for a matrix),
+so that CP's indeterminacy, which changes nothing about the model, cannot change a metric;
+``groups`` are integer group codes per entity. The leakage metrics ``unfairness`` / ``unfairness_balanced`` are
 the shared ones of :mod:`fairaudit.metrics`, computed on ``A``.
 """
 
@@ -44,28 +44,39 @@ def nkhsic(A: np.ndarray, groups: np.ndarray, *, gamma: float | None = None, max
     S = _kernels.centred(_kernels.one_hot(groups))
     if gamma is None:
         gamma = _kernels.median_gamma(A, max_rows=max_rows, random_state=random_state)
-    sq = np.einsum("ij,ij->i", A, A)
-    K = np.exp(-gamma * np.maximum(sq[:, None] + sq[None, :] - 2.0 * A @ A.T, 0.0))
-    K -= K.mean(axis=0)
-    K -= K.mean(axis=1, keepdims=True)
-    norm_a = float(np.linalg.norm(K))
+    # ⟨K̃_A, K̃_S⟩ = Σ(S̃ ∘ K S̃) and ‖HKH‖²_F = ‖K‖²_F − 2‖K1‖²/n + (1ᵀK1)²/n², from the kernel's
+    # row blocks (no centred n × n copy).
+    n = len(A)
+    right = np.hstack([S, np.ones((n, 1))])
+    product = np.empty((n, right.shape[1]))
+    sq_norm = 0.0
+    with _kernels.blas_threads():
+        for rows, K in _kernels.rbf_blocks(A, gamma):
+            product[rows] = K @ right
+            sq_norm += float(np.sum(K * K))
+    row_sums = product[:, -1]
+    norm_a = np.sqrt(max(sq_norm - 2.0 * float(row_sums @ row_sums) / n + float(row_sums.sum()) ** 2 / n**2, 0.0))
     norm_s = float(np.linalg.norm(S.T @ S))
     if norm_a == 0 or norm_s == 0:
         return 0.0
-    return float(np.sum(S * (K @ S)) / (norm_a * norm_s))
+    return float(np.sum(S * product[:, :-1]) / (norm_a * norm_s))
 
 
-def penalty(A: np.ndarray, groups: np.ndarray, method: str, gamma: float | None = None) -> float:
+def penalty(
+    A: np.ndarray, groups: np.ndarray, method: str, gamma: float | None = None, *, whiten: bool = False, landmarks=None
+) -> float:
     """The unweighted penalty of ``method`` for the factor ``A`` — evaluated, like
-    :class:`FairCPD` does, on its normalised embedding (what FairCPD multiplies by λ)."""
+    :class:`FairCPD` does, on its normalised embedding (what FairCPD multiplies by λ;
+    ``whiten=True`` for a matrix, 2-way CP: see :func:`~fairaudit.cpd.normalised_embedding`;
+    ``landmarks``: KHSIC by the Nyström approximation)."""
     from .estimator import normalised_embedding
 
-    A = normalised_embedding(np.asarray(A, dtype=float))
+    A = normalised_embedding(np.asarray(A, dtype=float), whiten=whiten)
     S = _kernels.one_hot(groups)
     if method == "khsic":
         if gamma is None:
             raise ValueError("the KHSIC penalty needs gamma")
-        return _kernels.khsic(A, _kernels.centred(S), gamma)
+        return _kernels.khsic(A, _kernels.centred(S), gamma, landmarks=landmarks)
     if method == "hsic":
         return _kernels.hsic_linear(A, _kernels.centred(S))
     if method == "fatr":
