@@ -261,9 +261,9 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "seconds"),
     ],
     "cpd": [
-        ("frontier", "unfairness"),
         ("frontier", "unfairness_balanced"),
         ("frontier", "nkhsic"),
+        ("frontier", "unfairness"),
         ("group", "residual_fit"),
         ("variant", "residual_fit"),
         ("variant", "unfairness_balanced"),
@@ -305,3 +305,28 @@ def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] |
         else:
             figures.append((metric, variant_curves(records, method, metric, variants, log_y=metric == "seconds")))
     return figures
+
+
+def group_sizes_figure(sizes: dict[str, int], title: str = "Rows per group") -> go.Figure:
+    """A small horizontal bar chart of the groups' sizes (the data in use, at a glance)."""
+    labels = [safe(label) for label in sizes]
+    fig = go.Figure(
+        go.Bar(
+            x=list(sizes.values()),
+            y=labels,
+            orientation="h",
+            marker_color=[GROUP_COLOURS[i % len(GROUP_COLOURS)] for i in range(len(sizes))],
+            text=[f"{n:,}" for n in sizes.values()],
+            textposition="auto",
+            hovertemplate="%{y}: %{x:,} rows<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=dict(text=safe(title), x=0.01, font=dict(size=13)),
+        height=70 + 26 * len(sizes),
+        margin=dict(l=10, r=10, t=32, b=10),
+        template="plotly_white",
+        yaxis=dict(autorange="reversed", automargin=True),
+        xaxis=dict(visible=False),
+    )
+    return fig

@@ -16,7 +16,7 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, run_audit
 from fairaudit.findings import findings
 from fairaudit.metrics import METRIC_DEFINITIONS
-from fairaudit.plots import FAMILY_FIGURES, family_figures, metric_title, variant_title
+from fairaudit.plots import FAMILY_FIGURES, family_figures, group_sizes_figure, metric_title, variant_title
 from fairaudit.report import details_rows, summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 
@@ -227,8 +227,12 @@ def method_page(
     """
     data = current_data()
     st.title(title)
-    st.markdown(intro)
-    st.caption(data_summary(data) + " — change it on the **Data** page.")
+    text, sizes = st.columns([3, 1])
+    with text:
+        st.markdown(intro)
+        st.caption(data_summary(data) + " — change it on the **Data** page.")
+    with sizes:
+        st.plotly_chart(group_sizes_figure(data.group_sizes()), key=f"{method}-group-sizes", config={"displayModeBar": False})
     with st.form(f"{method}-settings"):
         left, right = st.columns([3, 2])
         with left:

@@ -15,7 +15,7 @@ paper_sweep = default_ranks(n)
 
 def ranks_ui():
     if st.checkbox(
-        f"The paper's sweep: 10 %, 20 %, 30 %, 40 % of the {n} features ({', '.join(map(str, paper_sweep))} kept)",
+        f"Paper's sweep: 10–40 % of the features ({', '.join(map(str, paper_sweep))} kept)",
         value=True,
         key="fs-paper-sweep",
     ):

@@ -47,11 +47,6 @@ except FairAuditError as exc:
     st.error(str(exc))
     st.stop()
 
-st.subheader("Findings")
-for method, sentences in findings(combined).items():
-    for sentence in sentences:
-        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {sentence}")
-
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
 html = render_html(combined)
 columns = st.columns(4)
@@ -60,3 +55,8 @@ columns[1].download_button("JSON", combined.to_json(), file_name=f"fairaudit-{st
 columns[2].download_button("CSV records", combined.to_csv(), file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
 columns[3].download_button("ZIP of all three", report_zip(combined), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
 st.caption(f"{len(combined.records)} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)}; HTML {len(html) / 1e6:.1f} MB.")
+
+st.subheader("Findings")
+for method, sentences in findings(combined).items():
+    for sentence in sentences:
+        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {sentence}")
