@@ -324,6 +324,13 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     skipped: list[dict] = []
     notes: list[str] = []
     details: dict[str, dict] = {}
+    smallest = min(data.group_sizes().items(), key=lambda item: item[1])
+    if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
+        notes.append(
+            f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
+            f"{smallest[1]} rows and a held-out classifier needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
+            "per group; merge small categories or raise the minimum group size."
+        )
     for method in config.methods:
         sink = RecordSink(method, progress)
         _family(method)(data, config, sink)

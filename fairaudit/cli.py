@@ -7,6 +7,7 @@ Exit status 0 on success; 2 with one line on stderr for bad input (never a trace
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 
@@ -348,6 +349,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # pragma: no cover
         print("fairaudit: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not bad input: one line, the traceback on request
+        if os.environ.get("FAIRAUDIT_DEBUG"):
+            raise
+        print(
+            f"fairaudit: unexpected error (a bug in fairaudit, please report it): {type(exc).__name__}: "
+            f"{' '.join(str(exc).split())} — rerun with FAIRAUDIT_DEBUG=1 for the traceback",
+            file=sys.stderr,
+        )
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -118,6 +118,7 @@ def mmd2_rbf(
     groups: np.ndarray,
     *,
     max_rows_per_group: int | None = 1000,
+    max_rows: int = 4000,
     random_state: int | None = 0,
 ) -> float:
     """RBF-kernel MMD² with the median bandwidth heuristic ([Lee22] §5; [Gretton12] eq. 5).
@@ -125,30 +126,35 @@ def mmd2_rbf(
     For groups ``a`` and ``b``: ``mean K_aa + mean K_bb − 2 mean K_ab`` (the biased,
     always non-negative V-statistic), ``K(x, y) = exp(−‖x − y‖² / (2 σ²))`` with ``σ`` the
     median pairwise distance of the pooled rows. For more than two groups, the largest pairwise
-    value. Groups larger than ``max_rows_per_group`` are subsampled (seeded) to bound the
-    O(m²) cost; ``None`` uses every row.
+    value, with one σ for all pairs (the pooled rows of every group) so the kernel is computed
+    once. Groups larger than ``max_rows_per_group`` are subsampled (seeded), and the per-group
+    cap shrinks so that at most ``max_rows`` rows enter the O(N²) kernel; ``None`` uses every row.
     """
     Z = np.asarray(Z, dtype=float)
     rng = np.random.default_rng(random_state)
     k = int(groups.max()) + 1
-    members = [_subsample(np.flatnonzero(groups == g), max_rows_per_group, rng) for g in range(k)]
-    best = 0.0
-    for a, b in combinations(range(k), 2):
-        Za, Zb = Z[members[a]], Z[members[b]]
-        pooled = np.vstack([Za, Zb])
-        distances = pdist(pooled)
-        sigma = float(np.median(distances)) if distances.size else 0.0
-        if sigma <= 0:
-            positive = distances[distances > 0]
-            if positive.size == 0:
-                continue  # every row identical: no difference between the groups
-            sigma = float(np.median(positive))
-        gamma = 1.0 / (2.0 * sigma * sigma)
-        kaa = np.exp(-gamma * cdist(Za, Za, "sqeuclidean")).mean()
-        kbb = np.exp(-gamma * cdist(Zb, Zb, "sqeuclidean")).mean()
-        kab = np.exp(-gamma * cdist(Za, Zb, "sqeuclidean")).mean()
-        best = max(best, float(kaa + kbb - 2.0 * kab))
-    return best
+    sizes = np.bincount(groups, minlength=k)
+    cap = max_rows_per_group
+    if cap is not None:
+        # the largest per-group cap c with Σ min(m_g, c) ≤ max_rows (at least 50 rows per group)
+        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
+            cap = int(cap * 0.8)
+    members = [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
+    rows = np.concatenate(members)
+    pooled = Z[rows]
+    distances = pdist(pooled)
+    positive = distances[distances > 0]
+    if positive.size == 0:
+        return 0.0  # every row identical: no difference between the groups
+    sigma = float(np.median(distances))
+    if sigma <= 0:
+        sigma = float(np.median(positive))
+    kernel = np.exp(-cdist(pooled, pooled, "sqeuclidean") / (2.0 * sigma * sigma))
+    bounds = np.cumsum([0] + [len(m) for m in members])
+    block = np.array(
+        [[kernel[bounds[a] : bounds[a + 1], bounds[b] : bounds[b + 1]].mean() for b in range(k)] for a in range(k)]
+    )
+    return float(max(block[a, a] + block[b, b] - 2.0 * block[a, b] for a, b in combinations(range(k), 2)))
 
 
 # ---------------------------------------------------------------- leakage
@@ -210,6 +216,29 @@ def _make_classifier(name: str, n_classes: int, random_state, rank_deficient: bo
 LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp")
 
 
+LEAKAGE_MIN_GROUP_ROWS = 8
+"""A held-out group classifier needs this many rows per group (≥ 2 test and ≥ 6 training rows at
+the 75/25 split); with a smaller group the leakage metrics are NaN (and the audit says why)."""
+
+
+def _stratified_subsample(groups: np.ndarray, max_rows: int, random_state) -> np.ndarray:
+    """Row indices: every row of small groups, the large ones subsampled evenly to ``max_rows``."""
+    rng = np.random.default_rng(random_state)
+    labels, sizes = np.unique(groups, return_counts=True)
+    keep_whole = sizes <= max(2 * LEAKAGE_MIN_GROUP_ROWS, int(0.02 * max_rows))
+    budget = max_rows - int(sizes[keep_whole].sum())
+    large_total = int(sizes[~keep_whole].sum())
+    chosen = []
+    for label, size, whole in zip(labels, sizes, keep_whole, strict=True):
+        members = np.flatnonzero(groups == label)
+        if whole or large_total <= budget:
+            chosen.append(members)
+        else:
+            take = max(LEAKAGE_MIN_GROUP_ROWS, int(round(budget * size / large_total)))
+            chosen.append(rng.choice(members, size=min(take, size), replace=False))
+    return np.sort(np.concatenate(chosen))
+
+
 def group_prediction_scores(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -222,7 +251,8 @@ def group_prediction_scores(
     """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``.
 
     A stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6);
-    above ``max_rows`` rows a stratified subsample is used.
+    above ``max_rows`` rows a subsample is used that keeps every row of small groups. Returns
+    ``(nan, nan)`` when a group has fewer than :data:`LEAKAGE_MIN_GROUP_ROWS` rows.
     """
     from sklearn.metrics import accuracy_score, balanced_accuracy_score
     from sklearn.model_selection import train_test_split
@@ -231,8 +261,11 @@ def group_prediction_scores(
     if Z.ndim == 1:
         Z = Z[:, None]
     groups = np.asarray(groups)
+    if np.unique(groups, return_counts=True)[1].min() < LEAKAGE_MIN_GROUP_ROWS:
+        return float("nan"), float("nan")
     if max_rows is not None and len(groups) > max_rows:
-        Z, _, groups, _ = train_test_split(Z, groups, train_size=max_rows, stratify=groups, random_state=random_state)
+        rows = _stratified_subsample(groups, max_rows, random_state)
+        Z, groups = Z[rows], groups[rows]
     Z_train, Z_test, g_train, g_test = train_test_split(
         Z, groups, test_size=test_size, stratify=groups, random_state=random_state
     )

@@ -136,8 +136,9 @@ class _Cuts:
         value = min(float((theta @ L).max()), float(L.max(axis=1).min()))
         return value, theta, kelley
 
-    def boxed_kelley(self, center: np.ndarray, radius: float) -> tuple[np.ndarray, float]:
-        """Kelley's point within ``‖w − center‖_∞ ≤ radius`` on the simplex, and its model value."""
+    def boxed_kelley(self, center: np.ndarray, radius: float) -> tuple[np.ndarray, float] | None:
+        """Kelley's point within ``‖w − center‖_∞ ≤ radius`` on the simplex, and its model value
+        (``None`` when the LP solver fails, e.g. on a box at the edge of its tolerances)."""
         L = np.array(self.losses)
         T, k = L.shape
         objective = np.zeros(k + 1)
@@ -147,6 +148,8 @@ class _Cuts:
         A_eq[0, :k] = 1.0
         bounds = [(max(0.0, c - radius), min(1.0, c + radius)) for c in center] + [(None, None)]
         result = linprog(objective, A_ub=A_ub, b_ub=np.zeros(T), A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs")
+        if result.status != 0 or result.x is None:
+            return None
         return result.x[:k], float(-result.fun)
 
 
@@ -198,10 +201,17 @@ def _search_two_groups(cuts: _Cuts, tolerance: float, max_iter: int) -> tuple[in
 def _search_k_groups(cuts: _Cuts, tolerance: float, max_iter: int, radius: float) -> tuple[int, bool]:
     """Kelley's cutting-plane point inside a trust box around the best ``w`` (box step)."""
     center = cuts.best()
-    for n_iter in range(1, max_iter + 1):
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):  # noqa: B007 - reported
         if _converged(cuts, tolerance):
             return n_iter, True
-        w, model = cuts.boxed_kelley(cuts.weights[center], radius)
+        step = cuts.boxed_kelley(cuts.weights[center], radius)
+        if step is None:  # the box is too small for the LP's tolerances: widen it, or stop
+            if radius >= 1.0:
+                break
+            radius = min(1.0, max(radius * 4, 1e-9))
+            continue
+        w, model = step
         value = cuts.evaluate(w)
         predicted = model - cuts.values[center]
         if value > cuts.values[center]:
@@ -210,8 +220,8 @@ def _search_k_groups(cuts: _Cuts, tolerance: float, max_iter: int, radius: float
             if ratio > 0.5:
                 radius = min(2 * radius, 1.0)
         else:
-            radius = max(radius / 2, 1e-14)
-    return max_iter, _converged(cuts, tolerance)
+            radius = max(radius / 2, 1e-9)
+    return n_iter, _converged(cuts, tolerance)
 
 
 def _recover_primal(cuts: _Cuts, theta: np.ndarray) -> tuple[LowRankMap, np.ndarray]:

@@ -72,3 +72,26 @@ def test_tensor_sample_in_long_format():
     assert not at.exception
     assert any("Data ready" in s.value for s in at.success)
     assert any("A tensor of shape" in c.value for c in at.caption)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("sensitive", [["SEX"], ["SEX", "EDUCATION"]], ids=["sex", "sex-x-education"])
+def test_credit_upload_end_to_end(sensitive):
+    """The realistic upload of the issue: 30,000 rows, SEX (or SEX × EDUCATION) sensitive."""
+    from tests.conftest import shared_file
+
+    content = shared_file("credit/UCI_Credit_Card.csv").read_bytes()
+    at = app().run()
+    at.switch_page("pages/data.py").run()
+    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    at.file_uploader(key="data-upload").set_value(("UCI_Credit_Card.csv", content, "text/csv")).run()
+    [w for w in at.multiselect if w.label.startswith("Sensitive")][0].set_value(sensitive).run()
+    at.button(key="roles-apply").click().run()
+    assert not at.exception
+    assert any("Data ready" in s.value for s in at.success)
+    at.switch_page("pages/pca.py").run()
+    assert not at.exception
+    assert any("vanilla PCA's reconstruction loss for SEX=" in info.value for info in at.info)
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert len(at.get("download_button")) == 4
