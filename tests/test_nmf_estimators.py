@@ -102,6 +102,18 @@ def test_algorithm_1_is_the_mean_of_T_group_nmfs():
         assert E[g] == pytest.approx(np.mean(errors), rel=1e-12)
 
 
+def test_a_group_with_an_exact_factorisation_has_zero_own_error():
+    """r >= min(n_ℓ, m): X_ℓ = X_ℓ · I is a rank-r NMF, so E_ℓ = 0 (not an iterative approximation)."""
+    rng = np.random.default_rng(5)
+    X, groups = low_rank_groups(rng, sizes=(40, 6), ranks=(3, 3), noise=0.2)
+    data = GroupedData.build(X, groups)
+    E, _ = estimate_group_errors(data, 6, n_estimates=2, random_state=1)
+    assert E[1] == 0.0  # 6 rows: W = I, H = X_ℓ
+    assert E[0] > 0.0  # 40 noisy rows × 10 features at rank 6: no exact factorisation
+    E, _ = estimate_group_errors(data, 10, n_estimates=2, random_state=1)
+    assert np.all(E == 0.0)  # 10 features: W = X_ℓ, H = I
+
+
 def test_estimates_are_cached_and_shared_between_variants(monkeypatch):
     rng = np.random.default_rng(4)
     X, groups = low_rank_groups(rng, noise=0.05)

@@ -27,7 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._core import TINY, StoppingRule, mu_update_W, squared_error
 
 SOLVERS = ("cd", "mu")
-STANDARD_MAX_ITER = 5000
+STANDARD_MAX_ITER = 20000
 """Default iteration cap of standard NMF (:class:`~fairaudit.nmf.NMF`, ``E_ℓ``, ``init="nmf"``)."""
 
 

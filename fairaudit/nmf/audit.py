@@ -201,17 +201,23 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "random_state": seed}
     total, done = len(chosen) * len(ranks), 0
     capped: dict[str, list[int]] = {name: [] for name in chosen}
+    estimate_capped: list[int] = []
     for rank in ranks:
-        E, estimate_seconds = estimate_group_errors(
-            grouped,
-            rank,
-            n_estimates=options["n_estimates"],
-            solver=options["nmf_solver"],
-            tol=options["tol"],
-            max_iter=STANDARD_MAX_ITER,
-            random_state=seed,
-            key=key,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            E, estimate_seconds = estimate_group_errors(
+                grouped,
+                rank,
+                n_estimates=options["n_estimates"],
+                solver=options["nmf_solver"],
+                tol=options["tol"],
+                max_iter=STANDARD_MAX_ITER,
+                random_state=seed,
+                key=key,
+            )
+        if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+            estimate_capped.append(rank)
+        sink.capture_warnings("E_ℓ", [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
         vanilla, caught = _fit(
             NMF(rank, solver=options["nmf_solver"], estimates=E, **common), X, sensitive
         )
@@ -243,6 +249,12 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 )
             done += 1
             sink.progress(name, rank, done, total, seconds)
+    if estimate_capped:
+        sink.warn(
+            f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
+            f"{', '.join(map(str, estimate_capped))}, so E_ℓ may be slightly high and the relative "
+            "losses slightly low there; loosen tol (CLI --nmf-tol) for a faster, coarser estimate."
+        )
     for name, ranks_capped in capped.items():
         if ranks_capped:
             sink.warn(
