@@ -63,6 +63,17 @@ def test_slow_variants_are_skipped_with_a_reason(rng):
     assert set(explicit.records.variant) == {"fair_sdp"} and not explicit.skipped
 
 
+def test_an_iteration_cap_is_reported_as_an_audit_warning(rng, monkeypatch):
+    """A solver that stops at its cap (converged_ False, a NumPy bool included) is never silent."""
+    from fairaudit import FairPCA
+    from fairaudit.pca import audit as pca_audit
+
+    monkeypatch.setitem(pca_audit.VARIANTS, "fair_mw", FairPCA(solver="mw", max_iter=3, tol=1e-12))
+    X, groups = random_groups_data(rng, 2, 6)
+    result = run_audit(AuditData.from_arrays(X, groups), AuditConfig(ranks=(1, 2), variants="fair_mw"))
+    assert any("pca/fair_mw: stopped at its iteration cap" in w and "1, 2" in w for w in result.warnings)
+
+
 def test_variant_selection_and_rank_validation(rng):
     X, groups = random_groups_data(rng, 3, 6)
     data = AuditData.from_arrays(X, groups)

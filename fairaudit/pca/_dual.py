@@ -269,7 +269,7 @@ def solve_dual(
     else:
         projection, losses = combined, combined_losses
     lower = cuts.lower_bound
-    converged = converged or losses.max() - lower <= tolerance
+    converged = bool(converged or losses.max() - lower <= tolerance)
     if not converged:
         warnings.warn(
             f"Fair PCA (eig) stopped after {max_iter} iterations at rank {d} with duality gap "

@@ -68,7 +68,7 @@ def solve_mw(
     basis = eigenvectors[:, eigenvalues > 1e-12][:, ::-1]
     projection, _ = lp_round(problem, d, basis)
     losses = problem.losses(projection, d)
-    converged = converged or losses.max() - lower <= tol * max(losses.max(), 1e-300)
+    converged = bool(converged or losses.max() - lower <= tol * max(losses.max(), 1e-300))
     if not converged:
         warnings.warn(
             f"Fair PCA (mw) stopped after {max_iter} rounds at rank {d} with certified gap "
