@@ -259,7 +259,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         if ranks_capped:
             sink.warn(
                 f"nmf/{name}: an iteration cap was reached before the stopping rule at rank(s) "
-                f"{', '.join(map(str, ranks_capped))} (the fit itself, its starting NMF or E_ℓ); "
+                f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
                 "raise max_iter (CLI --nmf-max-iter) or loosen tol."
             )
 
