@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from fairaudit.cpd.audit import DEFAULT_OPTIONS
 from fairaudit.cpd.estimator import rank_limit
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page
@@ -11,12 +12,14 @@ from pages.common import current_data, method_page
 data = current_data()
 shape = data.tensor_shape or (data.n_rows, data.n_features)
 limit = rank_limit(shape)
+khsic_limit = DEFAULT_OPTIONS["khsic_max_rows"]
 heavy = {}
 if shape[0] > 2000:
     heavy["khsic"] = (
         f"{shape[0]} entities: KHSIC approximates the {shape[0]}×{shape[0]} kernel of the entity embedding "
         "(Nyström, 500 landmark entities; noted in the warnings). The default audit took ~40 s at "
-        "3,000 entities and ~85 s at 5,000 on two cores; above 5,000 KHSIC is skipped."
+        f"3,000 entities and ~85 s at 5,000 on two cores; above {khsic_limit:,} KHSIC is skipped unless "
+        "you tick “Run KHSIC anyway”."
     )
 
 
@@ -28,7 +31,12 @@ def options(data) -> dict:
         points = int(st.number_input("λ values in the sweep", 2, 20, 10, key="cpd-points"))
     with right:
         sweep_rank = int(st.number_input("CP rank of the sweep", 1, limit, min(limit, 8), key="cpd-sweep-rank"))
-    return {"sweep": sweep, "n_lambdas": points, "sweep_rank": sweep_rank}
+    chosen = {"sweep": sweep, "n_lambdas": points, "sweep_rank": sweep_rank}
+    if shape[0] > khsic_limit and st.checkbox(
+        f"Run KHSIC anyway ({shape[0]:,} entities, above the {khsic_limit:,} limit: expect minutes)", key="cpd-khsic-anyway"
+    ):
+        chosen["khsic_max_rows"] = shape[0]
+    return chosen
 
 
 layout = (

@@ -93,7 +93,12 @@ def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
     options = dict(FAST, khsic_max_rows=50, sweep=False)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": options}))
     assert set(result.records.variant) == {"vanilla", "fatr", "hsic"}
-    assert result.skipped[0]["variant"] == "khsic" and "khsic_max_rows=50" in result.skipped[0]["reason"]
+    reason = result.skipped[0]["reason"]
+    assert result.skipped[0]["variant"] == "khsic" and "khsic_max_rows=50" in reason
+    assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows" in reason  # the exact kernel: memory
+    nystrom = dict(options, khsic_kernel="nystrom", khsic_landmarks=20)
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="khsic", options={"cpd": nystrom}))
+    assert "Nyström kernel (20 landmarks)" in result.skipped[0]["reason"]  # Nyström: time, not an n×n matrix
 
 
 def test_bad_options():

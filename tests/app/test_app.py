@@ -74,6 +74,26 @@ def test_tensor_sample_in_long_format():
     assert any("A tensor of shape" in c.value for c in at.caption)
 
 
+def test_tensor_page_offers_khsic_above_its_entity_limit():
+    """Above 5,000 entities KHSIC is skipped by default; the page says so and offers to run it."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.normal(size=(5001, 5)), columns=[f"x{i}" for i in range(5)])
+    frame["group"] = rng.choice(["a", "b"], size=5001)
+    at = app().run()
+    at.switch_page("pages/data.py").run()
+    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    at.file_uploader(key="data-upload").set_value(("big.csv", frame.to_csv(index=False).encode(), "text/csv")).run()
+    [w for w in at.multiselect if w.label.startswith("Sensitive")][0].set_value(["group"]).run()
+    at.button(key="roles-apply").click().run()
+    at.switch_page("pages/tensor.py").run()
+    assert not at.exception
+    assert at.checkbox(key="cpd-khsic-anyway").value is False
+    assert any("Run KHSIC anyway" in w.value for w in at.warning)
+
+
 @pytest.mark.shared_data
 @pytest.mark.parametrize("sensitive", [["SEX"], ["SEX", "EDUCATION"]], ids=["sex", "sex-x-education"])
 def test_credit_upload_end_to_end(sensitive):
