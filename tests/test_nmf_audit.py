@@ -82,7 +82,7 @@ def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
     np.testing.assert_allclose(np.linalg.norm(shifted.X, axis=0), 1.0)
     raw = X - np.array([0.0, -2.0])
     np.testing.assert_allclose(shifted.X, raw / np.linalg.norm(raw, axis=0))
-    assert "shifted by its minimum" in shifted.notes[0]
+    assert "each shifted by its own minimum" in shifted.notes[0]
     clipped = nmf_input(data, nonnegative="clip")
     assert clipped.X.min() == 0.0
 

@@ -1,10 +1,10 @@
 """Algorithm 1 of Kassab, George, Needell et al.: each group's own rank-r NMF error ``E_ℓ``.
 
 ``E_ℓ`` is the mean of ``‖X_ℓ − W H‖_F`` over ``T`` standard NMF runs (eq. (2)) of group ``ℓ``
-alone from ``T`` random starts (``T = 5`` by default, as in the paper). When ``r >= min(n_ℓ, m)`` the
-group has an exact rank-``r`` non-negative factorisation and ``E_ℓ = 0`` without running NMF. It is the yardstick of
-the relative loss (Def. 4.1, Remark 4.2): a group is served as well as it can be when its error
-under the shared ``H`` equals ``E_ℓ``.
+alone from ``T`` random starts (``T = 5`` by default, as in the paper). When ``r >= min(n_ℓ, m)``
+the group has an exact rank-``r`` non-negative factorisation and ``E_ℓ = 0`` without running NMF.
+It is the yardstick of the relative loss (Def. 4.1, Remark 4.2): a group is served as well as it
+can be when its error under the shared ``H`` equals ``E_ℓ``.
 
 Results are cached in memory (a small LRU keyed on a hash of the grouped data, the rank, ``T``,
 the seed and the solver settings) so that the vanilla and fair variants of one audit, repeated

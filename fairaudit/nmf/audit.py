@@ -111,7 +111,7 @@ def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_
     notes = []
     negative_columns = [name for name, neg in zip(data.feature_names, (data.X_raw < 0).any(axis=0), strict=True) if neg]
     if negative_columns and nonnegative != "error":
-        action = "shifted by its minimum" if nonnegative == "shift" else "clipped at 0"
+        action = "each shifted by its own minimum" if nonnegative == "shift" else "clipped at 0"
         notes.append(
             f"nmf: {len(negative_columns)} feature(s) with negative values {action} before NMF "
             f"({', '.join(map(repr, negative_columns[:5]))}{' …' if len(negative_columns) > 5 else ''})"
