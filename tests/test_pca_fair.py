@@ -82,6 +82,23 @@ def test_tied_eigenvalues_at_the_optimum(d):
     assert fair.group_losses_[0] == pytest.approx(fair.group_losses_[1], rel=1e-7)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_two_group_restricted_primal_is_exact(seed):
+    """The pairwise two-group min–max over cuts equals HiGHS' LP (and is never worse)."""
+    from fairaudit.pca._dual import _min_max_mix, _two_group_mix
+
+    rng = np.random.default_rng(seed)
+    L = rng.uniform(0, 1, size=(int(rng.integers(1, 15)), 2))
+    if seed % 4 == 1:
+        L[:, 1] = L[:, 0] * 0.5  # every cut favours group 2: a single cut is optimal
+    if seed % 4 == 2:
+        L[0, 1] = L[0, 0]  # a cut on the diagonal
+    exact, lp = _two_group_mix(L), _min_max_mix(L)
+    assert exact.sum() == pytest.approx(1.0) and (exact >= 0).all() and np.count_nonzero(exact) <= 2
+    assert (exact @ L).max() <= (lp @ L).max() + 1e-9  # never worse than the LP ...
+    assert (exact @ L).max() == pytest.approx((lp @ L).max(), abs=1e-7)  # ... and the same optimum
+
+
 @pytest.mark.parametrize("k,n,ranks", INSTANCES[:4])
 def test_sdp_and_mw_solvers_reach_the_same_value(k, n, ranks):
     rng = np.random.default_rng(77 + k + n)
