@@ -37,7 +37,7 @@ def test_records_are_tidy_and_unique(small_result):
     assert {"vanilla", "fatr", "hsic", "khsic"} <= variants
     assert {f"{m}@{i}" for m in ("fatr", "hsic", "khsic") for i in range(4)} <= variants
     sweep = records[records.variant.str.contains("@")]
-    assert set(sweep["rank"]) == {2}  # the sweep runs at the largest audited rank
+    assert set(sweep["rank"]) == {2}  # the sweep runs at the largest audited rank (below the exact-fit rank)
     lam = sweep[sweep.metric == "lam"].assign(base=lambda f: f.variant.map(lambda v: split_variant(v)[0]))
     for _, points in lam.groupby("base"):
         values = points.sort_values("variant").value.to_numpy()
@@ -99,6 +99,20 @@ def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
     nystrom = dict(options, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="khsic", options={"cpd": nystrom}))
     assert "Nyström kernel (20 landmarks)" in result.skipped[0]["reason"]  # Nyström: time, not an n×n matrix
+
+
+def test_the_default_sweep_rank_avoids_an_exact_fit():
+    """On a 40 × 3 matrix rank 3 reproduces the data (residual fit 0): the sweep goes to rank 2."""
+    from fairaudit.cpd.audit import default_sweep_rank
+
+    assert default_sweep_rank((1, 2, 3), 3) == 2
+    assert default_sweep_rank((3,), 3) == 3  # nothing below the limit: the only rank there is
+    rng = np.random.default_rng(1)
+    data = AuditData.from_arrays(rng.normal(size=(40, 3)), np.repeat(["a", "b"], 20))
+    options = dict(FAST, n_lambdas=2)
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2, 3), variants="vanilla,hsic", options={"cpd": options}))
+    sweep = result.records[result.records.variant.str.contains("@")]
+    assert set(sweep["rank"]) == {2}
 
 
 def test_bad_options():

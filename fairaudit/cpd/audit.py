@@ -27,7 +27,8 @@ Two kinds of fair records, told apart by the variant name:
 Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`` (default
 ``"qda"``; ``"mlp"`` is the paper's 1,500-unit network — see :data:`DEFAULT_OPTIONS`),
 ``n_lambdas`` (10), ``lambdas`` (a list for every method, or ``{method: list}``),
-``sweep_rank`` (default the largest rank audited), ``sweep`` (``False`` skips the frontier),
+``sweep_rank`` (default the largest audited rank below the exact-fit rank, see
+:func:`default_sweep_rank`), ``sweep`` (``False`` skips the frontier),
 ``n_epochs`` (200), ``tol`` (1e-4), ``inner_steps`` (5), ``l2`` (FATR's λ_ℓ2, 0),
 ``khsic_max_rows`` (5000: KHSIC is skipped, with the reason, above it), ``khsic_kernel``
 (``"auto"``: the exact kernel up to 2,000 entities, the Nyström approximation above — recorded
@@ -123,13 +124,24 @@ def _grid(options: dict, method: str, reference: float) -> np.ndarray:
     return grid
 
 
+def default_sweep_rank(ranks, limit: int) -> int:
+    """The largest audited rank below ``limit``, where a CP model can fit the data exactly.
+
+    At ``limit`` (a matrix's number of columns, say) vanilla CP has residual fit 0, so a
+    frontier there only measures how much fit a penalty destroys from a perfect fit; the largest
+    rank is used only when every audited rank is at the limit.
+    """
+    below = [r for r in ranks if r < limit]
+    return max(below) if below else max(ranks)
+
+
 def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it."""
     options = _options(config)
     X = data.tensor()
     codes, labels = data.groups.codes, data.groups.labels
     ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
-    sweep_rank = options["sweep_rank"] or max(ranks)
+    sweep_rank = options["sweep_rank"] or default_sweep_rank(ranks, rank_limit(X.shape))
     if options["sweep"] and not 1 <= sweep_rank <= rank_limit(X.shape):
         raise ParameterError(f"cpd sweep_rank {sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
     leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
