@@ -5,6 +5,7 @@ HTML report embeds. Nothing here computes a metric: it only reshapes ``AuditResu
 from __future__ import annotations
 
 import html
+import textwrap
 from collections.abc import Sequence
 
 import pandas as pd
@@ -58,6 +59,14 @@ frontier); its parameter value is the record metric ``lam``."""
 def safe(text) -> str:
     """User-supplied text made inert for plotly's pseudo-HTML (tags shown literally)."""
     return html.escape(str(text), quote=False)
+
+
+def panel_title(text: str, n_panels: int) -> str:
+    """A side-by-side panel's title, escaped and wrapped onto lines that fit the panel's width
+    (six panels in a report page leave room for about 20 characters each)."""
+    width = {1: 90, 2: 60, 3: 40, 4: 28, 5: 24}.get(n_panels, 20)
+    lines = textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False) or [""]
+    return "<br>".join(safe(line) for line in lines)
 
 
 def variant_title(method: str, variant: str) -> str:
@@ -115,9 +124,11 @@ def group_curves(
         rows=1,
         cols=max(1, len(ordered)),
         shared_yaxes=True,
-        subplot_titles=[safe(variant_title(method, v)) for v in ordered] or [""],
+        subplot_titles=[panel_title(variant_title(method, v), len(ordered)) for v in ordered] or [""],
         horizontal_spacing=0.04,
     )
+    title_lines = max([t.text.count("<br>") + 1 for t in fig.layout.annotations] or [1])
+    fig.update_annotations(font_size=13 if len(ordered) <= 3 else 12)
     for col, variant in enumerate(ordered, start=1):
         part = rows[rows.variant == variant]
         for index, group in enumerate(groups):
@@ -139,7 +150,13 @@ def group_curves(
                 col=col,
             )
         fig.update_xaxes(title_text="rank", dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
-    return _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_title(metric))
+    fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_title(metric))
+    # the figure title pinned to the top, with room below it for the (possibly wrapped) panel titles
+    extra = 16 * (title_lines - 1)
+    fig.update_layout(
+        title=dict(yref="container", y=1, yanchor="top", pad=dict(t=14)), margin=dict(t=64 + extra), height=380 + extra
+    )
+    return fig
 
 
 def variant_curves(

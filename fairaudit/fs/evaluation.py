@@ -56,6 +56,9 @@ def cluster_scores(
     out: dict[str, float] = {}
     for name, values in found.items():
         if values:
-            out[name] = float(np.mean(values))
-            out[f"{name}_std"] = float(np.std(values))
+            mean, spread = float(np.mean(values)), float(np.std(values))
+            # the same clustering up to a relabelling scores equal up to rounding (e.g. nmi's
+            # 3e-18): report that spread as what it is, none
+            out[name] = mean
+            out[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
     return out
