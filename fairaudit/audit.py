@@ -196,8 +196,9 @@ class AuditResult:
 def combine_results(results: Sequence[AuditResult]) -> AuditResult:
     """One result from several audits of the same data (e.g. one per family, run separately).
 
-    Records, skips and warnings are concatenated; ``config`` lists each run's configuration
-    under ``runs``. All results must describe the same data (same sha256 and rows).
+    Records, skips and per-fit details are concatenated, warnings without repeats; ``config``
+    lists each run's configuration under ``runs``. All results must describe the same data
+    (same sha256 and rows).
     """
     results = list(results)
     if not results:
@@ -213,11 +214,21 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
         config={"runs": [r.config for r in results]},
         data=first.data,
         skipped=[s for r in results for s in r.skipped],
-        warnings=[w for r in results for w in r.warnings],
+        warnings=list(dict.fromkeys(w for r in results for w in r.warnings)),
+        details={method: found for r in results for method, found in r.details.items()},
         created=max(r.created for r in results),
         seconds=round(sum(r.seconds for r in results), 3),
         fairaudit_version=first.fairaudit_version,
     )
+
+
+def family_options(config: dict, method: str) -> dict:
+    """The options ``config`` gave ``method``: a single run's ``AuditConfig.to_dict()`` or the
+    ``runs`` of a :func:`combine_results` config (the run that audited ``method``)."""
+    for run in config.get("runs", [config]):
+        if method in run.get("methods", ()):
+            return run.get("options", {}).get(method, {})
+    return config.get("options", {}).get(method, {})
 
 
 def _json_safe_record(record: dict) -> dict:

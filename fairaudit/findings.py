@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from .audit import family_options
 from .plots import variant_title
 
 FAIR_PCA_PREFERENCE = ("fair_eig", "fair_sdp", "fair_mw")
@@ -221,7 +222,7 @@ def fs_findings(result) -> list[str]:
         proxies = detail["proxies"]
         shown = ", ".join(proxies[:8]) + (" …" if len(proxies) > 8 else "")
         sentences.append(f"FUFS found these features most aligned with the protected attribute and steered away from them: {shown}.")
-    scaling = result.config.get("options", {}).get("fs", {}).get("scaling", "minmax")
+    scaling = family_options(result.config, "fs").get("scaling", "minmax")
     if scaling == "minmax":
         sentences.append("For feature selection every feature was rescaled to [0, 1] (the range of the FUFS paper's data).")
     return sentences

@@ -86,3 +86,21 @@ def test_variant_selection_and_rank_validation(rng):
         run_audit(data, AuditConfig(ranks=(0, 1)))
     with pytest.raises(ParameterError, match="unknown method"):
         AuditConfig(methods=("lda",))
+
+
+def test_combined_results_keep_details_options_and_findings():
+    """The Report page combines one run per family: FS's selected columns, its options and its
+    findings survive, and a note repeated by two runs appears once."""
+    from fairaudit.audit import combine_results, family_options
+    from fairaudit.findings import findings
+
+    data = load_sample()
+    pca = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2), variants="vanilla"))
+    fs = run_audit(data, AuditConfig(methods=("fs",), ranks=(2,), options={"fs": {"scaling": "data", "kmeans_runs": 2}}))
+    pca.warnings.append("a shared note")
+    fs.warnings.append("a shared note")
+    combined = combine_results([pca, fs])
+    assert combined.details == fs.details and combined.details["fs"]
+    assert family_options(combined.config, "fs") == family_options(fs.config, "fs") == {"scaling": "data", "kmeans_runs": 2}
+    assert findings(combined)["fs"] == findings(fs)["fs"]
+    assert combined.warnings.count("a shared note") == 1
