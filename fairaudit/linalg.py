@@ -31,10 +31,6 @@ class LowRankMap:
         """``X U diag(w)``: the r-dimensional representation of the rows of ``X``."""
         return (X @ self.basis) * self.weights
 
-    def apply(self, X: np.ndarray) -> np.ndarray:
-        """``X P``."""
-        return self.coordinates(X) @ self.basis.T
-
     def dense(self) -> np.ndarray:
         return (self.basis * self.weights) @ self.basis.T
 

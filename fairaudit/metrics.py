@@ -69,18 +69,6 @@ def loss(A: np.ndarray, P, d: int) -> float:
     return error(A, P) - best_rank_error(A, d)
 
 
-def group_errors(X: np.ndarray, groups: np.ndarray, P) -> np.ndarray:
-    """:func:`error` of each group (index ``g`` = group code ``g``)."""
-    k = int(groups.max()) + 1
-    return np.array([error(X[groups == g], P) for g in range(k)])
-
-
-def group_losses(X: np.ndarray, groups: np.ndarray, P, d: int) -> np.ndarray:
-    """:func:`loss` of each group. Fair PCA minimises the maximum ([Samadi18] Def. 4.4, eq. 10)."""
-    k = int(groups.max()) + 1
-    return np.array([loss(X[groups == g], P, d) for g in range(k)])
-
-
 def variance_explained(X: np.ndarray, P) -> float:
     """``‖X P‖²_F / ‖X‖²_F`` on centred data ([Rathore25] §5.3)."""
     X = np.asarray(X, dtype=float)

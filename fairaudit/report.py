@@ -205,9 +205,10 @@ def _records_section(result: AuditResult) -> str:
     )
 
 
-def render_html(result: AuditResult) -> str:
-    """The whole report as one self-contained HTML string."""
-    found = findings(result)
+def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) -> str:
+    """The whole report as one self-contained HTML string (``found``: the result's findings, if
+    the caller has them already)."""
+    found = findings(result) if found is None else found
     name = result.data.get("name", "data")
     families = "".join(_family_section(result, m, found.get(m, [])) for m in dict.fromkeys(result.records.method))
     summary = "".join(f'<div class="finding">{_e(s)}</div>' for sentences in found.values() for s in sentences[:2])
@@ -232,14 +233,23 @@ def render_html(result: AuditResult) -> str:
     )
 
 
-def report_zip(result: AuditResult) -> bytes:
-    """HTML, JSON and CSV in one ZIP archive."""
+def report_files(result: AuditResult, found: dict[str, list[str]] | None = None) -> dict[str, str]:
+    """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
+    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": result.to_csv()}
+
+
+def zip_files(files: dict[str, str]) -> bytes:
+    """``files`` (name → text) in one ZIP archive."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("report.html", render_html(result))
-        archive.writestr("report.json", result.to_json())
-        archive.writestr("records.csv", result.to_csv())
+        for name, text in files.items():
+            archive.writestr(name, text)
     return buffer.getvalue()
+
+
+def report_zip(result: AuditResult) -> bytes:
+    """HTML, JSON and CSV in one ZIP archive."""
+    return zip_files(report_files(result))
 
 
 def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:

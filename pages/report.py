@@ -8,7 +8,7 @@ import streamlit as st
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.findings import findings
-from fairaudit.report import render_html, report_zip
+from fairaudit.report import report_files, zip_files
 from pages.common import current_data, data_summary, remember, results_for, run_with_progress
 
 st.title("Report")
@@ -48,15 +48,17 @@ except FairAuditError as exc:
     st.stop()
 
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
-html = render_html(combined)
+found = findings(combined)
+files = report_files(combined, found)
+html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
-columns[1].download_button("JSON", combined.to_json(), file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
-columns[2].download_button("CSV records", combined.to_csv(), file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
-columns[3].download_button("ZIP of all three", report_zip(combined), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
+columns[1].download_button("JSON", files["report.json"], file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
+columns[2].download_button("CSV records", files["records.csv"], file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
+columns[3].download_button("ZIP of all three", zip_files(files), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
 st.caption(f"{len(combined.records)} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)}; HTML {len(html) / 1e6:.1f} MB.")
 
 st.subheader("Findings")
-for method, sentences in findings(combined).items():
+for method, sentences in found.items():
     for sentence in sentences:
         st.info(f"**{FAMILY_TITLES.get(method, method)}** — {sentence}")

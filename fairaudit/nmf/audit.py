@@ -203,21 +203,19 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     capped: dict[str, list[int]] = {name: [] for name in chosen}
     estimate_capped: list[int] = []
     for rank in ranks:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            E, estimate_seconds = estimate_group_errors(
-                grouped,
-                rank,
-                n_estimates=options["n_estimates"],
-                solver=options["nmf_solver"],
-                tol=options["tol"],
-                max_iter=STANDARD_MAX_ITER,
-                random_state=seed,
-                key=key,
-            )
-        if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+        (E, estimate_seconds), caught = _with_warnings(
+            estimate_group_errors,
+            grouped,
+            rank,
+            n_estimates=options["n_estimates"],
+            solver=options["nmf_solver"],
+            tol=options["tol"],
+            max_iter=STANDARD_MAX_ITER,
+            random_state=seed,
+            key=key,
+        )
+        if _forward_warnings(sink, "E_ℓ", caught):
             estimate_capped.append(rank)
-        sink.capture_warnings("E_ℓ", [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
         vanilla, caught = _fit(
             NMF(rank, solver=options["nmf_solver"], estimates=E, **common), X, sensitive
         )
@@ -239,9 +237,8 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         for name in chosen:
             fitted, caught, seconds = fits[name]
             _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared, config)
-            if any(issubclass(w.category, ConvergenceWarning) for w in caught):
+            if _forward_warnings(sink, name, caught):
                 capped[name].append(rank)
-            sink.capture_warnings(name, [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
             if getattr(fitted, "h_solvers_", {}).get("SCS"):
                 sink.warn(
                     f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
@@ -264,11 +261,23 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             )
 
 
-def _fit(estimator, X, sensitive, **factors):
+def _with_warnings(function, *args, **kwargs):
+    """``(function(*args, **kwargs), the warnings it raised)``."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        estimator.fit(X, sensitive_features=sensitive, **factors)
-    return estimator, caught
+        result = function(*args, **kwargs)
+    return result, caught
+
+
+def _fit(estimator, X, sensitive, **factors):
+    return _with_warnings(estimator.fit, X, sensitive_features=sensitive, **factors)
+
+
+def _forward_warnings(sink: RecordSink, name: str, caught) -> bool:
+    """Pass ``caught`` to the audit except iteration caps (summarised once per variant below);
+    ``True`` when one was hit."""
+    sink.capture_warnings(name, [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
+    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
 def _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared: NMFInput, config) -> None:

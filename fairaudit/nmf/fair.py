@@ -205,7 +205,7 @@ class FairerNMF(NMFBase):
         if self.init == "random":
             return W0, H0
         fit = solve_standard(
-            X, W0, H0, solver=self.nmf_solver, tol=self.tol, max_iter=STANDARD_MAX_ITER, what="the starting NMF (init='nmf')"
+            X, W0, H0, solver=self.nmf_solver, tol=self.tol, max_iter=self._nmf_max_iter(), what="the starting NMF (init='nmf')"
         )
         return fit.W, fit.H
 

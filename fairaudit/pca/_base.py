@@ -63,7 +63,7 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         self.component_weights_ = projection.weights.copy()
         self.n_components_ = projection.rank
         self.group_errors_ = problem.errors(projection)
-        self.group_losses_ = problem.losses(projection, d)
+        self.group_losses_ = self.group_errors_ - problem.best_errors(d)  # problem.losses, not recomputed
         return self
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:  # pragma: no cover
@@ -77,8 +77,7 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
     @property
     def projection_(self) -> np.ndarray:
         """The ``n × n`` map ``P`` with reconstruction ``(X − mean_) P + mean_``."""
-        check_is_fitted(self, "components_")
-        return (self.components_.T * self.component_weights_) @ self.components_
+        return self.map_.dense()
 
     @property
     def map_(self) -> LowRankMap:

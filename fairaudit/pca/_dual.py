@@ -288,10 +288,10 @@ def solve_dual(
     else:
         radius = 0.25 if initial_weights is None else 0.05
         n_iter, converged = _search_k_groups(cuts, tolerance, max_iter, radius)
-    upper, theta = cuts.restricted_primal()
+    _, theta = cuts.restricted_primal()
     combined, combined_losses = _recover_primal(cuts, theta)
     single = int(np.argmin([loss.max() for loss in cuts.losses]))
-    single_losses = problem.projection_losses(cuts.vectors[single], d)
+    single_losses = cuts.losses[single]  # projection_losses of that cut, stored by _Cuts.add
     if single_losses.max() <= combined_losses.max() + tolerance:
         projection = LowRankMap(cuts.vectors[single], np.ones(d))
         losses = problem.losses(projection, d)

@@ -16,6 +16,18 @@ def app() -> AppTest:
     return AppTest.from_file(APP, default_timeout=180)
 
 
+def upload(at: AppTest, name: str, content: bytes) -> None:
+    """On the Data page, choose "Upload a CSV file" and upload ``content`` as ``name``."""
+    at.switch_page("pages/data.py").run()
+    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    at.file_uploader(key="data-upload").set_value((name, content, "text/csv")).run()
+
+
+def choose(at: AppTest, label_start: str, values: list[str]) -> None:
+    """Set the Data page's multiselect whose label starts with ``label_start``."""
+    [w for w in at.multiselect if w.label.startswith(label_start)][0].set_value(values).run()
+
+
 def test_first_open_lands_on_the_audited_default_sample():
     at = app().run()
     assert not at.exception
@@ -32,15 +44,10 @@ def test_every_page_runs(page):
 
 def test_upload_a_csv_and_audit_it():
     at = app().run()
-    at.switch_page("pages/data.py").run()
-    at.radio(key="data-source").set_value("Upload a CSV file").run()
-    content = sample_bytes("diabetes")
-    at.file_uploader(key="data-upload").set_value(("patients.csv", content, "text/csv")).run()
+    upload(at, "patients.csv", sample_bytes("diabetes"))
     assert not at.exception
-    sensitive = [w for w in at.multiselect if w.label.startswith("Sensitive")][0]
-    sensitive.set_value(["sex"]).run()
-    ignore = [w for w in at.multiselect if w.label.startswith("Ignore")][0]
-    ignore.set_value(["disease_progression"]).run()
+    choose(at, "Sensitive", ["sex"])
+    choose(at, "Ignore", ["disease_progression"])
     at.button(key="roles-apply").click().run()
     assert not at.exception
     assert any("Data ready" in s.value for s in at.success)
@@ -54,9 +61,7 @@ def test_upload_a_csv_and_audit_it():
 
 def test_bad_upload_shows_an_error_and_the_app_keeps_working():
     at = app().run()
-    at.switch_page("pages/data.py").run()
-    at.radio(key="data-source").set_value("Upload a CSV file").run()
-    at.file_uploader(key="data-upload").set_value(("broken.csv", b"a,b\n1,2,3\n", "text/csv")).run()
+    upload(at, "broken.csv", b"a,b\n1,2,3\n")
     assert not at.exception
     assert any("fields but the header has 2" in e.value for e in at.error)
     at.switch_page("pages/pca.py").run()
@@ -83,10 +88,8 @@ def test_tensor_page_offers_khsic_above_its_entity_limit():
     frame = pd.DataFrame(rng.normal(size=(5001, 5)), columns=[f"x{i}" for i in range(5)])
     frame["group"] = rng.choice(["a", "b"], size=5001)
     at = app().run()
-    at.switch_page("pages/data.py").run()
-    at.radio(key="data-source").set_value("Upload a CSV file").run()
-    at.file_uploader(key="data-upload").set_value(("big.csv", frame.to_csv(index=False).encode(), "text/csv")).run()
-    [w for w in at.multiselect if w.label.startswith("Sensitive")][0].set_value(["group"]).run()
+    upload(at, "big.csv", frame.to_csv(index=False).encode())
+    choose(at, "Sensitive", ["group"])
     at.button(key="roles-apply").click().run()
     at.switch_page("pages/tensor.py").run()
     assert not at.exception
@@ -102,10 +105,8 @@ def test_credit_upload_end_to_end(sensitive):
 
     content = shared_file("credit/UCI_Credit_Card.csv").read_bytes()
     at = app().run()
-    at.switch_page("pages/data.py").run()
-    at.radio(key="data-source").set_value("Upload a CSV file").run()
-    at.file_uploader(key="data-upload").set_value(("UCI_Credit_Card.csv", content, "text/csv")).run()
-    [w for w in at.multiselect if w.label.startswith("Sensitive")][0].set_value(sensitive).run()
+    upload(at, "UCI_Credit_Card.csv", content)
+    choose(at, "Sensitive", sensitive)
     at.button(key="roles-apply").click().run()
     assert not at.exception
     assert any("Data ready" in s.value for s in at.success)
