@@ -287,6 +287,8 @@ def test_all_zero_group_and_bad_parameters():
         FairerNMF(1, init="custom").fit(X, sensitive_features=groups, W=np.ones((3, 1)), H=np.ones((1, 3)))
     with pytest.raises(FairAuditError, match="init='custom'"):
         FairerNMF(1).fit(X, sensitive_features=groups, W=np.ones((10, 1)), H=np.ones((1, 3)))
+    with pytest.raises(FairAuditError, match="init='custom' needs both W and H"):
+        FairerNMF(1, init="custom").fit(X, sensitive_features=groups)
     with pytest.raises(FairAuditError, match="max_iter"):
         NMF(1, max_iter=0).fit(X)
     with pytest.raises(FairAuditError, match="n_estimates"):

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..errors import FairAuditError
 from ._am import HStep, nnls_rows
 from ._base import NMFBase
-from ._core import TINY, GroupedData, StoppingRule, blas_threads, mu_update_W, random_factors
+from ._core import TINY, GroupedData, StoppingRule, blas_threads, check_custom_factors, mu_update_W, random_factors
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 FAIR_SOLVERS = ("mu", "am")
@@ -200,7 +200,7 @@ class FairerNMF(NMFBase):
 
     def _initial_factors(self, X: np.ndarray, r: int, W, H) -> tuple[np.ndarray, np.ndarray]:
         if self.init == "custom":
-            return self._start(X, r, W, H, None)
+            return check_custom_factors(W, H, *X.shape, r)
         W0, H0 = random_factors(X, r, self._rng())
         if self.init == "random":
             return W0, H0
