@@ -124,10 +124,10 @@ class AuditConfig:
                 )
         return tuple(sorted(set(self.ranks)))
 
-    def wants(self, method: str, variant: str, default: bool = True) -> bool:
-        """Whether ``variant`` of ``method`` should run (``default`` for ``"all"``)."""
+    def wants(self, method: str, variant: str) -> bool:
+        """Whether ``variant`` of ``method`` should run (every variant for ``"all"``)."""
         if self.variants == "all":
-            return default
+            return True
         return variant in self.variants or f"{method}:{variant}" in self.variants
 
     def to_dict(self) -> dict:

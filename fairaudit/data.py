@@ -98,10 +98,6 @@ class RawTable:
     def columns(self) -> list[str]:
         return list(self.frame.columns)
 
-    def numeric_columns(self) -> list[str]:
-        """Columns whose every non-missing cell is a number."""
-        return [c for c in self.columns if _numeric_column(self.frame[c]).is_numeric]
-
     def describe(self) -> pd.DataFrame:
         """One row per column: kind (numeric/text), distinct values, missing cells, an example."""
         rows = []
@@ -447,10 +443,6 @@ class AuditData:
     @property
     def n_features(self) -> int:
         return self.X_raw.shape[1]
-
-    @property
-    def group_labels(self) -> tuple[str, ...]:
-        return self.groups.labels
 
     def group_sizes(self) -> dict[str, int]:
         return {label: int(n) for label, n in zip(self.groups.labels, self.groups.sizes(), strict=True)}

@@ -250,7 +250,6 @@ def frontier(
             )
         )
     fig.update_xaxes(title_text=safe(metric_title(x_metric)))
-    fig.update_layout(hovermode="closest")
     figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_title(y_metric))
     figure.update_layout(hovermode="closest")
     return figure

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import io
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +43,7 @@ DEFAULT_FOLDER = Path(__file__).resolve().parent.parent / "sample_data"
 
 @dataclass(frozen=True)
 class Sample:
-    """A sample data set and how to audit it."""
+    """A sample data set and how to read it."""
 
     name: str
     title: str
@@ -52,8 +52,6 @@ class Sample:
     ignore: tuple[str, ...] = ()
     label: str | None = None
     scaling: str = "standardize"
-    methods: tuple[str, ...] = ("pca",)
-    options: dict = field(default_factory=dict)
     tensor_index: tuple[str, ...] = ()
     tensor_value: str | None = None
 
@@ -203,7 +201,6 @@ SAMPLES: dict[str, Sample] = {
         ),
         sensitive=("group",),
         label="outcome",
-        methods=("pca", "nmf", "fs", "cpd"),
     ),
     "nmf_table1": Sample(
         name="nmf_table1",
@@ -211,7 +208,6 @@ SAMPLES: dict[str, Sample] = {
         description="Groups of 1000, 500 and 250 rows with ranks 3, 3 and 6 over 20 non-negative features.",
         sensitive=("group",),
         scaling="none",
-        methods=("nmf", "pca"),
     ),
     "diabetes": Sample(
         name="diabetes",
@@ -231,7 +227,6 @@ SAMPLES["cpd_tensor"] = Sample(
     ),
     sensitive=("population",),
     scaling="none",
-    methods=("cpd",),
     tensor_index=("user", "item", "context"),
     tensor_value="score",
 )

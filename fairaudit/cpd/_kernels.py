@@ -29,12 +29,11 @@ memory stays ``O(block · n)``; the time is ``O(n² k R)`` per evaluation.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.spatial.distance import pdist
+
+from .. import linalg
 
 BLOCK_BYTES = 64 * 2**20
 """Largest kernel block held in memory (bytes)."""
@@ -48,19 +47,9 @@ on two cores with other work running (load ≈ 2.6), one KHSIC value-and-gradien
 n = 3000), and the default CP audit of the ``two_groups`` sample 13.1 s against 31.0 s."""
 
 
-@functools.cache
-def _controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
 def blas_threads():
-    """Context manager applying :data:`BLAS_THREADS` (one cached controller: building one looks
-    up the loaded libraries, ~5 ms, too slow to repeat for every fit)."""
-    if BLAS_THREADS is None:
-        return contextlib.nullcontext()
-    return _controller().limit(limits=BLAS_THREADS, user_api="blas")
+    """Context manager applying :data:`BLAS_THREADS` (see :func:`fairaudit.linalg.blas_threads`)."""
+    return linalg.blas_threads(BLAS_THREADS)
 
 
 def one_hot(codes: np.ndarray, n_groups: int | None = None) -> np.ndarray:

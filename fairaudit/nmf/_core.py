@@ -9,13 +9,13 @@ reconstruction error is ``‖X_ℓ − W_ℓ H‖_F`` and its own rank-r NMF err
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .. import linalg
 from ..errors import FairAuditError, NegativeValueError, ParameterError
 from ..groups import check_groups, encode_groups
 from ..validation import check_rank
@@ -35,12 +35,8 @@ run 300 Fairer-NMF (MU) iterations on random 13,000×1,764 data at rank 10 95.7 
 
 
 def blas_threads():
-    """Context manager applying :data:`BLAS_THREADS`."""
-    if BLAS_THREADS is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=BLAS_THREADS, user_api="blas")
+    """Context manager applying :data:`BLAS_THREADS` (see :func:`fairaudit.linalg.blas_threads`)."""
+    return linalg.blas_threads(BLAS_THREADS)
 
 
 CHECK_EVERY = 100
@@ -82,7 +78,6 @@ class GroupedData:
     X: np.ndarray
     slices: tuple[slice, ...]
     labels: tuple[str, ...]
-    codes: np.ndarray
     order: np.ndarray
     inverse: np.ndarray
     norms: np.ndarray  # ‖X_ℓ‖_F
@@ -121,7 +116,6 @@ class GroupedData:
             X=X_sorted,
             slices=slices,
             labels=groups.labels,
-            codes=groups.codes,
             order=order,
             inverse=inverse,
             norms=np.sqrt(squared),

@@ -107,9 +107,3 @@ def clear_estimate_cache() -> None:
     """Forget every cached ``E_ℓ``."""
     with _lock:
         _cache.clear()
-
-
-def estimate_cache_size() -> int:
-    """Number of cached ``(data, rank, T, seed, solver)`` entries."""
-    with _lock:
-        return len(_cache)

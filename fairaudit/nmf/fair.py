@@ -12,7 +12,16 @@ from sklearn.exceptions import ConvergenceWarning
 from ..errors import FairAuditError
 from ._am import HStep, nnls_rows
 from ._base import NMFBase
-from ._core import TINY, GroupedData, StoppingRule, blas_threads, check_custom_factors, mu_update_W, random_factors
+from ._core import (
+    TINY,
+    GroupedData,
+    StoppingRule,
+    blas_threads,
+    check_custom_factors,
+    group_errors,
+    mu_update_W,
+    random_factors,
+)
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 FAIR_SOLVERS = ("mu", "am")
@@ -220,11 +229,11 @@ def _fit_mu(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol:
     history = []
     best = (np.inf, W, H, c)
     iteration = 0
+    HHt = H @ H.T  # afterwards the W step's own HHᵀ (H does not change after it)
     while True:
         # Products of the current iterate: they give its group errors and the next H step.
         WtX = [W[s].T @ X[s] for s in slices]
         WtW = [W[s].T @ W[s] for s in slices]
-        HHt = H @ H.T
         squared_errors = np.array(
             [sq - 2.0 * np.vdot(H, a) + np.vdot(b, HHt) for sq, a, b in zip(squared, WtX, WtW, strict=True)]
         )
@@ -242,7 +251,7 @@ def _fit_mu(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol:
         numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
         denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
         H *= numerator / np.maximum(denominator, TINY)
-        mu_update_W(X, W, H)
+        _, HHt = mu_update_W(X, W, H)
     rule.warn_if_capped(iteration, objective)
     _, W, H, c = best
     return W, H, np.asarray(history), iteration, rule.converged, c / c.sum()
@@ -257,7 +266,7 @@ def _fit_am(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol:
     used: dict[str, int] = {}
 
     def evaluate(W, H):
-        errors = np.array([np.linalg.norm(X[s] - W[s] @ H) for s in slices])
+        errors = group_errors(data, W, H)
         return float(np.max((errors - E) / norms)), float(np.max(errors / norms))
 
     objective, _ = evaluate(W, H)
