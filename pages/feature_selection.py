@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from fairaudit.fs._alignment import EXACT_MAX_ROWS
 from fairaudit.fs.audit import default_ranks
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page
@@ -59,7 +60,11 @@ method_page(
     ),
     variants=VARIANT_TITLES["fs"],
     default_variants=list(VARIANT_TITLES["fs"]),
-    heavy={"fufs": "more than 3,000 rows: FUFS uses a Nyström kernel approximation and takes minutes."} if data.n_rows > 3000 else {},
+    heavy=(
+        {"fufs": f"more than {EXACT_MAX_ROWS:,} rows: FUFS uses a Nyström kernel approximation and takes minutes."}
+        if data.n_rows > EXACT_MAX_ROWS
+        else {}
+    ),
     rank_limit=n,
     options_ui=options,
     ranks_ui=ranks_ui,

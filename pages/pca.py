@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
+from fairaudit.audit import AuditConfig
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page
 
 data = current_data()
 titles = VARIANT_TITLES["pca"]
+limits = AuditConfig()  # the audit's size limits for the SDP and multiplicative weights
 heavy = {}
-if data.n_features > 30:
+if data.n_features > limits.sdp_max_features:
     heavy["fair_sdp"] = (
         f"the SDP has a {data.n_features}×{data.n_features} matrix variable; expect minutes per rank "
         "(the exact eigen-solver gives the same answer in a fraction of a second)."
     )
-if data.n_features > 300:
+if data.n_features > limits.mw_max_features:
     heavy["fair_mw"] = "hundreds of large eigen-decompositions per rank; expect minutes."
 # The SDP and multiplicative weights solve the same problem as the exact solver (slower, and
 # approximately for mw): they are offered, not run by default.
-defaults = [v for v in titles if v not in heavy and v not in ("fair_sdp", "fair_mw")]
+defaults = [v for v in titles if v not in ("fair_sdp", "fair_mw")]
 
 method_page(
     "pca",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from fairaudit.cpd._kernels import NYSTROM_LANDMARKS, NYSTROM_ROWS
 from fairaudit.cpd.audit import DEFAULT_OPTIONS
 from fairaudit.cpd.estimator import rank_limit
 from fairaudit.plots import VARIANT_TITLES
@@ -14,10 +15,10 @@ shape = data.tensor_shape or (data.n_rows, data.n_features)
 limit = rank_limit(shape)
 khsic_limit = DEFAULT_OPTIONS["khsic_max_rows"]
 heavy = {}
-if shape[0] > 2000:
+if shape[0] > NYSTROM_ROWS:
     heavy["khsic"] = (
         f"{shape[0]} entities: KHSIC approximates the {shape[0]}×{shape[0]} kernel of the entity embedding "
-        "(Nyström, 500 landmark entities; noted in the warnings). The default audit took ~40 s at "
+        f"(Nyström, {NYSTROM_LANDMARKS} landmark entities; noted in the warnings). The default audit took ~40 s at "
         f"3,000 entities and ~85 s at 5,000 on two cores; above {khsic_limit:,} KHSIC is skipped unless "
         "you tick “Run KHSIC anyway”."
     )

@@ -243,6 +243,28 @@ class NystroemRBF:
         return value, grad, alignments
 
 
+EXACT_MAX_ROWS = 3000
+"""Up to this many rows the RBF alignments use the exact ``n × n`` kernel (FUFS and the audit)."""
+NYSTROM_LANDMARKS = 300
+"""Landmark rows of the Nyström approximation above :data:`EXACT_MAX_ROWS`."""
+
+
+def rbf_backend(
+    X: np.ndarray,
+    gamma: float,
+    *,
+    approximation: str = "auto",
+    exact_max_rows: int = EXACT_MAX_ROWS,
+    n_landmarks: int = NYSTROM_LANDMARKS,
+    random_state=None,
+):
+    """The exact RBF kernel up to ``exact_max_rows`` rows (or with ``approximation="exact"``),
+    its Nyström approximation above."""
+    if approximation == "exact" or (approximation == "auto" and X.shape[0] <= exact_max_rows):
+        return ExactRBF(X, gamma)
+    return NystroemRBF(X, gamma, n_landmarks=n_landmarks, random_state=random_state)
+
+
 class Linear:
     """Linear kernels ``X diag(w) Xᵀ``: closed form in ``d × d`` matrices, exact at any ``n``."""
 

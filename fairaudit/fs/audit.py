@@ -30,7 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
-from ._alignment import ExactRBF, NystroemRBF
+from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
 from .baselines import MCFS, SPEC, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
 from .fufs import FUFS, _resolve_gamma
@@ -90,10 +90,13 @@ def _n_clusters(data: AuditData, labels, options: dict, sink: RecordSink) -> int
 
 
 def _alignment_backend(X: np.ndarray, options: dict, seed: int):
-    gamma = _resolve_gamma("scale", X)
-    if X.shape[0] <= options.get("exact_max_rows", 3000):
-        return ExactRBF(X, gamma)
-    return NystroemRBF(X, gamma, n_landmarks=options.get("n_landmarks", 300), random_state=seed)
+    return rbf_backend(
+        X,
+        _resolve_gamma("scale", X),
+        exact_max_rows=options.get("exact_max_rows", EXACT_MAX_ROWS),
+        n_landmarks=options.get("n_landmarks", NYSTROM_LANDMARKS),
+        random_state=seed,
+    )
 
 
 def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
@@ -153,7 +156,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 sink.progress(name, m, done, total, seconds)
         if name == "fufs" and getattr(estimator, "approximation_", "").startswith("Nyström"):
             sink.warn(
-                f"fs/fufs: {data.n_rows} rows exceed exact_max_rows={options.get('exact_max_rows', 3000)}, so FUFS "
+                f"fs/fufs: {data.n_rows} rows exceed exact_max_rows={options.get('exact_max_rows', EXACT_MAX_ROWS)}, so FUFS "
                 f"optimised its kernel alignments through a low-rank approximation ({estimator.approximation_})."
             )
         converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
@@ -163,5 +166,5 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     if isinstance(alignment, NystroemRBF):
         sink.warn(
             f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
-            f"because the data have more than {options.get('exact_max_rows', 3000)} rows."
+            f"because the data have more than {options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
         )

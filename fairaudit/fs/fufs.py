@@ -64,7 +64,7 @@ from sklearn.utils.validation import validate_data
 from ..errors import ParameterError
 from ..groups import check_groups, encode_groups
 from ..validation import check_rank
-from ._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
+from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, Linear, project_capped_simplex, rbf_backend
 from ._selector import FittedSelector
 
 KERNELS = ("rbf", "linear")
@@ -279,8 +279,8 @@ class FUFS(FittedSelector):
         learning_rate="auto",
         lr_decay=0.0,
         approximation="auto",
-        exact_max_rows=3000,
-        n_landmarks=300,
+        exact_max_rows=EXACT_MAX_ROWS,
+        n_landmarks=NYSTROM_LANDMARKS,
         refine=True,
         proxies=None,
         random_state=None,
@@ -332,11 +332,14 @@ class FUFS(FittedSelector):
     def _backend(self, X: np.ndarray):
         if self.kernel == "linear":
             return Linear(X)
-        gamma = _resolve_gamma(self.gamma, X)
-        exact = self.approximation == "exact" or (self.approximation == "auto" and X.shape[0] <= self.exact_max_rows)
-        if exact:
-            return ExactRBF(X, gamma)
-        return NystroemRBF(X, gamma, n_landmarks=self.n_landmarks, random_state=self.random_state)
+        return rbf_backend(
+            X,
+            _resolve_gamma(self.gamma, X),
+            approximation=self.approximation,
+            exact_max_rows=self.exact_max_rows,
+            n_landmarks=self.n_landmarks,
+            random_state=self.random_state,
+        )
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, sensitive_features):
