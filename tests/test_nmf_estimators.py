@@ -54,8 +54,12 @@ def test_mu_objective_never_increases(seed, m, n, r):
         model = NMF(r, solver="mu", tol=0.0, max_iter=200, random_state=seed).fit(X)
     history = model.loss_history_
     assert len(history) == 200
-    assert np.all(np.diff(history) <= 1e-9 * history[:-1] + 1e-12)
-    assert model.reconstruction_err_ == pytest.approx(history[-1] * np.linalg.norm(X), rel=1e-6)
+    # The history is ‖X − WH‖/‖X‖ from the expansion ‖X‖² − 2⟨WᵀX, H⟩ + ⟨WᵀW, HHᵀ⟩, whose
+    # rounding leaves a floor of about √ε ≈ 1.5e-8 once the fit is near exact (r = min(m, n)):
+    # non-increasing up to that floor.
+    floor = 1e-7
+    assert np.all(np.diff(history) <= 1e-9 * history[:-1] + floor)
+    assert model.reconstruction_err_ == pytest.approx(history[-1] * np.linalg.norm(X), rel=1e-6, abs=floor * np.linalg.norm(X))
 
 
 @pytest.mark.parametrize("solver", ["cd", "mu"])
