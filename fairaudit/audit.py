@@ -17,6 +17,7 @@ silently.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import importlib
 import json
@@ -28,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
+from sklearn.exceptions import ConvergenceWarning
 
 from . import metrics
 from ._version import __version__
@@ -271,6 +273,20 @@ class RecordSink:
         :attr:`AuditResult.details`, the JSON and the HTML report.
         """
         self.details.setdefault(variant, {}).setdefault(str(int(rank)), {})[key] = value
+
+    @contextlib.contextmanager
+    def collect_warnings(self, variant: str, forward: type[Warning] | tuple = UserWarning):
+        """Record the warnings raised in the block; on leaving it pass those of category
+        ``forward`` to the audit (as ``method/variant: message``), except iteration caps
+        (``ConvergenceWarning``), which land in the yielded list for the family to summarise.
+        ``forward=()`` passes nothing on."""
+        caps: list[warnings.WarningMessage] = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield caps
+        caps.extend(w for w in caught if issubclass(w.category, ConvergenceWarning))
+        others = [w for w in caught if not issubclass(w.category, ConvergenceWarning)]
+        self.capture_warnings(variant, [w for w in others if issubclass(w.category, forward)])
 
     def warn(self, message: str) -> None:
         if message not in self.warnings:

@@ -104,3 +104,22 @@ def test_combined_results_keep_details_options_and_findings():
     assert family_options(combined.config, "fs") == family_options(fs.config, "fs") == {"scaling": "data", "kmeans_runs": 2}
     assert findings(combined)["fs"] == findings(fs)["fs"]
     assert combined.warnings.count("a shared note") == 1
+
+
+def test_collect_warnings_forwards_notes_and_keeps_iteration_caps():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from fairaudit.audit import RecordSink
+
+    sink = RecordSink("nmf")
+    with sink.collect_warnings("fair_mu", forward=Warning) as caps:
+        warnings.warn("a note", UserWarning)
+        warnings.warn("rounding", RuntimeWarning)
+        warnings.warn("cap reached", ConvergenceWarning)
+    assert [str(w.message) for w in caps] == ["cap reached"]
+    assert sink.warnings == ["nmf/fair_mu: a note", "nmf/fair_mu: rounding"]
+    with sink.collect_warnings("vanilla", forward=()) as caps:
+        warnings.warn("ignored", UserWarning)
+    assert caps == [] and len(sink.warnings) == 2

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import warnings
 
 import numpy as np
 
@@ -187,10 +186,8 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         if method == "fatr":
             params["l2"] = options["l2"]
         started = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with sink.collect_warnings(method):
             model = FairCPD(rank=rank, method=method, lam=lam, init=init, **params).fit(X, sensitive_features=codes)
-        sink.capture_warnings(method, [w for w in caught if issubclass(w.category, UserWarning)])
         if not model.converged_:
             unconverged.setdefault(method, set()).add(rank)
         cache[key] = (model, time.perf_counter() - started)

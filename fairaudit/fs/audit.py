@@ -22,10 +22,8 @@ FUFS's ``alpha``, ``beta``, ``n_sensitive_features``, ``kernel``, ``approximatio
 from __future__ import annotations
 
 import time
-import warnings
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
@@ -119,18 +117,14 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     chosen = [v for v in VARIANTS if config.wants("fs", v)]
     total, done = len(chosen) * len(ranks), 0
     for name in chosen:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+        with sink.collect_warnings(name) as converge:
             proxies = None
             for m in ranks:
                 estimator = _make(name, m, K, options, seed)
                 if name == "fufs" and proxies is not None:
                     estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
                 started = time.perf_counter()
-                if name == "fufs":
-                    estimator.fit(X, sensitive_features=codes)
-                else:
-                    estimator.fit(X)
+                estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
                 seconds = time.perf_counter() - started
                 order = np.argsort(estimator.ranking_)[:m]
                 Z = X[:, order]
@@ -159,10 +153,8 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 f"fs/fufs: {data.n_rows} rows exceed exact_max_rows={options.get('exact_max_rows', EXACT_MAX_ROWS)}, so FUFS "
                 f"optimised its kernel alignments through a low-rank approximation ({estimator.approximation_})."
             )
-        converge = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
         if converge:
             sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
-        sink.capture_warnings(name, [w for w in caught if issubclass(w.category, UserWarning) and not issubclass(w.category, ConvergenceWarning)])
     if isinstance(alignment, NystroemRBF):
         sink.warn(
             f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "

@@ -17,12 +17,10 @@ across audits); the Fairer-NMF variants start from the vanilla solution (``init=
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.exceptions import ConvergenceWarning
 
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
@@ -203,41 +201,37 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     capped: dict[str, list[int]] = {name: [] for name in chosen}
     estimate_capped: list[int] = []
     for rank in ranks:
-        (E, estimate_seconds), caught = _with_warnings(
-            estimate_group_errors,
-            grouped,
-            rank,
-            n_estimates=options["n_estimates"],
-            solver=options["nmf_solver"],
-            tol=options["tol"],
-            max_iter=STANDARD_MAX_ITER,
-            random_state=seed,
-            key=key,
-        )
-        if _forward_warnings(sink, "E_ℓ", caught):
+        # Every warning but the iteration caps goes to the audit; the caps are summarised below.
+        with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
+            E, estimate_seconds = estimate_group_errors(
+                grouped,
+                rank,
+                n_estimates=options["n_estimates"],
+                solver=options["nmf_solver"],
+                tol=options["tol"],
+                max_iter=STANDARD_MAX_ITER,
+                random_state=seed,
+                key=key,
+            )
+        if caps:
             estimate_capped.append(rank)
-        vanilla, caught = _fit(
-            NMF(rank, solver=options["nmf_solver"], estimates=E, **common), X, sensitive
-        )
-        fits = {"vanilla": (vanilla, caught, vanilla.fit_seconds_)}
+        # The vanilla NMF also starts the fair variants; its warnings count only when it is audited.
+        with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in chosen else ()) as caps:
+            vanilla = NMF(rank, solver=options["nmf_solver"], estimates=E, **common).fit(X, sensitive_features=sensitive)
+        fits = {"vanilla": (vanilla, caps, vanilla.fit_seconds_)}
         for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
             if name in chosen:
-                fair, caught = _fit(
-                    FairerNMF(
+                with sink.collect_warnings(name, forward=Warning) as caps:
+                    fair = FairerNMF(
                         rank, solver=solver, init="custom", estimates=E, nmf_solver=options["nmf_solver"],
                         max_iter=options["max_iter"], **common,
-                    ),
-                    X,
-                    sensitive,
-                    W=vanilla.W_,
-                    H=vanilla.components_,
-                )
+                    ).fit(X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_)
                 # A Fairer-NMF result costs its starting (vanilla) NMF plus its own iterations.
-                fits[name] = (fair, caught, vanilla.fit_seconds_ + fair.fit_seconds_)
+                fits[name] = (fair, caps, vanilla.fit_seconds_ + fair.fit_seconds_)
         for name in chosen:
-            fitted, caught, seconds = fits[name]
+            fitted, caps, seconds = fits[name]
             _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared, config)
-            if _forward_warnings(sink, name, caught):
+            if caps:
                 capped[name].append(rank)
             if getattr(fitted, "h_solvers_", {}).get("SCS"):
                 sink.warn(
@@ -259,25 +253,6 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
                 "raise max_iter (CLI --nmf-max-iter) or loosen tol."
             )
-
-
-def _with_warnings(function, *args, **kwargs):
-    """``(function(*args, **kwargs), the warnings it raised)``."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        result = function(*args, **kwargs)
-    return result, caught
-
-
-def _fit(estimator, X, sensitive, **factors):
-    return _with_warnings(estimator.fit, X, sensitive_features=sensitive, **factors)
-
-
-def _forward_warnings(sink: RecordSink, name: str, caught) -> bool:
-    """Pass ``caught`` to the audit except iteration caps (summarised once per variant below);
-    ``True`` when one was hit."""
-    sink.capture_warnings(name, [w for w in caught if not issubclass(w.category, ConvergenceWarning)])
-    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
 def _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared: NMFInput, config) -> None:

@@ -8,10 +8,7 @@ for the dual solvers ``dual_gap``. Definitions: :mod:`fairaudit.metrics`.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from .. import metrics
 from ..audit import AuditConfig, RecordSink, representation_metrics
@@ -70,16 +67,13 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     for name in chosen:
         template = VARIANTS[name]
         unconverged: list[tuple[int, float]] = []
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            warnings.simplefilter("ignore", ConvergenceWarning)  # summarised below instead
+        with sink.collect_warnings(name):  # iteration caps: summarised below from converged_
             for rank, fitted, seconds in rank_sweep_problem(template, problem, ranks):
                 _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, config)
                 if not getattr(fitted, "converged_", True):
                     unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
                 done += 1
                 sink.progress(name, rank, done, total, seconds)
-        sink.capture_warnings(name, [w for w in caught if issubclass(w.category, UserWarning)])
         if unconverged:
             ranks_text = ", ".join(str(r) for r, _ in unconverged)
             worst = max(gap for _, gap in unconverged)
