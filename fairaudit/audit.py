@@ -309,21 +309,18 @@ def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfi
     ``mmd2`` (group means), ``mmd2_rbf`` (median-heuristic RBF kernel) and the held-out group
     classifier's ``unfairness`` / ``unfairness_balanced`` (see :mod:`fairaudit.metrics`).
     """
-    accuracy, balanced = metrics.group_prediction_scores(
-        Z,
-        groups,
-        classifier=config.leakage_classifier,
-        max_rows=config.leakage_max_rows,
-        random_state=config.random_state,
-    )
-    k = len(np.unique(groups))
     return {
         "mmd2": metrics.mmd2(Z, groups),
         "mmd2_rbf": metrics.mmd2_rbf(
             Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
         ),
-        "unfairness": accuracy - 1.0 / k,
-        "unfairness_balanced": balanced - 1.0 / k,
+        **metrics.leakage(
+            Z,
+            groups,
+            classifier=config.leakage_classifier,
+            max_rows=config.leakage_max_rows,
+            random_state=config.random_state,
+        ),
     }
 
 

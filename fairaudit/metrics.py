@@ -275,6 +275,14 @@ def group_prediction_scores(
     return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
 
 
+def leakage(Z: np.ndarray, groups: np.ndarray, **options) -> dict[str, float]:
+    """``{"unfairness", "unfairness_balanced"}`` from one held-out classifier
+    (:func:`group_prediction_scores`; ``options`` go to it)."""
+    k = len(np.unique(groups))
+    accuracy, balanced = group_prediction_scores(Z, groups, **options)
+    return {"unfairness": accuracy - 1.0 / k, "unfairness_balanced": balanced - 1.0 / k}
+
+
 def unfairness(Z: np.ndarray, groups: np.ndarray, **options) -> float:
     """Held-out accuracy of predicting the group from ``Z``, minus chance ``1/k``.
 
@@ -282,8 +290,7 @@ def unfairness(Z: np.ndarray, groups: np.ndarray, **options) -> float:
     classifier that always answers the majority scores above 0.5 without any leakage; use
     :func:`unfairness_balanced` there.
     """
-    k = len(np.unique(groups))
-    return group_prediction_scores(Z, groups, **options)[0] - 1.0 / k
+    return leakage(Z, groups, **options)["unfairness"]
 
 
 def unfairness_balanced(Z: np.ndarray, groups: np.ndarray, **options) -> float:
@@ -292,8 +299,7 @@ def unfairness_balanced(Z: np.ndarray, groups: np.ndarray, **options) -> float:
     0 means the representation does not reveal the group beyond chance; 1 − 1/k means it
     reveals it perfectly, whatever the group sizes.
     """
-    k = len(np.unique(groups))
-    return group_prediction_scores(Z, groups, **options)[1] - 1.0 / k
+    return leakage(Z, groups, **options)["unfairness_balanced"]
 
 
 # ---------------------------------------------------------------- clustering (feature selection)

@@ -68,15 +68,6 @@ def default_index(n_points: int = DEFAULT_POINTS, span: tuple[float, float] = DE
     return int(np.argmin(np.abs(np.linspace(span[0], span[1], n_points))))
 
 
-def leakage(A: np.ndarray, groups: np.ndarray, *, classifier: str = "mlp", max_rows: int | None = 10000, random_state: int | None = 0) -> dict[str, float]:
-    """``unfairness`` and ``unfairness_balanced`` of the embedding (held-out 75/25 split)."""
-    k = len(np.unique(groups))
-    accuracy, balanced = shared_metrics.group_prediction_scores(
-        A, groups, classifier=classifier, max_rows=max_rows, random_state=random_state
-    )
-    return {"unfairness": accuracy - 1.0 / k, "unfairness_balanced": balanced - 1.0 / k}
-
-
 def frontier(
     X,
     sensitive_features,
@@ -123,13 +114,16 @@ def _frontier(X, codes, rank, methods, lambdas, n_points, classifier, random_sta
     started = time.perf_counter()
     vanilla = FairCPD(rank=rank, method="none", lam=0.0, random_state=random_state, **_plain(params)).fit(X, sensitive_features=codes)
     rows = [_row("none", 0.0, vanilla, X, codes, time.perf_counter() - started, classifier, random_state)]
+    if "khsic" in methods and params.get("gamma", "median") == "median":
+        # the median heuristic once for the whole sweep (what every KHSIC fit would compute)
+        params = {**params, "gamma": median_gamma(X, rank, random_state)}
     for method in methods:
         if isinstance(lambdas, dict):
             grid = np.asarray(lambdas[method], dtype=float)
         elif lambdas is not None:
             grid = np.asarray(lambdas, dtype=float)
         else:
-            grid = lambda_grid(lambda_reference(X, vanilla, codes, method), n_points)
+            grid = lambda_grid(lambda_reference(X, vanilla, codes, method, params.get("gamma")), n_points)
         init = vanilla.factors_
         for lam in np.sort(grid):
             started = time.perf_counter()
@@ -156,7 +150,7 @@ def _row(method, lam, model, X, codes, seconds, classifier, random_state) -> dic
         "residual_fit": model.residual_fit_,
         "orthogonality": orthogonality(A, codes),
         "nkhsic": nkhsic(A, codes, random_state=random_state),
-        **leakage(A, codes, classifier=classifier, random_state=random_state),
+        **shared_metrics.leakage(A, codes, classifier=classifier, max_rows=10000, random_state=random_state),
         "penalty": model.penalty_,
         "epochs": model.n_iter_,
         "seconds": seconds,
