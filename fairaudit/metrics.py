@@ -101,6 +101,17 @@ def _subsample(indices: np.ndarray, max_rows: int | None, rng: np.random.Generat
     return np.sort(rng.choice(indices, size=max_rows, replace=False))
 
 
+def median_distance(Z: np.ndarray) -> float | None:
+    """The median pairwise distance between the rows of ``Z`` (the median bandwidth heuristic,
+    [Gretton12]), or of the non-zero distances when that is 0; ``None`` when every row is the same."""
+    distances = pdist(Z)
+    positive = distances[distances > 0]
+    if positive.size == 0:
+        return None
+    median = float(np.median(distances))
+    return median if median > 0 else float(np.median(positive))
+
+
 def mmd2_rbf(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -130,13 +141,9 @@ def mmd2_rbf(
     members = [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
     rows = np.concatenate(members)
     pooled = Z[rows]
-    distances = pdist(pooled)
-    positive = distances[distances > 0]
-    if positive.size == 0:
+    sigma = median_distance(pooled)
+    if sigma is None:
         return 0.0  # every row identical: no difference between the groups
-    sigma = float(np.median(distances))
-    if sigma <= 0:
-        sigma = float(np.median(positive))
     kernel = np.exp(-cdist(pooled, pooled, "sqeuclidean") / (2.0 * sigma * sigma))
     bounds = np.cumsum([0] + [len(m) for m in members])
     block = np.array(

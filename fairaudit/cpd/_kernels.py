@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.spatial.distance import pdist
 
-from .. import linalg
+from .. import linalg, metrics
 
 BLOCK_BYTES = 64 * 2**20
 """Largest kernel block held in memory (bytes)."""
@@ -75,13 +74,9 @@ def median_gamma(Z: np.ndarray, max_rows: int = 2000, random_state: int | None =
     Z = np.asarray(Z, dtype=float)
     if len(Z) > max_rows:
         Z = Z[np.sort(np.random.default_rng(random_state).choice(len(Z), max_rows, replace=False))]
-    distances = pdist(Z)
-    positive = distances[distances > 0]
-    if positive.size == 0:
+    median = metrics.median_distance(Z)
+    if median is None:
         return 1.0
-    median = float(np.median(distances))
-    if median <= 0:
-        median = float(np.median(positive))
     return 1.0 / (2.0 * median * median)
 
 
