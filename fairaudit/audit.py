@@ -255,9 +255,16 @@ class RecordSink:
         self.warnings: list[str] = []
         self.details: dict[str, dict[str, dict]] = {}
         self._progress = progress
+        self._expected = 0
+        self._done = 0
 
     def add(self, variant: str, rank: int, metric: str, value: float, group: str = "") -> None:
         self.rows.append((self.method, variant, int(rank), group, metric, float(value)))
+
+    def add_all(self, variant: str, rank: int, values: dict[str, float]) -> None:
+        """Several whole-data metrics of one fit (``{metric: value}``)."""
+        for metric, value in values.items():
+            self.add(variant, rank, metric, value)
 
     def add_groups(self, variant: str, rank: int, metric: str, labels: Iterable[str], values: Iterable[float]) -> None:
         for label, value in zip(labels, values, strict=True):
@@ -292,10 +299,17 @@ class RecordSink:
         if message not in self.warnings:
             self.warnings.append(message)
 
-    def progress(self, variant: str, rank: int, done: int, total: int, seconds: float) -> None:
+    def expect(self, total: int) -> None:
+        """How many fits the family will report through :meth:`progress`."""
+        self._expected = total
+
+    def progress(self, variant: str, rank: int, seconds: float) -> None:
+        """One more fit done: tell the progress callback (done so far out of the expected total)."""
+        self._done += 1
         if self._progress is not None:
+            total = max(self._expected, self._done)
             self._progress(
-                {"method": self.method, "variant": variant, "rank": rank, "done": done, "total": total, "seconds": seconds}
+                {"method": self.method, "variant": variant, "rank": rank, "done": self._done, "total": total, "seconds": seconds}
             )
 
     def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:

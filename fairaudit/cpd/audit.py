@@ -159,7 +159,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     total = len(rank_list) * int(run_vanilla) + len(ranks) * len(fair)
     if do_sweep:
         total += sum(grid_size or len(_grid(options, name, 1.0)) for name in fair)
-    state = {"done": 0}
+    sink.expect(total)
     kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
     landmarks = None
     if "khsic" in fair and kernel == "nystrom":
@@ -196,8 +196,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     def record(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
             _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config)
-        state["done"] += 1
-        sink.progress(variant, rank, state["done"], max(total, 1), seconds)
+        sink.progress(variant, rank, seconds)
 
     for rank in rank_list:
         if "khsic" in fair:
@@ -250,8 +249,7 @@ def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: floa
     sink.add_groups(variant, rank, "residual_fit", labels, model.group_residual_fit_)
     sink.add(variant, rank, "orthogonality", orthogonality(A, codes))
     sink.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=config.random_state))
-    for metric, value in representation_metrics(A, codes, config).items():
-        sink.add(variant, rank, metric, value)
+    sink.add_all(variant, rank, representation_metrics(A, codes, config))
     sink.add(variant, rank, "lam", lam)
     sink.add(variant, rank, "epochs", model.n_iter_)
     sink.add(variant, rank, "seconds", seconds)

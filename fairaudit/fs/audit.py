@@ -115,7 +115,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     alignment = _alignment_backend(X, options, seed)
     targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(group_labels))[codes])]
     chosen = [v for v in VARIANTS if config.wants("fs", v)]
-    total, done = len(chosen) * len(ranks), 0
+    sink.expect(len(chosen) * len(ranks))
     for name in chosen:
         with sink.collect_warnings(name) as converge:
             proxies = None
@@ -128,15 +128,13 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 seconds = time.perf_counter() - started
                 order = np.argsort(estimator.ranking_)[:m]
                 Z = X[:, order]
-                for metric, value in cluster_scores(Z, codes, n_clusters=K, labels=labels, runs=runs, random_state=seed).items():
-                    sink.add(name, m, metric, value)
+                sink.add_all(name, m, cluster_scores(Z, codes, n_clusters=K, labels=labels, runs=runs, random_state=seed))
                 mask = np.zeros(d)
                 mask[order] = 1.0
                 _, _, aligned = alignment.value_grad(mask, m, np.zeros(2), targets, gradient=False)
                 sink.add(name, m, "alignment_data", aligned[0])
                 sink.add(name, m, "alignment_protected", aligned[1])
-                for metric, value in representation_metrics(Z, codes, config).items():
-                    sink.add(name, m, metric, value)
+                sink.add_all(name, m, representation_metrics(Z, codes, config))
                 sink.add(name, m, "seconds", seconds)
                 sink.detail(name, m, "selected", [str(n) for n in names[order]])
                 if name == "fufs":
@@ -146,8 +144,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                     sink.add(name, m, "n_iter", estimator.n_iter_)
                 if name == "spec":
                     sink.detail(name, m, "graph", estimator.graph_)
-                done += 1
-                sink.progress(name, m, done, total, seconds)
+                sink.progress(name, m, seconds)
         if name == "fufs" and getattr(estimator, "approximation_", "").startswith("Nyström"):
             sink.warn(
                 f"fs/fufs: {data.n_rows} rows exceed exact_max_rows={options.get('exact_max_rows', EXACT_MAX_ROWS)}, so FUFS "

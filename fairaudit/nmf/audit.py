@@ -197,7 +197,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     key = data_key(grouped)
     seed = config.random_state
     common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "random_state": seed}
-    total, done = len(chosen) * len(ranks), 0
+    sink.expect(len(chosen) * len(ranks))
     capped: dict[str, list[int]] = {name: [] for name in chosen}
     estimate_capped: list[int] = []
     for rank in ranks:
@@ -238,8 +238,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                     f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
                     "SCS (first-order, less accurate) solved them."
                 )
-            done += 1
-            sink.progress(name, rank, done, total, seconds)
+            sink.progress(name, rank, seconds)
     if estimate_capped:
         sink.warn(
             f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
@@ -263,8 +262,7 @@ def _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared: NM
     sink.add(name, rank, "max_rel_loss", float(np.max(fitted.group_losses_)))
     sink.add(name, rank, "rel_loss_gap", float(np.ptp(fitted.group_losses_)))
     sink.add(name, rank, "total_rel_error", fitted.reconstruction_err_ / float(np.linalg.norm(X)))
-    for metric, value in representation_metrics(fitted.W_, prepared.codes, config).items():
-        sink.add(name, rank, metric, value)
+    sink.add_all(name, rank, representation_metrics(fitted.W_, prepared.codes, config))
     sink.add(name, rank, "n_iter", fitted.n_iter_)
     sink.add(name, rank, "seconds", seconds)
     sink.add(name, rank, "estimate_seconds", estimate_seconds)

@@ -62,8 +62,7 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             sink.skip(name, reason)
             continue
         chosen.append(name)
-    total = len(chosen) * len(ranks)
-    done = 0
+    sink.expect(len(chosen) * len(ranks))
     for name in chosen:
         template = VARIANTS[name]
         unconverged: list[tuple[int, float]] = []
@@ -72,8 +71,7 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, config)
                 if not getattr(fitted, "converged_", True):
                     unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
-                done += 1
-                sink.progress(name, rank, done, total, seconds)
+                sink.progress(name, rank, seconds)
         if unconverged:
             ranks_text = ", ".join(str(r) for r, _ in unconverged)
             worst = max(gap for _, gap in unconverged)
@@ -91,8 +89,7 @@ def _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, confi
     sink.add(name, rank, "loss_gap", float(np.ptp(fitted.group_losses_)))
     projection = fitted.map_
     sink.add(name, rank, "variance_explained", metrics.variance_explained(centred, projection))
-    for metric, value in representation_metrics(projection.coordinates(centred), codes, config).items():
-        sink.add(name, rank, metric, value)
+    sink.add_all(name, rank, representation_metrics(projection.coordinates(centred), codes, config))
     sink.add(name, rank, "effective_rank", fitted.n_components_)
     sink.add(name, rank, "seconds", seconds)
     gap = getattr(fitted, "dual_gap_", None)
