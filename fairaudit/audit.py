@@ -224,6 +224,16 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
     )
 
 
+def merged_options(config: AuditConfig, method: str, defaults: dict, what: str) -> dict:
+    """``config.options[method]`` over ``defaults``: an unknown key is refused (naming ``what``'s
+    known options), a ``None`` value means the default."""
+    given = dict(config.options.get(method, {}) or {})
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ParameterError(f"unknown {what} option(s) {', '.join(map(repr, unknown))}; known: {', '.join(defaults)}.")
+    return {**defaults, **{key: value for key, value in given.items() if value is not None}}
+
+
 def family_options(config: dict, method: str) -> dict:
     """The options ``config`` gave ``method``: a single run's ``AuditConfig.to_dict()`` or the
     ``runs`` of a :func:`combine_results` config (the run that audited ``method``)."""

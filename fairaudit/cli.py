@@ -13,7 +13,11 @@ import warnings
 
 from . import __version__
 from .audit import FAMILIES, AuditConfig, run_audit
-from .data import DEFAULT_MAX_MB, MISSING_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
+from .cpd.estimator import KERNELS
+from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
+from .metrics import LEAKAGE_CLASSIFIERS
+from .nmf._standard import SOLVERS as NMF_SOLVERS
+from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
 from .errors import FairAuditError, ParameterError
 
 
@@ -75,16 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--ranks", default=None, help="ranks to sweep: 1:10, 2,4,8 or 1:21:2 (default 1 … min(10, features))")
     runs.add_argument("--variants", default="all", help="all, or names such as vanilla,fair_eig (optionally pca:fair_sdp)")
     runs.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    runs.add_argument("--leakage-classifier", default="qda", choices=["qda", "logistic", "hgb", "mlp"],
+    runs.add_argument("--leakage-classifier", default=AuditConfig.leakage_classifier, choices=LEAKAGE_CLASSIFIERS,
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
-    runs.add_argument("--sdp-max-features", type=int, default=30, help="skip the SDP above this many features")
+    runs.add_argument("--sdp-max-features", type=int, default=AuditConfig.sdp_max_features, help="skip the SDP above this many features")
     runs.add_argument("--clusters", type=int, default=None, metavar="K",
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
     _add_nmf_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
-    cpd.add_argument("--cpd-classifier", default=None, choices=["qda", "logistic", "hgb", "mlp"],
+    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
                      help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
     cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
     cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
@@ -93,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
     cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
     cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
-    cpd.add_argument("--cpd-kernel", default=None, choices=["auto", "exact", "nystrom"],
+    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
                      help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
     cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
     outputs = audit.add_argument_group("outputs")
@@ -139,16 +143,14 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
-    from .data import NONNEGATIVE_POLICIES
-
     nmf = parser.add_argument_group("NMF (--methods nmf)")
     nmf.add_argument("--nonnegative", choices=NONNEGATIVE_POLICIES, default=None,
                      help="negative values: stop with a message (default), shift each feature by its minimum, or clip at 0")
-    nmf.add_argument("--zero-rows", choices=["error", "drop"], default=None, help="all-zero rows: stop (default) or drop them")
-    nmf.add_argument("--nmf-scaling", choices=["unit_norm", "none"], default=None,
+    nmf.add_argument("--zero-rows", choices=ZERO_ROW_POLICIES, default=None, help="all-zero rows: stop (default) or drop them")
+    nmf.add_argument("--nmf-scaling", choices=NMF_SCALINGS, default=None,
                      help="feature scaling for NMF (default unit_norm, the paper's; --scaling is for PCA)")
     nmf.add_argument("--nmf-estimates", type=int, default=None, help="T: NMF runs per group averaged into E_l (default 5)")
-    nmf.add_argument("--nmf-solver", choices=["cd", "mu"], default=None, help="standard NMF solver (default cd)")
+    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None, help="standard NMF solver (default cd)")
     nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4)")
     nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
     nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
@@ -168,12 +170,13 @@ def _nmf_options(args) -> dict:
     return {key: value for key, value in chosen.items() if value is not None}
 
 
-def _scaling(args) -> str:
+def _scaling(args, default: str = "standardize") -> str:
+    """--scaling, else --standardize / --no-standardize, else ``default``."""
     if args.scaling:
         return args.scaling
-    if args.standardize is False:
-        return "center"
-    return "standardize"
+    if args.standardize is None:
+        return default
+    return "standardize" if args.standardize else "center"
 
 
 def load_from_args(args):
@@ -213,7 +216,7 @@ def _load_tensor(args, table):
         binarize=_pairs(args.binarize, "--binarize", float),
         bins=_pairs(args.bins, "--bins", int),
         fill=args.tensor_fill,
-        scaling=args.scaling or ("center" if args.standardize is False else "standardize" if args.standardize else "none"),
+        scaling=_scaling(args, default="none"),
         min_group_size=args.min_group_size,
         small_groups="drop" if args.drop_small_groups else "error",
     )

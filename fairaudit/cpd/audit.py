@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from ..audit import AuditConfig, RecordSink, representation_metrics
+from ..audit import AuditConfig, RecordSink, merged_options, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
@@ -94,12 +94,7 @@ def split_variant(variant: str) -> tuple[str, int | None]:
 
 
 def _options(config: AuditConfig) -> dict:
-    options = dict(DEFAULT_OPTIONS)
-    given = dict(config.options.get("cpd", {}))
-    unknown = set(given) - set(DEFAULT_OPTIONS)
-    if unknown:
-        raise ParameterError(f"unknown cpd option(s) {', '.join(sorted(unknown))}; known: {', '.join(DEFAULT_OPTIONS)}.")
-    options.update({k: v for k, v in given.items() if v is not None or k in ("lambdas", "sweep_rank")})
+    options = merged_options(config, "cpd", DEFAULT_OPTIONS, "cpd")
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
     if options["khsic_kernel"] not in KERNELS:

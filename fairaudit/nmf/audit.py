@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..audit import AuditConfig, RecordSink, representation_metrics
+from ..audit import AuditConfig, RecordSink, merged_options, representation_metrics
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import GroupCodes, check_groups
@@ -61,11 +61,7 @@ takes up to about 20 s and a ten-rank sweep a few minutes at worst; the credit d
 
 def nmf_options(config: AuditConfig) -> dict:
     """``config.options["nmf"]`` with defaults filled in, checked."""
-    given = dict(config.options.get("nmf", {}) or {})
-    unknown = sorted(set(given) - set(DEFAULT_OPTIONS))
-    if unknown:
-        raise ParameterError(f"unknown NMF option(s) {', '.join(map(repr, unknown))}; known: {', '.join(DEFAULT_OPTIONS)}.")
-    options = {**DEFAULT_OPTIONS, **{k: v for k, v in given.items() if v is not None or k == "max_iter"}}
+    options = merged_options(config, "nmf", DEFAULT_OPTIONS, "NMF")
     for key, allowed in (
         ("nonnegative", NONNEGATIVE_POLICIES),
         ("scaling", NMF_SCALINGS),
