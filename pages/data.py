@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 import pandas as pd
 import streamlit as st
 
@@ -38,13 +36,15 @@ st.caption("In use now: " + data_summary(current))
 source = st.radio("Source", ["Embedded sample", "Upload a CSV file"], horizontal=True, key="data-source")
 
 
-def _read(raw: bytes, name: str, skip_rows: int, header, defaults: dict) -> None:
-    """Read once per (file, reading options); a FairAuditError is shown and nothing changes."""
-    identity = (name, hashlib.sha256(raw).hexdigest(), skip_rows, header)
+def _read(source: tuple, raw, name: str, skip_rows: int, header, defaults: dict) -> None:
+    """Read once per (source, reading options): ``source`` names the sample or the uploaded file,
+    ``raw()`` gives its bytes only when it has to be read. A FairAuditError is shown and nothing
+    changes."""
+    identity = (source, name, skip_rows, header)
     if st.session_state.get("table-id") == identity:
         return
     try:
-        table = read_table(raw, name=name, skip_rows=skip_rows, header=header, max_mb=DEFAULT_MAX_MB)
+        table = read_table(raw(), name=name, skip_rows=skip_rows, header=header, max_mb=DEFAULT_MAX_MB)
     except FairAuditError as exc:
         st.error(str(exc))
         st.session_state.pop("table", None)
@@ -61,7 +61,8 @@ if source == "Embedded sample":
     sample = SAMPLES[choice]
     st.caption(sample.description)
     _read(
-        sample_bytes(choice),
+        ("sample", choice),
+        lambda: sample_bytes(choice),
         sample.file_name,
         0,
         None,
@@ -93,7 +94,7 @@ else:
         st.session_state.pop("table-id", None)
         st.info("Choose a file to upload.")
     else:
-        _read(upload.getvalue(), upload.name, skip_rows, header, {})
+        _read(("upload", upload.file_id), upload.getvalue, upload.name, skip_rows, header, {})
 
 table = st.session_state.get("table")
 
