@@ -224,6 +224,31 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
     )
 
 
+SWEEP_SEPARATOR = "@"
+"""A variant ``"name@i"`` is point ``i`` of a parameter sweep of ``name`` (the CP family's λ
+frontier); its parameter value is the record metric ``lam``."""
+
+
+def split_variant(variant: str) -> tuple[str, int | None]:
+    """``"khsic@3"`` → ``("khsic", 3)``; ``"khsic"`` → ``("khsic", None)``."""
+    base, _, index = variant.partition(SWEEP_SEPARATOR)
+    return base, (int(index) if index else None)
+
+
+def is_sweep_variant(variant: str) -> bool:
+    return SWEEP_SEPARATOR in variant
+
+
+def whole_metrics(records: pd.DataFrame, method: str, rank: int | None = None) -> pd.DataFrame:
+    """``method``'s whole-data metrics (no per-group rows) as a table: one row per variant and
+    rank (index ``(variant, rank)``), or per variant at ``rank``; one column per metric."""
+    rows = records[(records.method == method) & (records.group == "")]
+    if rank is None:
+        return rows.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
+    rows = rows[rows["rank"] == rank]
+    return rows.pivot_table(index="variant", columns="metric", values="value", sort=False)
+
+
 def merged_options(config: AuditConfig, method: str, defaults: dict, what: str) -> dict:
     """``config.options[method]`` over ``defaults``: an unknown key is refused (naming ``what``'s
     known options), a ``None`` value means the default."""

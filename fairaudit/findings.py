@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from .audit import family_options
+from .audit import family_options, is_sweep_variant, split_variant, whole_metrics
 from .plots import variant_title
 
 FAIR_PCA_PREFERENCE = ("fair_eig", "fair_sdp", "fair_mw")
@@ -138,11 +138,6 @@ def nmf_findings(result) -> list[str]:
     return sentences
 
 
-def _whole(records: pd.DataFrame, method: str, rank: int) -> pd.DataFrame:
-    rows = records[(records.method == method) & (records.group == "") & (records["rank"] == rank)]
-    return rows.pivot_table(index="variant", columns="metric", values="value", sort=False)
-
-
 def cpd_findings(result) -> list[str]:
     """Leakage of vanilla CP's embedding and what each fair method at its default λ buys for how
     much fit, at the sweep's rank (no minimum over the sweep's noisy leakage values: that would
@@ -151,9 +146,9 @@ def cpd_findings(result) -> list[str]:
     rows = records[records.method == "cpd"]
     if rows.empty or "vanilla" not in set(rows.variant):
         return []
-    sweep_variants = [v for v in dict.fromkeys(rows.variant) if "@" in v]
+    sweep_variants = [v for v in dict.fromkeys(rows.variant) if is_sweep_variant(v)]
     rank = int(rows[rows.variant.isin(sweep_variants)]["rank"].max()) if sweep_variants else int(rows["rank"].max())
-    table = _whole(records, "cpd", rank)
+    table = whole_metrics(records, "cpd", rank)
     if "vanilla" not in table.index or "unfairness_balanced" not in table.columns:
         return []
     k = max(len(result.data.get("group_sizes", {})), 2)
@@ -173,7 +168,7 @@ def cpd_findings(result) -> list[str]:
             f"{point['nkhsic']:.3g} (vanilla {vanilla['nkhsic']:.3g}), balanced accuracy of the group "
             f"classifier {point['unfairness_balanced'] + 1.0 / k:.2f}."
         )
-    sweep = table[[("@" in v and v.split("@")[0] == "fatr") for v in table.index]]
+    sweep = table[[is_sweep_variant(v) and split_variant(v)[0] == "fatr" for v in table.index]]
     if not sweep.empty and vanilla["orthogonality"] > 0 and vanilla["unfairness_balanced"] > 0:
         flat = sweep.loc[sweep["orthogonality"].idxmin()]
         if flat["orthogonality"] <= 0.01 * vanilla["orthogonality"] and flat["unfairness_balanced"] >= 0.5 * vanilla["unfairness_balanced"]:
@@ -196,7 +191,7 @@ def fs_findings(result) -> list[str]:
     """How FUFS's selection compares with the fairness-unaware selectors (feature selection)."""
     records = result.records
     whole = records[(records.method == "fs") & (records.group == "")]
-    table = whole.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
+    table = whole_metrics(records, "fs")
     variants = list(dict.fromkeys(whole.variant))
     baselines = [v for v in variants if v != "fufs"]
     if "fufs" not in variants or not baselines or "alignment_protected" not in table.columns:

@@ -12,6 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .audit import is_sweep_variant, split_variant, whole_metrics
 from .metrics import METRIC_DEFINITIONS
 
 GROUP_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
@@ -51,11 +52,6 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
 }
 """Per family, variant name → display title."""
 
-SWEEP_SEPARATOR = "@"
-"""A variant ``"name@i"`` is point ``i`` of a parameter sweep of ``name`` (the CP family's λ
-frontier); its parameter value is the record metric ``lam``."""
-
-
 def safe(text) -> str:
     """User-supplied text made inert for plotly's pseudo-HTML (tags shown literally)."""
     return html.escape(str(text), quote=False)
@@ -70,13 +66,9 @@ def panel_title(text: str, n_panels: int) -> str:
 
 
 def variant_title(method: str, variant: str) -> str:
-    base, _, index = variant.partition(SWEEP_SEPARATOR)
+    base, index = split_variant(variant)
     title = VARIANT_TITLES.get(method, {}).get(base, base)
-    return f"{title}, λ point {index}" if index else title
-
-
-def is_sweep_variant(variant: str) -> bool:
-    return SWEEP_SEPARATOR in variant
+    return f"{title}, λ point {index}" if index is not None else title
 
 
 def metric_title(metric: str) -> str:
@@ -216,14 +208,14 @@ def frontier(
         return _layout(fig, title or "λ frontier (no sweep in these records)", metric_title(y_metric))
     if rank is None:
         rank = int(sweep["rank"].max())
-    table = rows[rows["rank"] == rank].pivot_table(index="variant", columns="metric", values="value", sort=False)
+    table = whole_metrics(records, method, rank)
     needed = {x_metric, y_metric, "lam"}
     if not needed <= set(table.columns):
         return _layout(fig, title or "λ frontier (metrics missing)", metric_title(y_metric))
     table = table.dropna(subset=[x_metric, y_metric])
-    bases = list(dict.fromkeys(v.partition(SWEEP_SEPARATOR)[0] for v in table.index if is_sweep_variant(v)))
+    bases = list(dict.fromkeys(split_variant(v)[0] for v in table.index if is_sweep_variant(v)))
     for index, base in enumerate(bases):
-        points = table[[v.partition(SWEEP_SEPARATOR)[0] == base and is_sweep_variant(v) for v in table.index]]
+        points = table[[is_sweep_variant(v) and split_variant(v)[0] == base for v in table.index]]
         points = points.sort_values("lam")
         fig.add_trace(
             go.Scatter(

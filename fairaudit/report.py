@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from .audit import FAMILY_TITLES, AuditResult
+from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
 from .plots import family_figures, metric_title, variant_title
@@ -74,11 +74,9 @@ def _fmt(value) -> str:
 
 def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
     """Per variant and rank: the family's whole-data metrics side by side."""
-    rows = result.records[(result.records.method == method) & (result.records.group == "")]
-    if rows.empty:
+    if not ((result.records.method == method) & (result.records.group == "")).any():
         return pd.DataFrame()
-    table = rows.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
-    return table.reset_index()
+    return whole_metrics(result.records, method).reset_index()
 
 
 def _data_section(result: AuditResult) -> str:

@@ -11,7 +11,7 @@ import pytest
 from fairaudit import AuditData, read_table, prepare
 from fairaudit.audit import AuditConfig, run_audit
 from fairaudit.cli import main
-from fairaudit.cpd.audit import split_variant
+from fairaudit.audit import split_variant
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.plots import family_figures, frontier

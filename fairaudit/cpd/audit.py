@@ -18,7 +18,7 @@ Two kinds of fair records, told apart by the variant name:
   (``sweep_rank``), one variant per grid point so that every (variant, rank, group, metric) key
   stays unique. The ``lam`` metric gives each point's weight; together with ``vanilla`` at the
   same rank (λ = 0) they form the residual-fit/unfairness frontier of the paper's Figs. 2a/3a
-  (:func:`fairaudit.plots.frontier`). :func:`split_variant` parses the name. The sweep is a
+  (:func:`fairaudit.plots.frontier`). :func:`fairaudit.audit.split_variant` parses the name. The sweep is a
   continuation: point ``i`` starts from point ``i − 1``'s solution (point 0 from vanilla), which
   follows one path of local minima and needs fewer epochs than restarting from vanilla (the
   frontier moved by at most 0.003 in residual fit and 0.035 in balanced leakage on the 1000 × 10
@@ -42,7 +42,7 @@ import time
 
 import numpy as np
 
-from ..audit import AuditConfig, RecordSink, merged_options, representation_metrics
+from ..audit import SWEEP_SEPARATOR, AuditConfig, RecordSink, merged_options, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
@@ -54,7 +54,6 @@ from .metrics import nkhsic, orthogonality
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
 """Variant name → :class:`FairCPD` method."""
 
-SWEEP_SEPARATOR = "@"
 DEFAULT_OPTIONS = {
     "leakage_classifier": "qda",
     "n_lambdas": _sweep.DEFAULT_POINTS,
@@ -85,12 +84,6 @@ DEFAULT_OPTIONS = {
   sample every metric stayed within 0.003 (residual fit), 0.0003 (nkhsic) and 0.035 (leakage) of
   fits run to ``tol=1e-8`` (and 3,000 epochs), at a ninth of the time.
 """
-
-
-def split_variant(variant: str) -> tuple[str, int | None]:
-    """``"khsic@3"`` → ``("khsic", 3)``; ``"khsic"`` → ``("khsic", None)``."""
-    base, _, index = variant.partition(SWEEP_SEPARATOR)
-    return base, (int(index) if index else None)
 
 
 def _options(config: AuditConfig) -> dict:
