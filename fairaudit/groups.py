@@ -35,6 +35,17 @@ class GroupCodes:
     def masks(self) -> list[np.ndarray]:
         return [self.codes == g for g in range(self.n_groups)]
 
+    def without_empty(self) -> GroupCodes:
+        """The same rows with groups that have no row dropped (the others keep their order)."""
+        kept = np.unique(self.codes)
+        remap = np.full(self.n_groups, -1, dtype=np.intp)
+        remap[kept] = np.arange(len(kept))
+        return GroupCodes(remap[self.codes], tuple(self.labels[g] for g in kept))
+
+    def subset(self, rows) -> GroupCodes:
+        """The groups of ``rows`` (a mask or indices) only, without groups left empty."""
+        return GroupCodes(self.codes[rows], self.labels).without_empty()
+
 
 def _format_value(value) -> str:
     if isinstance(value, float | np.floating) and float(value).is_integer():
@@ -105,11 +116,8 @@ def encode_groups(sensitive_features, n_rows: int | None = None) -> GroupCodes:
     if len(columns) == 1:
         categorical = columns[0]
         labels = [str(c) for c in categorical.categories]
-        codes = np.asarray(categorical.codes, dtype=np.intp)
-        used = np.unique(codes)
-        remap = -np.ones(len(labels), dtype=np.intp)
-        remap[used] = np.arange(len(used))
-        return GroupCodes(remap[codes], tuple(labels[i] for i in used))
+        # categories without rows (e.g. of a pandas Categorical) are not groups
+        return GroupCodes(np.asarray(categorical.codes, dtype=np.intp), tuple(labels)).without_empty()
     # Intersections: keep observed combinations, ordered by the per-column category order.
     code_matrix = np.column_stack([np.asarray(c.codes, dtype=np.intp) for c in columns])
     combos, codes = np.unique(code_matrix, axis=0, return_inverse=True)

@@ -25,7 +25,7 @@ import pandas as pd
 from ..audit import AuditConfig, RecordSink, merged_options, representation_metrics
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
-from ..groups import GroupCodes, check_groups
+from ..groups import check_groups
 from ._core import GroupedData, check_solver_parameters
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
@@ -110,7 +110,7 @@ def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_
             f"nmf: {len(negative_columns)} feature(s) with negative values {action} before NMF "
             f"({', '.join(map(repr, negative_columns[:5]))}{' …' if len(negative_columns) > 5 else ''})"
         )
-    codes = data.groups.codes
+    groups = data.groups
     zero = ~(X > 0).any(axis=1)
     if zero.any():
         where = [_line(data, i) for i in np.flatnonzero(zero)[:5]]
@@ -122,15 +122,11 @@ def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_
                 "and it often means missing values coded as 0; check the row(s), leave them out of the "
                 "file, or drop them for NMF with zero_rows='drop' (CLI --zero-rows drop)."
             )
-        X, codes = X[~zero], codes[~zero]
+        X, groups = X[~zero], groups.subset(~zero)
         notes.append(f"nmf: dropped {int(zero.sum())} all-zero row(s): {', '.join(where)}{' …' if zero.sum() > 5 else ''}")
     X = scale_features(X, scaling)
-    kept = np.unique(codes)
-    labels = tuple(data.groups.labels[g] for g in kept)
-    remap = np.full(len(data.groups.labels), -1)
-    remap[kept] = np.arange(len(kept))
-    check_groups(GroupCodes(remap[codes], labels), min_size=1, what="the rows left for NMF")
-    return NMFInput(X=np.ascontiguousarray(X), codes=remap[codes], labels=labels, notes=tuple(notes))
+    check_groups(groups, min_size=1, what="the rows left for NMF")
+    return NMFInput(X=np.ascontiguousarray(X), codes=groups.codes, labels=groups.labels, notes=tuple(notes))
 
 
 def _line(data: AuditData, row: int) -> str:
