@@ -248,3 +248,16 @@ def orthogonality_sq(A: np.ndarray, S: np.ndarray, *, gradient: bool = False):
     if gradient:
         return value, 2.0 * (S @ C)
     return value
+
+
+def penalty(method: str, Z: np.ndarray, S: np.ndarray, St: np.ndarray, gamma: float | None = None, *, gradient: bool = False, landmarks=None):
+    """The unweighted penalty of ``method`` at the normalised embedding ``Z`` (and its gradient in
+    ``Z``): KHSIC (:func:`khsic`), HSIC (:func:`hsic_linear`) or FATR's ``‖ZᵀS‖²``
+    (:func:`orthogonality_sq`); ``S`` is the one-hot group matrix, ``St`` its centred copy."""
+    if method == "khsic":
+        return khsic(Z, St, gamma, gradient=gradient, landmarks=landmarks)
+    if method == "hsic":
+        return hsic_linear(Z, St, gradient=gradient)
+    if method == "fatr":
+        return orthogonality_sq(Z, S, gradient=gradient)
+    raise ValueError(f"unknown method {method!r}")

@@ -332,23 +332,19 @@ class FairCPD(TransformerMixin, BaseEstimator):
         if self.method == "none":
             return (0.0, np.zeros_like(A)) if gradient else 0.0
         Z, transform = normalised_embedding(A, return_scale=True, whiten=getattr(self, "_whiten", False))
-        if self.method == "khsic":
-            landmarks = getattr(self, "landmarks_" if evaluation else "_landmarks", None)
-            result = _kernels.khsic(Z, self._St, self.gamma_, gradient=gradient, landmarks=landmarks)
-        elif self.method == "hsic":
-            result = _kernels.hsic_linear(Z, self._St, gradient=gradient)
-        else:
-            result = _kernels.orthogonality_sq(Z, self._S, gradient=gradient)
+        landmarks = getattr(self, "landmarks_" if evaluation else "_landmarks", None)
+        result = _kernels.penalty(self.method, Z, self._S, self._St, self.gamma_, gradient=gradient, landmarks=landmarks)
         if not gradient:
             return result
         value, grad_z = result
         return value, embedding_gradient(Z, transform, grad_z)
 
-    def _objective_parts(self, A: np.ndarray, penalty: float | None = None) -> float:
-        """``λ·penalty + λ_ℓ2‖A‖²`` at ``A`` (the other factors having unit columns)."""
+    def _objective_parts(self, A: np.ndarray, penalty: float) -> float:
+        """``λ·penalty + λ_ℓ2‖A‖²`` at ``A`` (the other factors having unit columns; ``penalty``
+        already evaluated at ``A``)."""
         value = 0.0
         if self.lam > 0:
-            value = self.lam * (self._penalty(A) if penalty is None else penalty)
+            value = self.lam * penalty
         if self.method == "fatr" and self.l2 > 0:
             value += self.l2 * float(np.sum(A * A))
         return value

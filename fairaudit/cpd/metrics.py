@@ -71,16 +71,10 @@ def penalty(
     ``landmarks``: KHSIC by the Nyström approximation)."""
     from .estimator import normalised_embedding
 
-    A = normalised_embedding(np.asarray(A, dtype=float), whiten=whiten)
-    S = _kernels.one_hot(groups)
-    if method == "khsic":
-        if gamma is None:
-            raise ValueError("the KHSIC penalty needs gamma")
-        return _kernels.khsic(A, _kernels.centred(S), gamma, landmarks=landmarks)
-    if method == "hsic":
-        return _kernels.hsic_linear(A, _kernels.centred(S))
-    if method == "fatr":
-        return _kernels.orthogonality_sq(A, S)
     if method == "none":
         return 0.0
-    raise ValueError(f"unknown method {method!r}")
+    if method == "khsic" and gamma is None:
+        raise ValueError("the KHSIC penalty needs gamma")
+    Z = normalised_embedding(np.asarray(A, dtype=float), whiten=whiten)
+    S = _kernels.one_hot(groups)
+    return _kernels.penalty(method, Z, S, _kernels.centred(S), gamma, landmarks=landmarks)
