@@ -347,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run_audit(args)
         return _run_columns(args)
     except (FairAuditError, _UsageError) as exc:
-        print(f"fairaudit: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
+        print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # pragma: no cover
         print("fairaudit: interrupted", file=sys.stderr)

@@ -50,6 +50,7 @@ from .errors import (
     SensitiveColumnError,
     UnknownColumnError,
 )
+from .vocabulary import term
 from .groups import INTERSECTION_SEPARATOR, GroupCodes, check_groups, encode_groups
 
 DEFAULT_MAX_MB = 200
@@ -1024,8 +1025,8 @@ def prepare(
         if missing == "error":
             total = int((any_feature_missing | group_missing | label_missing).sum())
             raise MissingValueError(
-                f"{total} row(s) have missing cells: {described}. Choose missing='drop' (CLI --missing drop) "
-                "to drop those rows, or 'mean'/'median' to impute feature cells."
+                f"{total} row(s) have missing cells: {described}. Choose {term('missing', 'drop')} "
+                f"to drop those rows, or {term('missing', 'mean')} / {term('missing', 'median')} to impute feature cells."
             )
         if missing == "drop":
             keep &= ~(any_feature_missing | group_missing | label_missing)

@@ -11,7 +11,21 @@ from __future__ import annotations
 
 
 class FairAuditError(ValueError):
-    """Base class: bad input, with a message that says what to do."""
+    """Base class: bad input, with a message that says what to do.
+
+    The message may name options with :func:`fairaudit.vocabulary.term`; ``str(error)`` words
+    them for the library (``missing='drop'``), :meth:`render` for the CLI (``--missing drop``)
+    or the dashboard (“Missing cells” → “drop rows with a missing cell”).
+    """
+
+    def render(self, interface: str = "library") -> str:
+        """The message worded for ``interface``: ``"library"``, ``"cli"`` or ``"dashboard"``."""
+        from .vocabulary import render
+
+        return render(str(self.args[0]) if self.args else "", interface)
+
+    def __str__(self) -> str:
+        return self.render("library")
 
 
 # --- the file itself -------------------------------------------------------------------------

@@ -27,6 +27,21 @@ embedded samples); larger data wait for the Run button. Pages may pass their own
 _CACHE_SIZE = 32
 
 
+# ---------------------------------------------------------------- messages
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
+
+
+def plain(text) -> str:
+    """``text`` with every Markdown (and HTML-in-Markdown) special character escaped, so user
+    values render as the characters they are in any ``st.markdown``/``st.error``/``st.info``."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+
+
+def show_error(exc: FairAuditError) -> None:
+    """A bad-input error in the dashboard's words (widget names, not flags), escaped."""
+    st.error(plain(exc.render("dashboard")))
+
+
 # ---------------------------------------------------------------- session data
 def init_state() -> None:
     """First visit: the default sample, prepared, so every page has data at once."""
@@ -86,7 +101,7 @@ def run_with_progress(data, config: AuditConfig, label: str) -> AuditResult | No
         result = run_audit(data, config, progress=progress)
     except FairAuditError as exc:
         bar.empty()
-        st.error(str(exc))
+        show_error(exc)
         return None
     bar.empty()
     store = _audit_store()
@@ -271,7 +286,7 @@ def method_page(
             options={method: options} if options else {},
         )
     except FairAuditError as exc:
-        st.error(str(exc))
+        show_error(exc)
         return None
     result = cached_result(data, config)
     small = data.n_rows * data.n_features <= auto_run_max_cells

@@ -8,21 +8,12 @@ import streamlit as st
 from fairaudit import FairAuditError, prepare, read_table
 from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
-from pages.common import current_data, data_summary
+from fairaudit.vocabulary import OPTIONS
+from pages.common import current_data, data_summary, show_error
 
 SMALL_GROUP_WARNING = 30
-MISSING_LABELS = {
-    "error": "stop and list the missing cells",
-    "drop": "drop rows with a missing cell",
-    "mean": "fill feature cells with the column mean",
-    "median": "fill feature cells with the column median",
-}
-SCALING_LABELS = {
-    "standardize": "standardize (centre, unit variance) — for mixed units",
-    "center": "centre only",
-    "none": "none",
-    "unit_norm": "unit ℓ2 norm per feature (Fairer-NMF)",
-}
+MISSING_LABELS = OPTIONS["missing"].choices  # the words error messages use for these choices
+SCALING_LABELS = OPTIONS["scaling"].choices
 
 st.title("Data")
 st.markdown(
@@ -46,7 +37,7 @@ def _read(source: tuple, raw, name: str, skip_rows: int, header, defaults: dict)
     try:
         table = read_table(raw(), name=name, skip_rows=skip_rows, header=header, max_mb=DEFAULT_MAX_MB)
     except FairAuditError as exc:
-        st.error(str(exc))
+        show_error(exc)
         st.session_state.pop("table", None)
         st.session_state["table-id"] = identity
         return
@@ -231,7 +222,7 @@ def use_data(build) -> None:
     try:
         prepared = build()
     except FairAuditError as exc:
-        st.error(str(exc))
+        show_error(exc)
         return
     st.session_state["data"] = prepared
     st.session_state["source"] = {"kind": "table", "name": prepared.source.get("name")}

@@ -9,7 +9,7 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.findings import findings
 from fairaudit.report import report_files, zip_files
-from pages.common import current_data, data_summary, remember, results_for, run_with_progress
+from pages.common import current_data, data_summary, remember, results_for, run_with_progress, show_error
 
 st.title("Report")
 data = current_data()
@@ -31,7 +31,7 @@ if missing:
             try:
                 config = AuditConfig(methods=(method,))
             except FairAuditError as exc:
-                st.error(str(exc))
+                show_error(exc)
                 continue
             result = run_with_progress(data, config, FAMILY_TITLES.get(method, method))
             if result is not None:
@@ -44,7 +44,7 @@ if not results:
 try:
     combined = combine_results([results[m] for m in FAMILIES if m in results])
 except FairAuditError as exc:
-    st.error(str(exc))
+    show_error(exc)
     st.stop()
 
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"

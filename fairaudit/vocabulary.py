@@ -1,0 +1,180 @@
+"""One message, three interfaces: the words for an option in the library, the CLI and the dashboard.
+
+A message that tells the user what to change names an *option*. The same problem reaches a
+notebook user (who passes ``missing="drop"``), a terminal user (``--missing drop``) and a
+dashboard user (the “Missing cells” menu on the Data page). Messages are therefore written once,
+with :func:`term` marking each option they mention::
+
+    raise MissingValueError(
+        f"3 rows have missing cells; choose {term('missing', 'drop')} to drop those rows."
+    )
+
+and rendered for the interface they appear in with :func:`render` (``str(error)`` is the library
+rendering; the CLI prints ``error.render("cli")``, the dashboard ``error.render("dashboard")``):
+
+* library:   ``missing='drop'``
+* cli:       ``--missing drop``
+* dashboard: ``“Missing cells” → “drop rows with a missing cell” (Data page)``
+
+Every option a message may name is registered in :data:`OPTIONS` with all three renderings; an
+unregistered name raises ``KeyError`` at the point the message is built, so a test that reaches
+the message catches the typo. The dashboard rendering is plain text (typographic quotes, no
+Markdown): pages escape whole messages, user values included.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+INTERFACES = ("library", "cli", "dashboard")
+
+_OPEN, _CLOSE = "\u27e6", "\u27e7"  # ⟦ ⟧: never typed by a user, so a token cannot be forged by data
+_TOKEN = re.compile(f"{_OPEN}([^{_OPEN}{_CLOSE}=]+)(?:=([^{_OPEN}{_CLOSE}]*))?{_CLOSE}")
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one option is named in each interface.
+
+    Parameters
+    ----------
+    param : str
+        The library parameter (``prepare(missing=...)``, ``AuditConfig(bootstrap=...)``, or an
+        ``AuditConfig.options[family]`` key written ``family.key``).
+    flag : str
+        The CLI flag (``--missing``).
+    widget : str
+        The dashboard control's label, exactly as the page shows it.
+    page : str
+        The dashboard page holding the control.
+    choices : mapping
+        Value → the dashboard's label for that choice (for menus and radios).
+    library, cli, dashboard : callable, optional
+        ``value → text`` overrides for options whose value is not a plain scalar (e.g.
+        ``binarize={'age': 30}`` / ``--binarize age=30``).
+    """
+
+    param: str
+    flag: str
+    widget: str
+    page: str
+    choices: Mapping[str, str] = field(default_factory=dict)
+    library: Callable[[str], str] | None = None
+    cli: Callable[[str], str] | None = None
+    dashboard: Callable[[str], str] | None = None
+
+    def render(self, interface: str, value: str | None) -> str:
+        custom = getattr(self, interface)
+        if custom is not None and value is not None:
+            return custom(value)
+        if interface == "library":
+            name = self.param.split(".", 1)[-1]
+            return name if value is None else f"{name}={_python_literal(value)}"
+        if interface == "cli":
+            if value is None or value == "true":
+                return self.flag
+            return f"{self.flag} {value}"
+        where = f" ({self.page} page)"
+        if value is None or value == "true":
+            return f"“{self.widget}”{where}"
+        return f"“{self.widget}” → “{self.choices.get(value, value)}”{where}"
+
+
+def _python_literal(value: str) -> str:
+    try:
+        float(value)
+    except ValueError:
+        return {"true": "True", "false": "False", "none": "None"}.get(value, repr(value))
+    return value
+
+
+def _pair(value: str) -> tuple[str, str]:
+    column, _, number = value.rpartition("=")
+    return column, number
+
+
+OPTIONS: dict[str, Option] = {}
+
+
+def register(name: str, option: Option) -> Option:
+    """Add (or replace) an option of :data:`OPTIONS`; returns it."""
+    OPTIONS[name] = option
+    return option
+
+
+def term(name: str, value=None) -> str:
+    """A marked mention of option ``name`` (optionally set to ``value``) inside a message.
+
+    Raises ``KeyError`` for an unregistered option, so a misspelt name fails where the message
+    is built rather than reaching a user as raw text.
+    """
+    if name not in OPTIONS:
+        raise KeyError(f"unknown option {name!r} in a message; register it in fairaudit.vocabulary.OPTIONS")
+    text = name if value is None else f"{name}={_value_text(value)}"
+    return f"{_OPEN}{text}{_CLOSE}"
+
+
+def _value_text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    return text.replace(_OPEN, "").replace(_CLOSE, "")
+
+
+def render(text: str, interface: str = "library") -> str:
+    """``text`` with every :func:`term` written for ``interface`` (library, cli or dashboard)."""
+    if interface not in INTERFACES:
+        raise ValueError(f"interface must be one of {', '.join(INTERFACES)}; got {interface!r}")
+
+    def replace(match: re.Match) -> str:
+        return OPTIONS[match.group(1)].render(interface, match.group(2))
+
+    return _TOKEN.sub(replace, text)
+
+
+# ---------------------------------------------------------------------------- the options
+# Reading and column roles (the Data page).
+register("max_mb", Option(
+    "max_mb", "--max-mb", "the upload limit", "Data",
+    dashboard=lambda v: "the server's upload limit (server.maxUploadSize in .streamlit/config.toml)",
+))
+register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
+register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
+register("features", Option("features", "--features", "Features", "Data"))
+register("ignore", Option("ignore", "--ignore", "Columns to ignore", "Data"))
+register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
+register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
+register("binarize", Option(
+    "binarize", "--binarize", "Split at a threshold", "Data",
+    library=lambda v: "binarize={%r: %s}" % _pair(v),
+    cli=lambda v: f"--binarize {v}",
+    dashboard=lambda v: f"“Split at a threshold” for “{_pair(v)[0]}” (Data page)",
+))
+register("bins", Option(
+    "bins", "--bins", "Quantile bins", "Data",
+    library=lambda v: "bins={%r: %s}" % _pair(v),
+    cli=lambda v: f"--bins {v}",
+    dashboard=lambda v: f"“Quantile bins” for “{_pair(v)[0]}” (Data page)",
+))
+register("missing", Option(
+    "missing", "--missing", "Missing cells", "Data",
+    choices={"error": "stop and list the missing cells", "drop": "drop rows with a missing cell",
+             "mean": "fill feature cells with the column mean", "median": "fill feature cells with the column median"},
+))
+register("scaling", Option(
+    "scaling", "--scaling", "Scaling", "Data",
+    choices={"standardize": "standardize (centre, unit variance) — for mixed units", "center": "centre only",
+             "none": "none", "unit_norm": "unit ℓ2 norm per feature (Fairer-NMF)"},
+))
+register("min_group_size", Option("min_group_size", "--min-group-size", "Minimum group size", "Data"))
+register("small_groups", Option(
+    "small_groups", "--drop-small-groups", "Drop groups below the minimum instead of stopping", "Data",
+    cli=lambda v: "--drop-small-groups" if v == "drop" else "(leave out --drop-small-groups)",
+    dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
+                         else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
+))
+register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
+register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
+register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
