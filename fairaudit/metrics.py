@@ -24,12 +24,13 @@ References
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
 from scipy.spatial.distance import cdist, pdist
 
-from .linalg import as_map
+from .linalg import as_map, blas_threads
 
 # ---------------------------------------------------------------- reconstruction (PCA family)
 
@@ -212,8 +213,90 @@ LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp")
 
 
 LEAKAGE_MIN_GROUP_ROWS = 8
-"""A held-out group classifier needs this many rows per group (≥ 2 test and ≥ 6 training rows at
-the 75/25 split); with a smaller group the leakage metrics are NaN (and the audit says why)."""
+"""The leakage test needs this many rows per group (every fold of the cross-validation then holds
+at least one row of each group and trains on at least six); with a smaller group the leakage
+metrics are NaN (and the audit says why)."""
+
+LEAKAGE_FOLDS = 5
+"""Folds of the stratified cross-validation behind the leakage metrics (fewer when the smallest
+group has fewer rows)."""
+
+LEAKAGE_REPEATS = 3
+"""Repeats of the stratified ``k``-fold split (each with its own shuffle); the leakage value is
+the mean balanced accuracy over the ``folds × repeats`` held-out folds. Measured with
+``benchmarks/bench_leakage_stability.py`` (see ``docs/architecture.md``)."""
+
+LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 100, "logistic": 20, "hgb": 0, "mlp": 0}
+"""Permutations of the chance distribution per classifier (``AuditConfig.leakage_permutations``
+overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`), a few
+milliseconds for all of them; the other classifiers are refitted one by one, so HGB and the MLP
+(0.1–3 s per fit) get none: their "above chance" test is then the cross-validation interval
+lying above ``1/k``."""
+
+LEAKAGE_PERMUTATION_BUDGET = 2e9
+"""Largest ``permutations × folds × rows × columns²`` of the batched QDA null (about a
+second of arithmetic); above it the permutations are cut (never below
+:data:`LEAKAGE_MIN_PERMUTATIONS`; the estimate records how many were used)."""
+
+LEAKAGE_MIN_PERMUTATIONS = 20
+
+
+@dataclass(frozen=True)
+class LeakageEstimate:
+    """How well the group can be predicted from a representation, and whether that beats chance.
+
+    ``balanced`` / ``accuracy``: the mean over the held-out folds of repeated stratified
+    cross-validation, with ``*_low`` / ``*_high`` the corrected resampled-t interval over those
+    folds (Nadeau & Bengio 2003: the fold scores share training rows, so their plain standard
+    error is too small; the variance is inflated by ``1/J + n_test/n_train``). ``chance`` is
+    ``1/k``; ``chance_mean``/``chance_low``/``chance_high`` the mean and central interval of the
+    same statistic with the representation's rows permuted against the groups (the chance
+    distribution; Ojala & Garriga 2010, test 1); ``pvalue`` = (1 + #{permuted ≥ observed}) /
+    (1 + permutations), NaN without permutations.
+    """
+
+    balanced: float
+    balanced_low: float
+    balanced_high: float
+    accuracy: float
+    accuracy_low: float
+    accuracy_high: float
+    chance: float
+    chance_mean: float
+    chance_low: float
+    chance_high: float
+    pvalue: float
+    permutations: int
+    folds: int
+    repeats: int
+
+    @classmethod
+    def missing(cls, k: int) -> LeakageEstimate:
+        nan = float("nan")
+        return cls(nan, nan, nan, nan, nan, nan, 1.0 / max(k, 1), nan, nan, nan, nan, 0, 0, 0)
+
+    def above_chance(self, alpha: float) -> bool | None:
+        """The test: permutation p-value ≤ ``alpha`` (or, without permutations, the interval of the
+        balanced accuracy entirely above ``1/k``); ``None`` when nothing was measured."""
+        if not np.isfinite(self.balanced):
+            return None
+        if self.permutations > 0 and np.isfinite(self.pvalue):
+            return bool(self.pvalue <= alpha)
+        return bool(self.balanced_low > self.chance)
+
+    def records(self) -> dict[str, tuple[float, float, float]]:
+        """The audit's records: ``metric → (value, ci_low, ci_high)``."""
+        nan = float("nan")
+        c = self.chance
+        return {
+            "unfairness": (self.accuracy - c, self.accuracy_low - c, self.accuracy_high - c),
+            "unfairness_balanced": (self.balanced - c, self.balanced_low - c, self.balanced_high - c),
+            "balanced_accuracy": (self.balanced, self.balanced_low, self.balanced_high),
+            "chance_balanced_accuracy": (
+                (self.chance_mean, self.chance_low, self.chance_high) if self.permutations else (c, nan, nan)
+            ),
+            "leakage_pvalue": (self.pvalue, nan, nan),
+        }
 
 
 def _stratified_subsample(groups: np.ndarray, max_rows: int, random_state) -> np.ndarray:
@@ -234,6 +317,201 @@ def _stratified_subsample(groups: np.ndarray, max_rows: int, random_state) -> np
     return np.sort(np.concatenate(chosen))
 
 
+def _fit_classifier(classifier: str, Z_train, g_train, n_classes: int, random_state):
+    """One leakage classifier fitted for balanced accuracy (QDA falls back to shrinkage when a
+    group has no more training rows than columns, or its columns are collinear)."""
+    rank_deficient = int(np.bincount(g_train, minlength=n_classes).min()) <= Z_train.shape[1]
+    try:
+        with warnings.catch_warnings():
+            if classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS:
+                from sklearn.exceptions import ConvergenceWarning
+
+                # Fixed iterations on a small training set: reaching max_iter is the plan, not news.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            return _make_classifier(classifier, n_classes, random_state, rank_deficient, len(g_train)).fit(Z_train, g_train)
+    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
+        if classifier != "qda":
+            raise
+        return _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
+
+
+def _balanced_accuracy(truth: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
+    """Balanced accuracy (mean per-class recall) of each row of ``predicted`` (… × n) against ``truth``."""
+    hits = predicted == truth
+    recalls = [hits[..., truth == c].mean(axis=-1) for c in range(n_classes)]
+    return np.mean(recalls, axis=0)
+
+
+QDA_REG_PARAM = 1e-4
+
+
+def _batched_qda_scores(
+    Z: np.ndarray, groups: np.ndarray, train: np.ndarray, test: np.ndarray, orders: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accuracy, balanced accuracy) on ``test`` of QDA fitted on ``train``, for every row order.
+
+    ``orders`` (P × n) rearranges the rows of ``Z`` against the fixed groups (the identity for
+    the observed score; random permutations for the chance distribution): under order ``p`` row
+    ``i`` of the data is ``Z[orders[p, i]]``. The model is scikit-learn's
+    ``QuadraticDiscriminantAnalysis(priors=uniform, reg_param=QDA_REG_PARAM)`` — class
+    covariances ``(1 − r) S_c/n_c + r I`` (``S_c`` the centred scatter), equal priors (checked
+    against scikit-learn in the tests). Every order's class moments and every row's quadratic
+    form are matrix products with the rows' outer products ``z zᵀ``, so hundreds of refits cost a
+    few BLAS calls instead of hundreds of fits.
+    """
+    n, d = Z.shape
+    P = len(orders)
+    outer = (Z[:, :, None] * Z[:, None, :]).reshape(n, d * d)
+    g_train, g_test = groups[train], groups[test]
+    sample = np.arange(P)[:, None]
+    test_rows = orders[:, test]  # P × n_test: the data rows in the test positions
+    scores = np.empty((P, n_classes, len(test)))
+    for c in range(n_classes):
+        members = orders[:, train[g_train == c]]  # P × n_c
+        count = members.shape[1]
+        chosen = np.zeros((P, n))
+        chosen[sample, members] = 1.0 / count
+        mean = chosen @ Z  # P × d
+        second = (chosen @ outer).reshape(P, d, d)
+        cov = (1 - QDA_REG_PARAM) * (second - mean[:, :, None] * mean[:, None, :]) + QDA_REG_PARAM * np.eye(d)
+        chol = np.linalg.cholesky(cov)
+        precision = np.linalg.inv(cov)
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        pulled = np.einsum("pij,pj->pi", precision, mean)  # Σ⁻¹ μ
+        # (x − μ)ᵀ Σ⁻¹ (x − μ) = xᵀΣ⁻¹x − 2 xᵀΣ⁻¹μ + μᵀΣ⁻¹μ for every row x and order p (n × P)
+        quadratic = outer @ precision.reshape(P, d * d).T - 2.0 * (Z @ pulled.T) + np.sum(mean * pulled, axis=1)
+        scores[:, c, :] = -0.5 * (quadratic[test_rows, sample] + logdet[:, None])
+    predicted = scores.argmax(axis=1)
+    return (predicted == g_test).mean(axis=1), _balanced_accuracy(g_test, predicted, n_classes)
+
+
+def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=None):
+    """Fold scores ``(accuracy, balanced)``, each ``P × J`` (row orders × folds)."""
+    if orders is None:
+        orders = np.arange(len(groups))[None, :]
+    accuracy = np.empty((len(orders), len(splits)))
+    balanced = np.empty_like(accuracy)
+    fast = classifier == "qda" and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
+    for j, (train, test) in enumerate(splits):
+        if fast:
+            try:
+                accuracy[:, j], balanced[:, j] = _batched_qda_scores(Z, groups, train, test, orders, n_classes)
+                continue
+            except np.linalg.LinAlgError:  # a numerically singular class covariance: the general path
+                pass
+        for p, order in enumerate(orders):
+            Zo = Z[order]
+            model = _fit_classifier(classifier, Zo[train], groups[train], n_classes, random_state)
+            predicted = model.predict(Zo[test])
+            accuracy[p, j] = float(np.mean(predicted == groups[test]))
+            balanced[p, j] = float(_balanced_accuracy(groups[test], predicted[None, :], n_classes)[0])
+    return accuracy, balanced
+
+
+def _corrected_interval(scores: np.ndarray, test_share: float, confidence: float) -> tuple[float, float]:
+    """Nadeau & Bengio's corrected resampled-t interval of the mean of ``J`` fold scores."""
+    from scipy.stats import t
+
+    J = scores.size
+    mean = float(scores.mean())
+    if J < 2:
+        return float("nan"), float("nan")
+    spread = float(scores.var(ddof=1)) * (1.0 / J + test_share / (1.0 - test_share))
+    half = float(t.ppf(0.5 + confidence / 2, J - 1)) * np.sqrt(spread)
+    return mean - half, mean + half
+
+
+def leakage_test(
+    Z: np.ndarray,
+    groups: np.ndarray,
+    *,
+    classifier: str = "qda",
+    folds: int = LEAKAGE_FOLDS,
+    repeats: int = LEAKAGE_REPEATS,
+    permutations: int | None = None,
+    confidence: float = 0.95,
+    max_rows: int | None = 10000,
+    random_state: int | None = 0,
+) -> LeakageEstimate:
+    """How well the group can be predicted from ``Z``, tested against chance.
+
+    Balanced accuracy (and accuracy) of ``classifier`` by repeated stratified ``folds``-fold
+    cross-validation ([Kim24] §3 / App. A.6 use one 75/25 split; one split moved the balanced
+    accuracy by up to 0.2 between seeds on the 442-row diabetes sample). The chance
+    distribution comes from ``permutations`` refits with the rows of ``Z`` permuted against the
+    groups (the same folds and repeats; Ojala & Garriga 2010, test 1); default
+    :data:`LEAKAGE_PERMUTATIONS`, cut to :data:`LEAKAGE_PERMUTATION_BUDGET`. Above ``max_rows``
+    rows a stratified subsample is used (every row of small groups kept).
+
+    References
+    ----------
+    C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
+    M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
+    """
+    with blas_threads(1):  # small products: one thread is 5× faster than two on a busy machine (measured)
+        return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
+
+
+def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> LeakageEstimate:
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    _, groups = np.unique(np.asarray(groups), return_inverse=True)
+    k = int(groups.max()) + 1 if groups.size else 0
+    sizes = np.bincount(groups, minlength=k)
+    if k < 2 or sizes.min() < LEAKAGE_MIN_GROUP_ROWS:
+        return LeakageEstimate.missing(k)
+    rng = np.random.default_rng(random_state)
+    if max_rows is not None and len(groups) > max_rows:
+        rows = _stratified_subsample(groups, max_rows, rng)
+        Z, groups = Z[rows], groups[rows]
+        sizes = np.bincount(groups, minlength=k)
+    folds = int(min(folds, sizes.min()))
+    seed = int(rng.integers(2**31 - 1))
+    splits = list(RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed).split(Z, groups))
+    accuracy, balanced = _cv_scores(Z, groups, splits, classifier, k, seed)
+    test_share = 1.0 / folds
+    acc_low, acc_high = _corrected_interval(accuracy[0], test_share, confidence)
+    bal_low, bal_high = _corrected_interval(balanced[0], test_share, confidence)
+    observed = float(balanced[0].mean())
+    if permutations is None:
+        permutations = LEAKAGE_PERMUTATIONS.get(classifier, 0)
+        if classifier == "qda" and permutations:
+            cost = folds * len(groups) * Z.shape[1] ** 2
+            permutations = int(min(permutations, max(LEAKAGE_MIN_PERMUTATIONS, LEAKAGE_PERMUTATION_BUDGET // max(cost, 1))))
+    chance_mean = chance_low = chance_high = pvalue = float("nan")
+    if permutations:
+        # The chance distribution of one repeat's mean over its folds: under no leakage it spreads
+        # more than the observed mean over every repeat, so the p-value errs on the large side.
+        first = splits[:folds]
+        orders = np.array([rng.permutation(len(groups)) for _ in range(permutations)])
+        chunk = max(1, int(2e6 // (len(groups) * max(Z.shape[1], k))))  # bounded memory per batch
+        null = np.concatenate(
+            [_cv_scores(Z, groups, first, classifier, k, seed, orders[i : i + chunk])[1].mean(axis=1) for i in range(0, permutations, chunk)]
+        )
+        chance_mean = float(null.mean())
+        chance_low, chance_high = (float(q) for q in np.quantile(null, [0.5 - confidence / 2, 0.5 + confidence / 2]))
+        pvalue = float((1 + np.sum(null >= observed - 1e-12)) / (1 + permutations))
+    return LeakageEstimate(
+        balanced=observed,
+        balanced_low=bal_low,
+        balanced_high=bal_high,
+        accuracy=float(accuracy[0].mean()),
+        accuracy_low=acc_low,
+        accuracy_high=acc_high,
+        chance=1.0 / k,
+        chance_mean=chance_mean,
+        chance_low=chance_low,
+        chance_high=chance_high,
+        pvalue=pvalue,
+        permutations=int(permutations),
+        folds=folds,
+        repeats=repeats,
+    )
+
+
 def group_prediction_scores(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -243,51 +521,35 @@ def group_prediction_scores(
     max_rows: int | None = 20000,
     random_state: int | None = 0,
 ) -> tuple[float, float]:
-    """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``.
+    """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``,
+    from one stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6).
 
-    A stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6);
-    above ``max_rows`` rows a subsample is used that keeps every row of small groups. Returns
+    One split is noisy on small data; the audit uses :func:`leakage_test`. Returns
     ``(nan, nan)`` when a group has fewer than :data:`LEAKAGE_MIN_GROUP_ROWS` rows.
     """
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score
     from sklearn.model_selection import train_test_split
 
     Z = np.asarray(Z, dtype=float)
     if Z.ndim == 1:
         Z = Z[:, None]
-    groups = np.asarray(groups)
-    if np.unique(groups, return_counts=True)[1].min() < LEAKAGE_MIN_GROUP_ROWS:
+    _, groups = np.unique(np.asarray(groups), return_inverse=True)
+    if np.bincount(groups).min() < LEAKAGE_MIN_GROUP_ROWS:
         return float("nan"), float("nan")
     if max_rows is not None and len(groups) > max_rows:
         rows = _stratified_subsample(groups, max_rows, random_state)
         Z, groups = Z[rows], groups[rows]
-    Z_train, Z_test, g_train, g_test = train_test_split(
-        Z, groups, test_size=test_size, stratify=groups, random_state=random_state
-    )
-    n_classes = len(np.unique(groups))
-    rank_deficient = int(np.unique(g_train, return_counts=True)[1].min()) <= Z.shape[1]
-    try:
-        with warnings.catch_warnings():
-            if classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS:
-                from sklearn.exceptions import ConvergenceWarning
-
-                # Fixed iterations on a small training set: reaching max_iter is the plan, not news.
-                warnings.simplefilter("ignore", ConvergenceWarning)
-            model = _make_classifier(classifier, n_classes, random_state, rank_deficient, len(g_train)).fit(Z_train, g_train)
-    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
-        if classifier != "qda":
-            raise
-        model = _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
-    predicted = model.predict(Z_test)
-    return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
+    Z_train, Z_test, g_train, g_test = train_test_split(Z, groups, test_size=test_size, stratify=groups, random_state=random_state)
+    n_classes = int(groups.max()) + 1
+    predicted = _fit_classifier(classifier, Z_train, g_train, n_classes, random_state).predict(Z_test)
+    return float(np.mean(predicted == g_test)), float(_balanced_accuracy(g_test, predicted[None, :], n_classes)[0])
 
 
 def leakage(Z: np.ndarray, groups: np.ndarray, **options) -> dict[str, float]:
-    """``{"unfairness", "unfairness_balanced"}`` from one held-out classifier
-    (:func:`group_prediction_scores`; ``options`` go to it)."""
-    k = len(np.unique(groups))
-    accuracy, balanced = group_prediction_scores(Z, groups, **options)
-    return {"unfairness": accuracy - 1.0 / k, "unfairness_balanced": balanced - 1.0 / k}
+    """``{"unfairness", "unfairness_balanced"}``: (balanced) accuracy minus ``1/k`` from
+    :func:`leakage_test` (``options`` go to it; no permutations unless asked for)."""
+    options.setdefault("permutations", 0)
+    estimate = leakage_test(Z, groups, **options)
+    return {"unfairness": estimate.accuracy - estimate.chance, "unfairness_balanced": estimate.balanced - estimate.chance}
 
 
 def unfairness(Z: np.ndarray, groups: np.ndarray, **options) -> float:

@@ -42,13 +42,14 @@ import time
 
 import numpy as np
 
-from ..audit import SWEEP_SEPARATOR, AuditConfig, RecordSink, merged_options, representation_metrics
+from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
-from . import _kernels
+from ..uncertainty import Disparity
+from . import _kernels, _tensor
 from . import sweep as _sweep
-from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, rank_limit
+from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, normalised_embedding, rank_limit
 from .metrics import nkhsic, orthogonality
 
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
@@ -122,97 +123,214 @@ def default_sweep_rank(ranks, limit: int) -> int:
     return max(below) if below else max(ranks)
 
 
-def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it."""
-    options = _options(config)
-    X = data.tensor()
-    codes, labels = data.groups.codes, data.groups.labels
-    ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
-    sweep_rank = options["sweep_rank"] or default_sweep_rank(ranks, rank_limit(X.shape))
-    if options["sweep"] and not 1 <= sweep_rank <= rank_limit(X.shape):
-        raise ParameterError(f"cpd sweep_rank {sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
-    leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
-    fair = []
-    for name in ("fatr", "hsic", "khsic"):
-        if not config.wants("cpd", name):
-            continue
-        if name == "khsic" and X.shape[0] > options["khsic_max_rows"]:
-            sink.skip(name, _khsic_too_large(X.shape[0], options))
-            continue
-        fair.append(name)
-    run_vanilla = config.wants("cpd", "vanilla")
-    do_sweep = bool(options["sweep"] and fair)
-    rank_list = sorted(set(ranks) | ({sweep_rank} if do_sweep else set()))
-    grid_size = options["n_lambdas"] if options["lambdas"] is None else None
-    total = len(rank_list) * int(run_vanilla) + len(ranks) * len(fair)
-    if do_sweep:
-        total += sum(grid_size or len(_grid(options, name, 1.0)) for name in fair)
-    sink.expect(total)
-    kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
-    landmarks = None
-    if "khsic" in fair and kernel == "nystrom":
-        landmarks = _kernels.landmarks(codes, options["khsic_landmarks"], config.random_state)
-        sink.warn(
-            f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
-            f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
-            f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
-            "khsic_kernel='exact' (CLI --cpd-kernel exact) for the exact kernel, O(n²) per step."
-        )
-    gammas: dict[int, float] = {}
-    unconverged: dict[str, set[int]] = {}
-    cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
+class CPDAudit(FamilyAudit):
+    """The CP family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`).
 
-    def fit(method: str, lam: float, rank: int, init) -> tuple[FairCPD, float]:
-        key = (method, lam, rank)
-        if key in cache:
-            return cache[key]
-        params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": config.random_state}
+    Rows are entities (mode 0). A replicate resamples entities within each group and refits
+    vanilla CP and each fair method at its default λ (λ_ref recomputed from the replicate's own
+    vanilla fit, as the audit does), each warm-started from the audit's fit of the same variant
+    and rank; the λ sweep is not bootstrapped (its points keep ``ci_*`` NaN). Held-out entities
+    get their factor rows by least squares against the fitted other factors
+    (:meth:`FairCPD.transform`) and the fitted embedding's normalisation.
+    """
+
+    method = "cpd"
+    disparities = (Disparity("residual_fit", "max_residual_fit", "residual_fit_gap", "residual_fit_ratio"),)
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        super().__init__(data, config, sink)
+        self.options = options = _options(config)
+        self.X = X = data.tensor()
+        self.codes, self.labels = data.groups.codes, tuple(data.groups.labels)
+        self.ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
+        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, rank_limit(X.shape))
+        if options["sweep"] and not 1 <= self.sweep_rank <= rank_limit(X.shape):
+            raise ParameterError(f"cpd sweep_rank {self.sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
+        self.leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
+        self.fair = []
+        for name in ("fatr", "hsic", "khsic"):
+            if not config.wants("cpd", name):
+                continue
+            if name == "khsic" and X.shape[0] > options["khsic_max_rows"]:
+                sink.skip(name, _khsic_too_large(X.shape[0], options))
+                continue
+            self.fair.append(name)
+        self.run_vanilla = config.wants("cpd", "vanilla")
+        self.do_sweep = bool(options["sweep"] and self.fair)
+        self.kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
+        limit = rank_limit(X.shape)
+        self.replicate_ranks_skipped = {
+            rank: f"rank {rank} reaches the exact-fit rank {limit} (vanilla CP reproduces the data): not bootstrapped"
+            for rank in self.ranks
+            if rank >= limit
+        }
+        self.replicate_variants_skipped = {
+            f"{name}{SWEEP_SEPARATOR}{i}": "the λ sweep is not bootstrapped (cost); its default-λ point is the variant "
+            f"{name}, which has intervals"
+            for name in self.fair
+            for i in range(options["n_lambdas"] if options["lambdas"] is None else len(_grid(options, name, 1.0)))
+        }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.run_vanilla or self.fair)
+
+    def _params(self, method: str, rank: int, gamma: float | None, seed) -> dict:
+        options = self.options
+        params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": seed}
         if method != "none":
             params["inner_steps"] = options["inner_steps"]
         if method == "khsic":
-            params.update(gamma=gammas[rank], kernel=kernel, n_landmarks=options["khsic_landmarks"])
+            params.update(gamma=gamma, kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
         if method == "fatr":
             params["l2"] = options["l2"]
-        started = time.perf_counter()
-        with sink.collect_warnings(method):
-            model = FairCPD(rank=rank, method=method, lam=lam, init=init, **params).fit(X, sensitive_features=codes)
-        if not model.converged_:
-            unconverged.setdefault(method, set()).add(rank)
-        cache[key] = (model, time.perf_counter() - started)
-        return cache[key]
+        return params
 
-    def record(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
+    def _default_lam(self, reference: float) -> float:
+        n = self.options["n_lambdas"]
+        return float(_sweep.lambda_grid(reference, n)[_sweep.default_index(n)])
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        X, codes = self.X[rows], self.codes[rows]
+        if replicate:
+            return self._fit_replicate(rows, X, codes, warm, seed)
+        options, ranks, fair, sink = self.options, self.ranks, self.fair, self.sink
+        fits = Fits(rows=rows, shared={"vanilla": {}, "lam": {}})
+        rank_list = sorted(set(ranks) | ({self.sweep_rank} if self.do_sweep else set()))
+        total = len(rank_list) * int(self.run_vanilla) + len(ranks) * len(fair)
+        if self.do_sweep:
+            total += sum(options["n_lambdas"] if options["lambdas"] is None else len(_grid(options, name, 1.0)) for name in fair)
+        sink.expect(total)
+        landmarks = None
+        if "khsic" in fair and self.kernel == "nystrom":
+            landmarks = _kernels.landmarks(codes, options["khsic_landmarks"], self.config.random_state)
+            sink.warn(
+                f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
+                f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
+                f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
+                "khsic_kernel='exact' (CLI --cpd-kernel exact) for the exact kernel, O(n²) per step."
+            )
+        gammas: dict[int, float] = {}
+        unconverged: dict[str, set[int]] = {}
+        cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
+
+        def fit(method: str, lam: float, rank: int, init) -> tuple[FairCPD, float]:
+            key = (method, lam, rank)
+            if key in cache:
+                return cache[key]
+            started = time.perf_counter()
+            with sink.collect_warnings(method):
+                model = FairCPD(rank=rank, method=method, lam=lam, init=init, **self._params(method, rank, gammas.get(rank), self.config.random_state))
+                model.fit(X, sensitive_features=codes)
+            if not model.converged_:
+                unconverged.setdefault(method, set()).add(rank)
+            cache[key] = (model, time.perf_counter() - started)
+            return cache[key]
+
+        def keep(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
+            fits.models[(variant, rank)], fits.seconds[(variant, rank)] = model, seconds
+            fits.shared["lam"][(variant, rank)] = lam
+            sink.progress(variant, rank, seconds)
+
+        for rank in rank_list:
+            if "khsic" in fair:
+                gammas[rank] = median_gamma(X, rank, self.config.random_state)
+            vanilla, seconds = fit("none", 0.0, rank, "svd")
+            fits.shared["vanilla"][rank] = vanilla
+            if self.run_vanilla:
+                keep("vanilla", vanilla, seconds, 0.0, rank)
+            for name in fair:
+                reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank), landmarks)
+                if self.do_sweep and rank == self.sweep_rank:
+                    # Continuation: each point starts from the previous (smaller-λ) point's solution.
+                    init = vanilla.factors_
+                    for index, lam in enumerate(_grid(options, name, reference)):
+                        model, seconds = fit(name, float(lam), rank, init)
+                        init = model.factors_
+                        keep(f"{name}{SWEEP_SEPARATOR}{index}", model, seconds, float(lam), rank)
+                if rank in ranks:
+                    # The default λ; at the sweep rank usually a grid point, whose fit is reused.
+                    lam = self._default_lam(reference)
+                    keep(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
+            cache = {key: value for key, value in cache.items() if key[2] != rank}
+        for method, bad in unconverged.items():
+            name = next(v for v, m in VARIANTS.items() if m == method)
+            sink.warn(
+                f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
+                f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise n_epochs (CLI --cpd-epochs) for "
+                "tighter fits."
+            )
+        return fits
+
+    def _fit_replicate(self, rows, X, codes, warm: Fits, seed) -> Fits:
+        fits = Fits(rows=rows, shared={"lam": {}})
+        rng = np.random.default_rng(seed)
+        start = int(rng.integers(2**31 - 1))
+        position = np.searchsorted(warm.rows, rows)  # each resampled entity's place in the audit's fit
+        landmarks = None
+        if "khsic" in self.fair and self.kernel == "nystrom":
+            landmarks = _kernels.landmarks(codes, self.options["khsic_landmarks"], start)
+
+        def resampled(model: FairCPD) -> list[np.ndarray]:
+            return [model.factors_[0][position]] + [F.copy() for F in model.factors_[1:]]
+
+        for rank in self.ranks:
+            if rank in self.replicate_ranks_skipped:
+                continue
+            gamma = median_gamma(X, rank, start) if "khsic" in self.fair else None
+            vanilla = FairCPD(rank=rank, method="none", lam=0.0, init=resampled(warm.shared["vanilla"][rank]), **self._params("none", rank, None, start))
+            vanilla.fit(X, sensitive_features=codes)
+            if self.run_vanilla:
+                fits.models[("vanilla", rank)] = vanilla
+            for name in self.fair:
+                lam = self._default_lam(_sweep.lambda_reference(X, vanilla, codes, name, gamma, landmarks))
+                model = FairCPD(rank=rank, method=name, lam=lam, init=resampled(warm.models[(name, rank)]), **self._params(name, rank, gamma, start))
+                fits.models[(name, rank)] = model.fit(X, sensitive_features=codes)
+        return fits
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        X, codes = self.X[rows], self.codes[rows]
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
-            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config)
-        sink.progress(variant, rank, seconds)
+            for (variant, rank), model in fits.models.items():
+                if heldout:
+                    A, residual, groups = self._heldout(model, X, codes)
+                else:
+                    A, residual, groups = model.embedding_, model.residual_fit_, model.group_residual_fit_
+                out.add(variant, rank, "residual_fit", residual)
+                out.add_groups(variant, rank, "residual_fit", self.labels, groups)
+                out.add(variant, rank, "orthogonality", orthogonality(A, codes))
+                out.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=self.config.random_state))
+                out.add_all(variant, rank, self.representation(A, codes, replicate=replicate, config=self.leak_config))
 
-    for rank in rank_list:
-        if "khsic" in fair:
-            gammas[rank] = median_gamma(X, rank, config.random_state)
-        vanilla, seconds = fit("none", 0.0, rank, "svd")
-        if run_vanilla:
-            record("vanilla", vanilla, seconds, 0.0, rank)
-        for name in fair:
-            reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank), landmarks)
-            if do_sweep and rank == sweep_rank:
-                # Continuation: each point starts from the previous (smaller-λ) point's solution.
-                init = vanilla.factors_
-                for index, lam in enumerate(_grid(options, name, reference)):
-                    model, seconds = fit(name, float(lam), rank, init)
-                    init = model.factors_
-                    record(f"{name}{SWEEP_SEPARATOR}{index}", model, seconds, float(lam), rank)
-            if rank in ranks:
-                # The default λ; at the sweep rank usually a grid point, whose fit is reused.
-                lam = float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
-                record(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
-        cache = {key: value for key, value in cache.items() if key[2] != rank}
-    for method, bad in unconverged.items():
-        name = next(v for v, m in VARIANTS.items() if m == method)
-        sink.warn(
-            f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
-            f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise n_epochs (CLI --cpd-epochs) for "
-            "tighter fits."
+    def _heldout(self, model: FairCPD, X: np.ndarray, codes: np.ndarray):
+        """Embedding, residual fit and per-group residual fits of new entities ``X``: their factor
+        rows by least squares given the fitted other factors, normalised as the fit's embedding."""
+        A = model.transform(X)
+        _, scale = normalised_embedding(model.factors_[0], return_scale=True, whiten=len(model.factors_) == 2)
+        embedded = A @ scale if scale.ndim == 2 else A * scale
+        residual = (X - _tensor.reconstruct([A] + list(model.factors_[1:]))).reshape(len(X), -1)
+        flat = X.reshape(len(X), -1)
+        total = float(np.linalg.norm(flat))
+        groups = np.array(
+            [np.linalg.norm(residual[codes == g]) / max(np.linalg.norm(flat[codes == g]), 1e-300) for g in range(len(self.labels))]
         )
+        return embedded, (float(np.linalg.norm(residual)) / total if total > 0 else 0.0), groups
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (variant, rank), model in fits.models.items():
+            out.add(variant, rank, "lam", fits.shared["lam"][(variant, rank)])
+            out.add(variant, rank, "epochs", model.n_iter_)
+            out.add(variant, rank, "seconds", fits.seconds[(variant, rank)])
+
+
+def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it
+    (:func:`fairaudit.audit.run_family` on a :class:`CPDAudit`)."""
+    from ..audit import run_family
+
+    run_family(CPDAudit(data, config, sink))
 
 
 def _khsic_too_large(n: int, options: dict) -> str:
@@ -229,15 +347,3 @@ def _khsic_too_large(n: int, options: dict) -> str:
         f"skipped: {n} entities exceed khsic_max_rows={limit} ({cost}); raise the limit "
         "(CLI --cpd-khsic-max-rows; “Run KHSIC anyway” on the Tensor page) to run it."
     )
-
-
-def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config) -> None:
-    A = model.embedding_
-    sink.add(variant, rank, "residual_fit", model.residual_fit_)
-    sink.add_groups(variant, rank, "residual_fit", labels, model.group_residual_fit_)
-    sink.add(variant, rank, "orthogonality", orthogonality(A, codes))
-    sink.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=config.random_state))
-    sink.add_all(variant, rank, representation_metrics(A, codes, config))
-    sink.add(variant, rank, "lam", lam)
-    sink.add(variant, rank, "epochs", model.n_iter_)
-    sink.add(variant, rank, "seconds", seconds)

@@ -113,7 +113,9 @@ class GroupProblem:
 
     def captured_by(self, vectors: np.ndarray) -> np.ndarray:
         """``u_jᵀ C_i u_j`` for each group ``i`` (rows) and column ``u_j`` of ``vectors``."""
-        return np.einsum("nj,knm,mj->kj", vectors, self.covariances, vectors, optimize=True)
+        # (C_i U) ⊙ U summed over rows: plain products (einsum's path search cost more than the
+        # contraction at these sizes: 1.5 s of 5 s in 10 bootstrap replicates of the default audit)
+        return np.sum((self.covariances @ vectors) * vectors, axis=1)
 
     def projection_losses(self, vectors: np.ndarray, d: int) -> np.ndarray:
         """Losses of the projection onto the span of orthonormal ``vectors``."""

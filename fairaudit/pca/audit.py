@@ -1,18 +1,30 @@
 """The PCA family in an audit: every variant over the rank sweep, as tidy records.
 
 Records per (variant, rank): per group ``error`` and ``loss``; whole-data ``max_loss``,
-``loss_gap`` (largest minus smallest group loss), ``variance_explained``, ``mmd2``,
-``mmd2_rbf``, ``unfairness``, ``unfairness_balanced``, ``effective_rank``, ``seconds``, and
-for the dual solvers ``dual_gap``. Definitions: :mod:`fairaudit.metrics`.
+``loss_gap`` and ``loss_ratio`` (worst and best group, added by the audit driver),
+``variance_explained``, ``mmd2``, ``mmd2_rbf``, the leakage test's ``unfairness``,
+``unfairness_balanced``, ``balanced_accuracy``, ``chance_balanced_accuracy`` and
+``leakage_pvalue``, ``effective_rank``, ``seconds``, and for the dual solvers ``dual_gap``.
+Definitions: :mod:`fairaudit.metrics`.
+
+The family's currency is the per-group second moments (:class:`GroupProblem`): a fit needs
+only them, and so do the per-group metrics. A bootstrap replicate therefore reweights the rows
+(multinomial counts within each group), recomputes the weighted moments — ``O(m n²)``, no
+copies of the rows — and refits each variant warm-started from the audit's own fit at the same
+rank (Fair PCA's dual weights). Held-out rows are measured with the fitted map, centred by the
+training mean, against their own group's best rank-``d`` error.
 """
 
 from __future__ import annotations
 
-import numpy as np
+from itertools import combinations
 
-from .. import metrics
-from ..audit import AuditConfig, RecordSink, representation_metrics
+import numpy as np
+from sklearn.base import clone
+
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, representation_metrics
 from ..data import AuditData
+from ..uncertainty import Disparity
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import GroupProblem
 from .covfair import CovFairPCA
@@ -30,6 +42,14 @@ VARIANTS: dict[str, GroupPCABase] = {
 }
 """Variant name → unfitted estimator (display titles: ``fairaudit.plots.VARIANT_TITLES``)."""
 
+NOT_REPLICATED = {
+    "fair_sdp": "fair_sdp solves the same problem as fair_eig (the tests hold them to the same optimum) with an "
+    "interior-point SDP, 0.03–0.4 s per fit: its intervals are fair_eig's and are not recomputed",
+    "fair_mw": "fair_mw solves the same problem as fair_eig by multiplicative weights, 0.3 s per fit at most "
+    "ranks: its intervals are fair_eig's and are not recomputed",
+}
+"""Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
+
 
 def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
     if name == "fair_sdp" and n_features > config.sdp_max_features:
@@ -45,54 +65,160 @@ def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
     return None
 
 
+class GroupMoments:
+    """The rows of ``X`` sorted by group, for weighted per-group moments in one pass per group."""
+
+    def __init__(self, X: np.ndarray, codes: np.ndarray, labels: tuple[str, ...]):
+        self.order = np.argsort(codes, kind="stable")
+        self.X = np.ascontiguousarray(X[self.order])
+        bounds = np.searchsorted(codes[self.order], np.arange(len(labels) + 1))
+        self.slices = [slice(int(bounds[g]), int(bounds[g + 1])) for g in range(len(labels))]
+        self.labels = labels
+
+    def problem(self, weights: np.ndarray, centre: np.ndarray | None = None) -> tuple[GroupProblem, np.ndarray]:
+        """``(GroupProblem, group means)`` of the rows weighted by ``weights`` (per original row):
+        ``C_i = Σ_r w_r (x_r − c)(x_r − c)ᵀ / Σ_r w_r`` over group ``i``, ``c`` = ``centre`` or
+        the weighted mean of all rows (what an unweighted fit on the resampled rows would use)."""
+        w = np.asarray(weights, dtype=float)[self.order]
+        total = w.sum()
+        if centre is None:
+            centre = (w @ self.X) / total
+        k, n = len(self.slices), self.X.shape[1]
+        covariances = np.empty((k, n, n))
+        means = np.empty((k, n))
+        sizes = np.empty(k)
+        for i, part in enumerate(self.slices):
+            rows, weight = self.X[part] - centre, w[part]
+            sizes[i] = weight.sum()
+            means[i] = centre + (weight @ rows) / sizes[i]
+            C = (rows * weight[:, None]).T @ rows / sizes[i]
+            covariances[i] = (C + C.T) / 2
+        spectra = np.empty((k, n))
+        eigenvectors = np.empty((k, n, n))
+        for i, C in enumerate(covariances):
+            values, vectors = np.linalg.eigh(C)
+            spectra[i] = np.clip(values[::-1], 0.0, None)
+            eigenvectors[i] = vectors[:, ::-1]
+        return GroupProblem(covariances, spectra, eigenvectors, sizes, np.asarray(centre, dtype=float), self.labels), means
+
+
+def _variance_explained(problem: GroupProblem, model) -> float:
+    """``‖XP‖²_F / ‖X‖²_F`` from the group moments: ``Σ_j w_j² u_jᵀ (Σ_i m_i C_i) u_j / Σ_i m_i tr C_i``."""
+    projection = model.map_
+    total = float(problem.sizes @ problem.traces)
+    captured = problem.sizes @ problem.captured_by(projection.basis) @ (projection.weights**2)
+    return float(captured / total) if total > 0 else float("nan")
+
+
+def _mmd2(means: np.ndarray, model) -> float:
+    """``max_{a<b} ‖(μ_a − μ_b)ᵀ U diag(w)‖²``: the group-mean MMD² of the representation."""
+    projection = model.map_
+    coordinates = (means @ projection.basis) * projection.weights
+    return float(max(np.sum((coordinates[a] - coordinates[b]) ** 2) for a, b in combinations(range(len(means)), 2)))
+
+
+class PCAAudit(FamilyAudit):
+    """The PCA family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`)."""
+
+    method = "pca"
+    disparities = (Disparity("loss", "max_loss", "loss_gap", "loss_ratio"),)
+    replicate_variants_skipped = NOT_REPLICATED
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        super().__init__(data, config, sink)
+        self.X = data.X
+        self.codes = data.groups.codes
+        self.labels = tuple(data.groups.labels)
+        self.ranks = config.resolved_ranks(data.n_features)
+        self.moments = GroupMoments(self.X, self.codes, self.labels)
+        self.chosen = []
+        for name in VARIANTS:
+            if not config.wants("pca", name):
+                continue
+            reason = _too_slow(name, data.n_features, config)
+            if reason and config.variants == "all":
+                sink.skip(name, reason)
+                continue
+            self.chosen.append(name)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.chosen)
+
+    def degenerate_ranks(self) -> dict[int, str]:
+        n = self.X.shape[1]
+        return {rank: f"rank {rank} keeps all {n} features: every group is reconstructed exactly" for rank in self.ranks if rank >= n}
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        problem, means = self.moments.problem(np.bincount(rows, minlength=len(self.codes)))
+        fits = Fits(rows=rows, shared={"problem": problem, "means": means})
+        if replicate:
+            for name in self.chosen:
+                if name in NOT_REPLICATED:
+                    continue
+                for rank in self.ranks:
+                    start = warm.models[(name, rank)]._warm_state() if warm is not None else None
+                    model = clone(VARIANTS[name]).set_params(n_components=rank)
+                    model._fit_problem(problem, start)
+                    model.n_features_in_ = problem.n_features
+                    fits.models[(name, rank)] = model
+            return fits
+        self.sink.expect(len(self.chosen) * len(self.ranks))
+        for name in self.chosen:
+            unconverged: list[tuple[int, float]] = []
+            with self.sink.collect_warnings(name):  # iteration caps: summarised below from converged_
+                for rank, fitted, seconds in rank_sweep_problem(VARIANTS[name], problem, self.ranks):
+                    fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
+                    if not getattr(fitted, "converged_", True):
+                        unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
+                    self.sink.progress(name, rank, seconds)
+            if unconverged:
+                ranks_text = ", ".join(str(r) for r, _ in unconverged)
+                worst = max(gap for _, gap in unconverged)
+                self.sink.warn(
+                    f"pca/{name}: stopped at its iteration cap before reaching its tolerance at rank(s) "
+                    f"{ranks_text}; its worst-group loss is within {100 * worst:.2g} % of the optimum "
+                    "(certified gap; the dual_gap metric gives each rank's)."
+                )
+        return fits
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        if heldout:
+            centre = fits.shared["problem"].mean  # the training mean: how the fitted maps centre new rows
+            problem, means = self.moments.problem(np.bincount(rows, minlength=len(self.codes)), centre)
+        else:
+            problem, means = fits.shared["problem"], fits.shared["means"]
+        for (name, rank), model in fits.models.items():
+            if heldout:
+                errors = problem.errors(model.map_)
+                losses = errors - problem.best_errors(rank)
+            else:
+                errors, losses = model.group_errors_, model.group_losses_
+            out.add_groups(name, rank, "error", self.labels, errors)
+            out.add_groups(name, rank, "loss", self.labels, losses)
+            out.add(name, rank, "variance_explained", _variance_explained(problem, model))
+            if replicate:
+                out.add(name, rank, "mmd2", _mmd2(means, model))
+            else:
+                unique = np.unique(rows)
+                Z = model.map_.coordinates(self.X[unique] - problem.mean)
+                out.add_all(name, rank, representation_metrics(Z, self.codes[unique], self.config))
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (name, rank), model in fits.models.items():
+            out.add(name, rank, "effective_rank", model.n_components_)
+            out.add(name, rank, "seconds", fits.seconds[(name, rank)])
+            gap = getattr(model, "dual_gap_", None)
+            if gap is not None and np.isfinite(gap):
+                out.add(name, rank, "dual_gap", gap)
+
+
 def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the PCA family on ``data.X`` (scaled as the data says) and write records to ``sink``."""
-    X = data.X
-    ranks = config.resolved_ranks(data.n_features)
-    problem = GroupProblem.from_data(X, data.groups)
-    centred = X - problem.mean
-    codes = data.groups.codes
-    labels = data.groups.labels
-    chosen = []
-    for name in VARIANTS:
-        if not config.wants("pca", name):
-            continue
-        reason = _too_slow(name, data.n_features, config)
-        if reason and config.variants == "all":
-            sink.skip(name, reason)
-            continue
-        chosen.append(name)
-    sink.expect(len(chosen) * len(ranks))
-    for name in chosen:
-        template = VARIANTS[name]
-        unconverged: list[tuple[int, float]] = []
-        with sink.collect_warnings(name):  # iteration caps: summarised below from converged_
-            for rank, fitted, seconds in rank_sweep_problem(template, problem, ranks):
-                _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, config)
-                if not getattr(fitted, "converged_", True):
-                    unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
-                sink.progress(name, rank, seconds)
-        if unconverged:
-            ranks_text = ", ".join(str(r) for r, _ in unconverged)
-            worst = max(gap for _, gap in unconverged)
-            sink.warn(
-                f"pca/{name}: stopped at its iteration cap before reaching its tolerance at rank(s) "
-                f"{ranks_text}; its worst-group loss is within {100 * worst:.2g} % of the optimum "
-                "(certified gap; the dual_gap metric gives each rank's)."
-            )
+    """Fit the PCA family on ``data.X`` (scaled as the data says) and write records to ``sink``
+    (:func:`fairaudit.audit.run_family` on a :class:`PCAAudit`)."""
+    from ..audit import run_family
 
-
-def _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, config) -> None:
-    sink.add_groups(name, rank, "error", labels, fitted.group_errors_)
-    sink.add_groups(name, rank, "loss", labels, fitted.group_losses_)
-    sink.add(name, rank, "max_loss", float(np.max(fitted.group_losses_)))
-    sink.add(name, rank, "loss_gap", float(np.ptp(fitted.group_losses_)))
-    projection = fitted.map_
-    sink.add(name, rank, "variance_explained", metrics.variance_explained(centred, projection))
-    sink.add_all(name, rank, representation_metrics(projection.coordinates(centred), codes, config))
-    sink.add(name, rank, "effective_rank", fitted.n_components_)
-    sink.add(name, rank, "seconds", seconds)
-    gap = getattr(fitted, "dual_gap_", None)
-    if gap is not None and np.isfinite(gap):
-        sink.add(name, rank, "dual_gap", gap)
+    run_family(PCAAudit(data, config, sink))
 
