@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from . import metrics, uncertainty
 from ._version import __version__
@@ -570,29 +571,34 @@ class FamilyAudit:
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
-    """Add the worst group's value, the gap and the ratio of each declared per-group metric.
+    """Add the worst group's value, the gap, the ratio (and the error ratio) of each declared
+    per-group metric.
 
     ``records`` maps ``(variant, rank, group, metric)`` to a value; ``pairs`` holds the point
     estimate's ``(worst, best)`` per ``(variant, rank, metric)`` (filled when empty: the point
     estimate; read in replicates)."""
-    for disparity in family.disparities:
-        metric, largest, gap, ratio = disparity.names(prefix)
-        by_fit: dict[tuple[str, int], list[float]] = {}
+
+    def per_group(metric: str) -> dict[tuple[str, int], np.ndarray]:
+        found: dict[tuple[str, int], np.ndarray] = {}
         for (variant, rank, group, name), value in records.items():
             if name == metric and group:
-                by_fit.setdefault((variant, rank), []).append((family.labels.index(group), value))
-        for (variant, rank), items in by_fit.items():
-            values = np.full(len(family.labels), np.nan)
-            for index, value in items:
-                values[index] = value
+                found.setdefault((variant, rank), np.full(len(family.labels), np.nan))[family.labels.index(group)] = value
+        return found
+
+    for disparity in family.disparities:
+        metric, largest, gap, ratio = disparity.names(prefix)
+        errors = per_group(prefix + disparity.error) if disparity.error else {}
+        for (variant, rank), values in per_group(metric).items():
             if np.isnan(values).all():
                 continue
             key = (variant, rank, metric)
-            found = uncertainty.disparity(values, pairs.get(key))
+            found = uncertainty.disparity(values, pairs.get(key), errors.get((variant, rank)))
             pairs.setdefault(key, (found["worst"], found["best"]))
             out.add(variant, rank, largest, found["largest"])
             out.add(variant, rank, gap, found["gap"])
             out.add(variant, rank, ratio, found["ratio"])
+            if "error_ratio" in found:
+                out.add(variant, rank, prefix + disparity.error_ratio, found["error_ratio"])
 
 
 class _Collector(Recorder):
@@ -637,47 +643,60 @@ def run_family(family: FamilyAudit) -> dict:
     summary.update(replicates=replicates, why=why)
     if replicates:
         started = time.perf_counter()
-        intervals = _bootstrap(family, fits, train, test, replicates, pairs)
+        found = _bootstrap(family, fits, train, test, replicates, pairs)
         summary["seconds"] = round(time.perf_counter() - started, 3)
-        _apply_intervals(sink, intervals)
+        summary["interval"] = uncertainty.INTERVAL_METHOD
+        _apply_intervals(sink, found, config.confidence)
         summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
     return summary
 
 
-def _bootstrap(family: FamilyAudit, fits: Fits, train, test, count: int, pairs: dict) -> dict:
+def _bootstrap(family: FamilyAudit, fits: Fits, train, test, count: int, pairs: dict) -> uncertainty.Replicates:
     """``count`` stratified bootstrap replicates: refit on resampled training rows (warm-started
-    from ``fits``), measure on them (and on resampled held-out rows); the percentile intervals."""
+    from ``fits``), measure on them (and on resampled held-out rows). One thread per library
+    meanwhile: many small refits gain nothing from threads and k-means' OpenMP threads thrash a
+    busy machine."""
     replicates = uncertainty.Replicates(count)
     capped = 0
     started = time.perf_counter()
-    for b, seed in enumerate(uncertainty.replicate_seeds(family.config.random_state, count)):
-        rng = np.random.default_rng(seed)
-        rows = uncertainty.stratified_resample(family.codes, rng, train)
-        collector = _Collector(_ReplicateRecorder(replicates, b))
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            refits = family.fit(rows, warm=fits, replicate=True, seed=seed)
-            family.measure(refits, rows, collector, replicate=True)
-            if test is not None:
-                family.measure(refits, uncertainty.stratified_resample(family.codes, rng, test), collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
-        capped += any(issubclass(w.category, ConvergenceWarning) for w in caught)
-        _disparity_records(collector.values, family, _ReplicateRecorder(replicates, b), pairs, "")
-        if test is not None:
-            _disparity_records(collector.values, family, _ReplicateRecorder(replicates, b), pairs, HELDOUT_PREFIX)
-        family.sink.event(
-            {"variant": "", "rank": None, "done": b + 1, "total": count, "seconds": time.perf_counter() - started, "stage": "bootstrap"}
-        )
+    with threadpool_limits(limits=1):
+        for b, seed in enumerate(uncertainty.replicate_seeds(family.config.random_state, count)):
+            capped += _replicate(family, fits, train, test, pairs, replicates, b, seed)
+            family.sink.event(
+                {"variant": "", "rank": None, "done": b + 1, "total": count, "seconds": time.perf_counter() - started, "stage": "bootstrap"}
+            )
     if capped:
         family.sink.warn(
             f"{family.method}: in {capped} of {count} bootstrap replicates a solver stopped at its iteration cap "
             "(replicates are warm-started from the audit's own fits, so their caps are those of the audit)."
         )
-    return replicates.intervals(family.config.confidence)
+    return replicates
 
 
-def _apply_intervals(sink: RecordSink, intervals: dict) -> None:
+def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replicates: uncertainty.Replicates, b: int, seed) -> bool:
+    """Replicate ``b``: resample, refit, measure, add the disparities; whether a solver hit its cap."""
+    rng = np.random.default_rng(seed)
+    rows = uncertainty.stratified_resample(family.codes, rng, train)
+    collector = _Collector(_ReplicateRecorder(replicates, b))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        refits = family.fit(rows, warm=fits, replicate=True, seed=seed)
+        family.measure(refits, rows, collector, replicate=True)
+        if test is not None:
+            heldout = uncertainty.stratified_resample(family.codes, rng, test)
+            family.measure(refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
+    out = _ReplicateRecorder(replicates, b)
+    _disparity_records(collector.values, family, out, pairs, "")
+    if test is not None:
+        _disparity_records(collector.values, family, out, pairs, HELDOUT_PREFIX)
+    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _apply_intervals(sink: RecordSink, replicates: uncertainty.Replicates, confidence: float) -> None:
     """Write the bootstrap intervals into the sink's rows (rows that carry their own interval,
     the leakage test's, keep it)."""
+    points = {(row[1], row[2], row[3], row[4]): row[5] for row in sink.rows}
+    intervals = replicates.intervals(confidence, points)
     for index, row in enumerate(sink.rows):
         method, variant, rank, group, metric, value, low, high = row
         if not (math.isnan(low) and math.isnan(high)):
@@ -700,8 +719,8 @@ def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str
             reasons[label] = family.replicate_variants_skipped[variant]
         elif base in FACT_METRICS:
             reasons[base] = "a fact of the fit (time, iterations, rank used, penalty weight), not an estimate"
-        elif base == "leakage_pvalue":
-            reasons[base] = "a p-value: the leakage test's own outcome"
+        elif base.endswith("_pvalue"):
+            reasons[base] = "a p-value: a test's own outcome"
         elif base in family.not_bootstrapped or base in LEAKAGE_METRICS:
             reasons[base] = family.not_bootstrapped.get(base, NOT_BOOTSTRAPPED["unfairness"])
         elif rank in family.replicate_ranks_skipped:

@@ -86,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
+    _add_uncertainty_options(audit)
     _add_nmf_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
@@ -140,6 +141,27 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     scaling.add_argument("--scaling", choices=SCALINGS, default=None, help="feature scaling (default standardize)")
     scaling.add_argument("--standardize", dest="standardize", action="store_true", default=None, help="same as --scaling standardize")
     scaling.add_argument("--no-standardize", dest="standardize", action="store_false", help="same as --scaling center")
+
+
+def _add_uncertainty_options(parser: argparse.ArgumentParser) -> None:
+    """Intervals, held-out rows and the verdicts' tolerance (defaults from the library)."""
+    from .uncertainty import DEFAULT_BOOTSTRAP
+
+    defaults = ", ".join(f"{method} {count}" for method, count in DEFAULT_BOOTSTRAP.items())
+    trust = parser.add_argument_group("uncertainty and verdicts")
+    trust.add_argument("--bootstrap", type=int, default=AuditConfig.bootstrap, metavar="N",
+                       help=f"bootstrap replicates behind every interval; 0 turns the intervals off (default per family: {defaults})")
+    trust.add_argument("--confidence", type=float, default=AuditConfig.confidence,
+                       help=f"level of every interval; 1 − it is the leakage test's significance level (default {AuditConfig.confidence})")
+    trust.add_argument("--holdout", type=float, default=AuditConfig.holdout, metavar="SHARE",
+                       help="hold out this share of each group's rows (e.g. 0.3), fit on the rest and report every metric on them too (heldout_…)")
+    trust.add_argument("--flag-ratio", type=float, default=AuditConfig.flag_ratio, metavar="RATIO",
+                       help=f"tolerance of the gap verdict: the worst group must fare this many times worse than the best (default {AuditConfig.flag_ratio})")
+
+
+def _uncertainty_options(args) -> dict:
+    """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
+    return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio}
 
 
 def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
@@ -275,11 +297,13 @@ def config_from_args(args) -> AuditConfig:
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
         options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", cpd)) if given},
+        **_uncertainty_options(args),
     )
 
 
 def _print_summary(result, out) -> None:
     from .findings import findings
+    from .formatting import number
     from .report import summary_table
 
     data = result.data
@@ -290,22 +314,40 @@ def _print_summary(result, out) -> None:
         keep = [
             c
             for c in (
-                "variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap",
-                "total_rel_error", "acc", "nmi", "balance", "proportion", "alignment_protected", "lam", "residual_fit",
-                "orthogonality", "nkhsic", "unfairness", "unfairness_balanced", "effective_rank", "seconds",
+                "variant", "rank", "max_loss", "loss_gap", "loss_ratio", "variance_explained", "max_rel_loss", "rel_loss_gap",
+                "total_rel_error", "acc", "nmi", "balance", "relative_balance", "proportion", "alignment_protected", "lam",
+                "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "effective_rank", "seconds",
             )
             if c in table.columns
         ]
         print(f"\n[{method}]", file=out)
-        print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        print(table[keep].to_string(index=False, float_format=number), file=out)
         _print_details(result, method, out)
-    for method, sentences in findings(result).items():
-        for sentence in sentences:
-            print(f"finding ({method}): {sentence}", file=out)
+    _print_findings(result, findings(result), out)
     for skip in result.skipped:
         print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
     for warning in result.warnings:
         print(f"warning: {warning}", file=out)
+
+
+def _print_findings(result, found: dict, out) -> None:
+    """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
+    from .findings import verdict_rules
+    from .formatting import level, number, plural
+
+    for method, summary in result.uncertainty.items():
+        replicates = int(summary.get("replicates", 0))
+        what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
+        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {what}", file=out)
+    for method, items in found.items():
+        for finding in items:
+            print(f"finding ({method}, {finding.verdict}): {finding}", file=out)
+    if any(f.verdict != "info" for items in found.values() for f in items):
+        runs = result.config.get("runs", [result.config])
+        rules = verdict_rules(float(runs[0].get("flag_ratio", 1.25)), float(runs[0].get("confidence", 0.95)))
+        print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
+        for text in rules.values():
+            print(f"  {text}", file=out)
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:

@@ -74,7 +74,7 @@ VERDICT_RULES: dict[str, str] = {
 
 def verdict_rules(flag_ratio: float = 1.25, confidence: float = 0.95) -> dict[str, str]:
     """:data:`VERDICT_RULES` with the run's tolerance and confidence written in."""
-    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"), "alpha": number(1 - confidence)}
+    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"), "alpha": f"{round(1 - confidence, 6):g}"}
     return {name: rule.format(**values) for name, rule in VERDICT_RULES.items()}
 
 
@@ -158,6 +158,14 @@ class Records:
     def level(self) -> str:
         return level(self.confidence)
 
+    @property
+    def alpha(self) -> float:
+        return 1.0 - self.confidence
+
+    def assessed(self, variant: str, metric: str) -> int:
+        """How many ranks of ``variant`` are tested for a gap in ``metric`` (not degenerate)."""
+        return sum(1 for r in self.ranks(variant, metric) if r not in self.degenerate)
+
     def finding(self, rank, variant, verdict, text, evidence=None) -> Finding:
         rule = self.rules.get(verdict, self.rules["info"])
         evidence = {key: _json(value) for key, value in (evidence or {}).items()}  # NaN → None: comparable, JSON-ready
@@ -202,9 +210,14 @@ class Assessment:
     ratio: Estimate | None
     degenerate: str | None
     verdict: str | None  # "gap", "no_evidence", "info" (no interval), None (degenerate)
+    error_ratio: Estimate | None = None
+    pvalue: float | None = None
 
     def within_tolerance(self, flag_ratio: float) -> bool:
-        """The worst group fares less than ``flag_ratio`` times worse than the best (point values)."""
+        """The worst group fares less than ``flag_ratio`` times worse than the best (point values;
+        the error ratio where there is one)."""
+        if self.error_ratio is not None and math.isfinite(self.error_ratio[0]):
+            return self.error_ratio[0] < flag_ratio
         high, low = self.worst_value[0], self.best_value[0]
         return high <= 0 or high < flag_ratio * max(low, 0.0)
 
@@ -216,12 +229,20 @@ class Assessment:
             "best": list(self.best_value),
             "gap": list(self.gap) if self.gap else None,
             "ratio": list(self.ratio) if self.ratio else None,
+            "error_ratio": list(self.error_ratio) if self.error_ratio else None,
+            "gap_pvalue": self.pvalue,
         }
 
 
 def assess(records: Records, variant: str, rank: int, metric: str, gap: str, ratio: str, prefix: str = "") -> Assessment | None:
     """Judge ``metric`` (per group) of ``variant`` at ``rank`` by the ``gap`` rule; ``None`` if
-    there are fewer than two groups."""
+    there are fewer than two groups.
+
+    The tolerance applies to the error ratio (``error_ratio`` / ``rel_error_ratio``, see
+    :class:`fairaudit.uncertainty.Disparity`) where the family records one, else to the plain
+    ratio of the two groups' values. Where a permutation p-value of the gap is recorded
+    (``loss_gap_pvalue``: the gap against random groups of the same sizes), it must be at most
+    α divided by the number of ranks assessed (Bonferroni over the rank sweep)."""
     groups = records.groups(variant, rank, prefix + metric)
     groups = {g: est for g, est in groups.items() if math.isfinite(est[0])}
     if len(groups) < 2:
@@ -234,15 +255,29 @@ def assess(records: Records, variant: str, rank: int, metric: str, gap: str, rat
     if degenerate is None and max(abs(high), abs(low)) <= 1e-9 * max(scale, 1e-300):
         degenerate = "every group's value is numerically zero"
     difference = records.get(variant, rank, prefix + gap)
+    error_ratio = records.get(variant, rank, prefix + ERROR_RATIOS.get(metric, "")) if metric in ERROR_RATIOS else None
+    p = records.value(variant, rank, prefix + gap + "_pvalue")
+    if error_ratio is not None and math.isfinite(error_ratio[0]):
+        material = error_ratio[0] >= records.flag_ratio
+    else:
+        material = high > 0 and high >= records.flag_ratio * max(low, 0.0)
+    tested = p is None or p <= records.alpha / max(records.assessed(variant, prefix + metric), 1)
     if degenerate:
         verdict = None
     elif not _has_interval(difference):
         verdict = "info"
-    elif difference[1] > 0 and high > 0 and high >= records.flag_ratio * max(low, 0.0):
+    elif difference[1] > 0 and material and tested:
         verdict = "gap"
     else:
         verdict = "no_evidence"
-    return Assessment(variant, rank, worst, best, groups[worst], groups[best], difference, records.get(variant, rank, prefix + ratio), degenerate, verdict)
+    return Assessment(
+        variant, rank, worst, best, groups[worst], groups[best], difference, records.get(variant, rank, prefix + ratio),
+        degenerate, verdict, error_ratio, p,
+    )
+
+
+ERROR_RATIOS = {"loss": "error_ratio", "rel_loss": "rel_error_ratio"}
+"""Per-group loss → the record the ``gap`` verdict's tolerance applies to."""
 
 
 def headline(records: Records, variant: str, metric: str, gap: str, ratio: str) -> tuple[Assessment | None, list[Assessment]]:
@@ -301,7 +336,7 @@ def disparity_findings(
     if top.verdict == "gap":
         text = (
             f"Gap at rank {top.rank}: {sentence}. The difference's interval excludes 0 and the worst group fares at least "
-            f"{flag} worse. {plural(gaps, 'rank')} of {len(usable)} show a gap; this one the largest difference."
+            f"{flag} worse. {plural(gaps, 'rank')} of {len(usable)} {'shows' if gaps == 1 else 'show'} a gap; this one the largest difference."
         )
     elif top.verdict == "no_evidence":
         text = (

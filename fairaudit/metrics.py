@@ -30,7 +30,7 @@ from itertools import combinations
 import numpy as np
 from scipy.spatial.distance import cdist, pdist
 
-from .linalg import as_map, blas_threads
+from .linalg import as_map
 
 # ---------------------------------------------------------------- reconstruction (PCA family)
 
@@ -437,9 +437,10 @@ def leakage_test(
 
     Balanced accuracy (and accuracy) of ``classifier`` by repeated stratified ``folds``-fold
     cross-validation ([Kim24] §3 / App. A.6 use one 75/25 split; one split moved the balanced
-    accuracy by up to 0.2 between seeds on the 442-row diabetes sample). The chance
-    distribution comes from ``permutations`` refits with the rows of ``Z`` permuted against the
-    groups (the same folds and repeats; Ojala & Garriga 2010, test 1); default
+    accuracy by up to 0.2 between seeds on the 442-row diabetes sample); the interval is
+    clipped to [0, 1]. The chance distribution comes from ``permutations`` refits with the rows
+    of ``Z`` permuted against the groups (the first repeat's folds; Ojala & Garriga 2010,
+    test 1); default
     :data:`LEAKAGE_PERMUTATIONS`, cut to :data:`LEAKAGE_PERMUTATION_BUDGET`. Above ``max_rows``
     rows a stratified subsample is used (every row of small groups kept).
 
@@ -448,7 +449,11 @@ def leakage_test(
     C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
     M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
     """
-    with blas_threads(1):  # small products: one thread is 5× faster than two on a busy machine (measured)
+    from threadpoolctl import threadpool_limits
+
+    # Small products and many small fits: one thread (BLAS and OpenMP alike) was 5× faster than
+    # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed.
+    with threadpool_limits(limits=1):
         return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
 
 
@@ -473,8 +478,8 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
     splits = list(RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed).split(Z, groups))
     accuracy, balanced = _cv_scores(Z, groups, splits, classifier, k, seed)
     test_share = 1.0 / folds
-    acc_low, acc_high = _corrected_interval(accuracy[0], test_share, confidence)
-    bal_low, bal_high = _corrected_interval(balanced[0], test_share, confidence)
+    acc_low, acc_high = np.clip(_corrected_interval(accuracy[0], test_share, confidence), 0.0, 1.0)
+    bal_low, bal_high = np.clip(_corrected_interval(balanced[0], test_share, confidence), 0.0, 1.0)
     observed = float(balanced[0].mean())
     if permutations is None:
         permutations = LEAKAGE_PERMUTATIONS.get(classifier, 0)
@@ -496,11 +501,11 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
         pvalue = float((1 + np.sum(null >= observed - 1e-12)) / (1 + permutations))
     return LeakageEstimate(
         balanced=observed,
-        balanced_low=bal_low,
-        balanced_high=bal_high,
+        balanced_low=float(bal_low),
+        balanced_high=float(bal_high),
         accuracy=float(accuracy[0].mean()),
-        accuracy_low=acc_low,
-        accuracy_high=acc_high,
+        accuracy_low=float(acc_low),
+        accuracy_high=float(acc_high),
         chance=1.0 / k,
         chance_mean=chance_mean,
         chance_low=chance_low,
@@ -657,7 +662,8 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "loss_gap": {
         "title": "Loss gap",
         "formula": "max_i loss_i − min_i loss_i",
-        "plain": "How unequally the groups are served. 0 means every group loses the same.",
+        "plain": "How unequally the groups are served. 0 means every group loses the same. Its interval "
+        "follows the groups worst and best served in the full data, so it can include 0.",
         "source": "derived from Samadi et al. 2018, Def. 4.3",
     },
     "variance_explained": {
@@ -683,18 +689,84 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "unfairness": {
         "title": "Unfairness (leakage, accuracy)",
-        "formula": "held-out accuracy of a classifier predicting the group − 1/k",
+        "formula": "cross-validated accuracy of a classifier predicting the group − 1/k",
         "plain": "How well the group can be guessed from the representation alone. With unequal "
         "group sizes a classifier can score well by always guessing the larger group; prefer the "
         "balanced version.",
         "source": "Kim & Gittens 2024, §3 / App. A.6",
     },
     "unfairness_balanced": {
-        "title": "Unfairness (leakage, balanced accuracy)",
-        "formula": "held-out balanced accuracy of a classifier predicting the group − 1/k",
-        "plain": "How well the group can be guessed from the representation, fair to small groups. "
-        "0 means no better than chance; 1 − 1/k means the group is fully revealed.",
+        "title": "Unfairness (leakage, balanced accuracy − chance)",
+        "formula": "cross-validated balanced accuracy of a classifier predicting the group − 1/k",
+        "plain": "How far above chance the group can be guessed from the representation, fair to small "
+        "groups: balanced_accuracy minus 1/k. 0 means no better than chance; 1 − 1/k means the group is "
+        "fully revealed. A value below 0 is noise, not an improvement.",
         "source": "Kim & Gittens 2024, §3 (balanced accuracy)",
+    },
+    "balanced_accuracy": {
+        "title": "Leakage: balanced accuracy of predicting the group",
+        "formula": "mean per-group recall of a classifier (QDA by default) predicting the group from the "
+        "representation, repeated stratified 5-fold cross-validation; interval: Nadeau–Bengio corrected t",
+        "plain": "How well the group can be guessed from the representation alone, fair to small groups. "
+        "Chance is 1/k (0.5 for two groups); 1 means the representation reveals the group completely. "
+        "Whether it is above chance is tested against permuted groups (leakage_pvalue).",
+        "source": "Kim & Gittens 2024, §3; Nadeau & Bengio 2003; Ojala & Garriga 2010",
+    },
+    "chance_balanced_accuracy": {
+        "title": "Leakage: chance level",
+        "formula": "mean (interval: central range) of the balanced accuracy with the representation's rows "
+        "permuted against the groups (1/k without permutations)",
+        "plain": "What the leakage classifier scores when the representation carries no information about "
+        "the group: the line the balanced accuracy is compared with.",
+        "source": "Ojala & Garriga 2010, test 1",
+    },
+    "leakage_pvalue": {
+        "title": "Leakage: permutation p-value",
+        "formula": "(1 + #{permuted balanced accuracy ≥ observed}) / (1 + permutations)",
+        "plain": "How often chance alone does as well as the observed balanced accuracy. At most "
+        "1 − confidence (0.05) means the group is predicted above chance.",
+        "source": "Ojala & Garriga 2010, test 1",
+    },
+    "loss_ratio": {
+        "title": "Loss ratio (worst / best group)",
+        "formula": "loss_worst / loss_best (the groups worst and best served in the full data)",
+        "plain": "How many times more the worst-served group loses than the best-served one; 1 is parity. "
+        "Undefined (empty) when the best group's loss is 0. The gap verdict uses a tolerance on it "
+        "(flag_ratio, default 1.25).",
+        "source": "derived from Samadi et al. 2018, Def. 4.3",
+    },
+    "rel_loss_ratio": {
+        "title": "Relative loss ratio (worst / best group)",
+        "formula": "rel_loss_worst / rel_loss_best",
+        "plain": "How many times more relative loss the worst-served group has than the best-served one; 1 is "
+        "parity. Undefined when the best group's relative loss is 0 or below (E_ℓ is an estimate).",
+        "source": "derived from Kassab, George, Needell et al., Def. 4.1",
+    },
+    "max_residual_fit": {
+        "title": "Largest group residual fit",
+        "formula": "max over groups of the residual fit of the group's entities",
+        "plain": "How poorly the CP model reproduces the worst-served group's entities.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "residual_fit_gap": {
+        "title": "Residual fit gap",
+        "formula": "residual_fit_worst − residual_fit_best (groups' entities)",
+        "plain": "How unequally the CP model reproduces the groups' entities; 0 is parity.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "residual_fit_ratio": {
+        "title": "Residual fit ratio (worst / best group)",
+        "formula": "residual_fit_worst / residual_fit_best",
+        "plain": "How many times worse the worst-served group's entities are reproduced; 1 is parity.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "relative_balance": {
+        "title": "Relative cluster balance",
+        "formula": "balance / (smallest group's share of the rows)",
+        "plain": "The least-represented group's share of its worst k-means cluster, relative to its share of "
+        "the data: 1 is parity (every cluster mixes the groups as the data do), 0 a cluster without the group. "
+        "Higher is fairer; the gap verdict flags values at or below 1/flag_ratio.",
+        "source": "derived from Xing et al. 2021, eq. 10",
     },
     "effective_rank": {
         "title": "Effective rank",
@@ -741,7 +813,8 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "rel_loss_gap": {
         "title": "Relative loss gap",
         "formula": "max_ℓ rel_loss_ℓ − min_ℓ rel_loss_ℓ",
-        "plain": "How unequally the groups are served by the NMF. 0 means every group loses the same.",
+        "plain": "How unequally the groups are served by the NMF. 0 means every group loses the same. Its "
+        "interval follows the groups worst and best served in the full data, so it can include 0.",
         "source": "derived from Kassab, George, Needell et al., Def. 4.1",
     },
     "total_rel_error": {
@@ -869,3 +942,17 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "source": "Xing et al. 2021, eqs. 1–2",
     },
 }
+
+
+def metric_definition(metric: str) -> dict[str, str]:
+    """:data:`METRIC_DEFINITIONS`' entry for ``metric``; a held-out metric (``heldout_loss``) is
+    its metric measured on the held-out rows (``AuditConfig(holdout=…)``)."""
+    if metric in METRIC_DEFINITIONS:
+        return METRIC_DEFINITIONS[metric]
+    base = metric.removeprefix("heldout_")
+    if base != metric and base in METRIC_DEFINITIONS:
+        found = dict(METRIC_DEFINITIONS[base])
+        found["title"] += " (held-out rows)"
+        found["plain"] += " Measured on the held-out rows with the model fitted on the others."
+        return found
+    return {}

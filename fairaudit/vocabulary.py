@@ -178,3 +178,9 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# Uncertainty and verdicts (every method page; library: AuditConfig).
+register("bootstrap", Option("bootstrap", "--bootstrap", "Bootstrap replicates (0 = no intervals)", "method"))
+register("confidence", Option("confidence", "--confidence", "Confidence level", "method"))
+register("holdout", Option("holdout", "--holdout", "Hold out rows for evaluation", "method"))
+register("flag_ratio", Option("flag_ratio", "--flag-ratio", "Gap tolerance (worst ÷ best)", "method"))

@@ -188,7 +188,7 @@ class NMFAudit(FamilyAudit):
     """
 
     method = "nmf"
-    disparities = (Disparity("rel_loss", "max_rel_loss", "rel_loss_gap", "rel_loss_ratio"),)
+    disparities = (Disparity("rel_loss", "max_rel_loss", "rel_loss_gap", "rel_loss_ratio", error="rel_error", error_ratio="rel_error_ratio"),)
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         super().__init__(data, config, sink)
