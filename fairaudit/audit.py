@@ -190,7 +190,10 @@ class AuditConfig:
         return variant in self.variants or f"{method}:{variant}" in self.variants
 
     def to_dict(self) -> dict:
-        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items()}
+        """The settings that determine the numbers (``keep_models`` does not, and is left out)."""
+        return {
+            key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"
+        }
 
 
 # ============================================================================ results
@@ -214,7 +217,7 @@ class AuditResult:
     """Per family, how its intervals were computed: ``{method: {"replicates", "why",
     "confidence", "holdout", "seconds", "not_bootstrapped": {metric: reason}}}`` (in the JSON
     and the report)."""
-    models: dict = field(default_factory=dict, repr=False)
+    models: dict = field(default_factory=dict, repr=False, compare=False)
     """``{(method, variant, rank): fitted estimator}`` with ``AuditConfig(keep_models=True)``
     (never serialised; :mod:`fairaudit.models` saves them)."""
 

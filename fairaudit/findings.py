@@ -403,7 +403,8 @@ def leakage_finding(records: Records, variant: str, rank: int, prefix: str = "")
     alpha = 1.0 - records.confidence
     tolerance = records.flag_ratio * chance
     name = ("vanilla " if variant == "vanilla" else "") + variant_title(records.method, variant)
-    where = f"{name}'s rank-{rank} representation" + (" (held-out rows)" if prefix else "")
+    what = plural(rank, "selected feature") if records.method == "fs" else f"rank-{rank} representation"
+    where = f"{name}'s {what}" + (" (held-out rows)" if prefix else "")
     if p is not None and math.isfinite(p):
         above = p <= alpha
         test = f"{pvalue(p)} against the chance distribution from permuted groups"
@@ -440,6 +441,8 @@ def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding
     elif base.verdict == "gap" and own.verdict == "no_evidence":
         own.verdict, own.rule = "mitigated", records.rules["mitigated"]
         own.text += f" Vanilla's leakage ({number(theirs[0])}) is gone: mitigated."
+    elif _above(theirs, mine):
+        own.text += f" Less than vanilla's {_span(theirs, records)}, beyond the intervals."
     return own
 
 
@@ -637,14 +640,14 @@ def fs_findings(result) -> list[Finding]:
     worst = min(baselines, key=lambda b: verdicts[b][1][0] if verdicts[b][1] else math.inf)
     est = verdicts[worst][1]
     describe = (
-        f"the least-represented group's share of its worst k-means cluster is {_span(est, records)} of its share of the data "
-        f"(1 = parity, 0 = a cluster without it)"
+        f"the least-represented group has {_span(est, records)} of its fair share in its worst k-means cluster "
+        f"(relative balance: 1 = parity, 0 = a cluster without it)"
     )
     if flagged:
         text = (
             f"Gap with {rank} selected features: clusters on the fairness-unaware selections are unbalanced — with "
-            f"{variant_title('fs', worst)} {describe}; {plural(len(flagged), 'baseline')} of {len(baselines)} below "
-            f"1/{number(flag)} of parity with an interval below 1."
+            f"{variant_title('fs', worst)} {describe}; {plural(len(flagged), 'baseline')} of {len(baselines)} at or below "
+            f"1/{number(flag)} of parity, the interval below 1."
         )
         verdict = "gap"
     elif all(verdicts[b][0] == "info" for b in baselines):
@@ -675,7 +678,10 @@ def fs_findings(result) -> list[Finding]:
     elif flagged and verdicts["fufs"][0] == "no_evidence":
         verdict, text = "mitigated", f"{head}. Mitigated: its clusters show no gap where {plural(len(flagged), 'baseline')} do."
     elif verdicts["fufs"][0] == "gap":
-        verdict, text = "gap", f"{head}. Its clusters are still unbalanced (a gap by the same rule)."
+        better = _above(mine, verdicts[best_balance][1])
+        verdict, text = "gap", f"{head}. Its clusters are still unbalanced (a gap by the same rule)" + (
+            ", though more balanced than every baseline's beyond the intervals." if better else "."
+        )
     else:
         verdict, text = ("info" if not flagged else "no_evidence"), f"{head}."
     found.append(records.finding(rank, "fufs", verdict, text, {"relative_balance": list(mine) if mine else None, "alignment_protected": list(align) if align else None}))

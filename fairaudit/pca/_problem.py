@@ -52,16 +52,21 @@ class GroupProblem:
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_data(cls, X: np.ndarray, groups: GroupCodes) -> GroupProblem:
+    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, mean=None) -> GroupProblem:
+        """The problem of the rows of ``X``, optionally weighted (``weights``, one per row, e.g.
+        bootstrap counts: ``C_i = Σ_r w_r (x_r − c)(x_r − c)ᵀ / Σ_r w_r``) and centred at a given
+        ``mean`` ``c`` (default: the weighted mean of all rows; a fitted map's training mean to
+        measure new rows)."""
         X = np.asarray(X, dtype=float)
-        mean = X.mean(axis=0)
+        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+        mean = (w @ X) / w.sum() if mean is None else np.asarray(mean, dtype=float)
         centred = X - mean
         k, n = groups.n_groups, X.shape[1]
         covariances = np.empty((k, n, n))
-        sizes = groups.sizes().astype(float)
+        sizes = np.bincount(groups.codes, weights=w, minlength=k)
         for i, mask in enumerate(groups.masks()):
             A = centred[mask]
-            covariances[i] = A.T @ A / sizes[i]
+            covariances[i] = (A * w[mask, None]).T @ A / sizes[i]
             covariances[i] = (covariances[i] + covariances[i].T) / 2
         spectra = np.empty((k, n))
         eigenvectors = np.empty((k, n, n))

@@ -10,9 +10,9 @@ Definitions: :mod:`fairaudit.metrics`.
 
 The family's currency is the per-group second moments (:class:`GroupProblem`): a fit needs
 only them, and so do the per-group metrics. A bootstrap replicate therefore reweights the rows
-(multinomial counts within each group), recomputes the weighted moments — ``O(m n²)``, no
-copies of the rows — and refits each variant warm-started from the audit's own fit at the same
-rank (Fair PCA's dual weights). Held-out rows are measured with the fitted map, centred by the
+(multinomial counts within each group, ``GroupProblem.from_data(weights=…)``), recomputes the
+weighted moments — ``O(m n²)``, no copies of the rows — and refits each variant warm-started
+from the audit's own fit at the same rank (Fair PCA's dual weights). Held-out rows are measured with the fitted map, centred by the
 training mean, against their own group's best rank-``d`` error.
 """
 
@@ -25,6 +25,7 @@ from sklearn.base import clone
 
 from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, representation_metrics
 from ..data import AuditData
+from ..groups import GroupCodes
 from ..uncertainty import Disparity
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import GroupProblem
@@ -66,42 +67,9 @@ def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
     return None
 
 
-class GroupMoments:
-    """The rows of ``X`` sorted by group, for weighted per-group moments in one pass per group."""
-
-    def __init__(self, X: np.ndarray, codes: np.ndarray, labels: tuple[str, ...]):
-        self.X_original = X
-        self.order = np.argsort(codes, kind="stable")
-        self.X = np.ascontiguousarray(X[self.order])
-        bounds = np.searchsorted(codes[self.order], np.arange(len(labels) + 1))
-        self.slices = [slice(int(bounds[g]), int(bounds[g + 1])) for g in range(len(labels))]
-        self.labels = labels
-
-    def problem(self, weights: np.ndarray, centre: np.ndarray | None = None) -> tuple[GroupProblem, np.ndarray]:
-        """``(GroupProblem, group means)`` of the rows weighted by ``weights`` (per original row):
-        ``C_i = Σ_r w_r (x_r − c)(x_r − c)ᵀ / Σ_r w_r`` over group ``i``, ``c`` = ``centre`` or
-        the weighted mean of all rows (what an unweighted fit on the resampled rows would use)."""
-        w = np.asarray(weights, dtype=float)[self.order]
-        total = w.sum()
-        if centre is None:
-            centre = (w @ self.X) / total
-        k, n = len(self.slices), self.X.shape[1]
-        covariances = np.empty((k, n, n))
-        means = np.empty((k, n))
-        sizes = np.empty(k)
-        for i, part in enumerate(self.slices):
-            rows, weight = self.X[part] - centre, w[part]
-            sizes[i] = weight.sum()
-            means[i] = centre + (weight @ rows) / sizes[i]
-            C = (rows * weight[:, None]).T @ rows / sizes[i]
-            covariances[i] = (C + C.T) / 2
-        spectra = np.empty((k, n))
-        eigenvectors = np.empty((k, n, n))
-        for i, C in enumerate(covariances):
-            values, vectors = np.linalg.eigh(C)
-            spectra[i] = np.clip(values[::-1], 0.0, None)
-            eigenvectors[i] = vectors[:, ::-1]
-        return GroupProblem(covariances, spectra, eigenvectors, sizes, np.asarray(centre, dtype=float), self.labels), means
+def _group_means(X: np.ndarray, groups: GroupCodes, weights: np.ndarray) -> np.ndarray:
+    """Each group's weighted mean row (for the group-mean MMD² of a replicate)."""
+    return np.array([(weights[mask] @ X[mask]) / weights[mask].sum() for mask in groups.masks()])
 
 
 GAP_PERMUTATIONS = 200
@@ -109,7 +77,7 @@ GAP_PERMUTATIONS = 200
 (a 5 % test shared by ten ranks)."""
 
 
-def _gap_pvalues(moments: GroupMoments, codes: np.ndarray, weights: np.ndarray, centre, models: dict, random_state) -> dict[int, float]:
+def _gap_pvalues(X: np.ndarray, groups: GroupCodes, weights: np.ndarray, centre, models: dict, random_state) -> dict[int, float]:
     """Permutation p-values of vanilla PCA's loss gap at every rank: how often groups of the same
     sizes drawn at random from the same rows show a gap (between the same two labels) at least as
     large.
@@ -119,7 +87,6 @@ def _gap_pvalues(moments: GroupMoments, codes: np.ndarray, weights: np.ndarray, 
     times a 480-row group's. Vanilla PCA's map does not depend on the groups, so regrouping only
     needs new group moments (no refit). Rows keep their weights; labels are permuted.
     """
-    problem, _ = moments.problem(weights, centre)
     observed = {}
     for rank, model in models.items():
         losses = model.group_losses_
@@ -128,10 +95,9 @@ def _gap_pvalues(moments: GroupMoments, codes: np.ndarray, weights: np.ndarray, 
     exceed = dict.fromkeys(models, 0)
     present = np.flatnonzero(weights > 0)
     for _ in range(GAP_PERMUTATIONS):
-        shuffled = codes.copy()
-        shuffled[present] = rng.permutation(codes[present])
-        regrouped = GroupMoments(moments.X_original, shuffled, moments.labels)
-        permuted, _ = regrouped.problem(weights, centre)
+        shuffled = groups.codes.copy()
+        shuffled[present] = rng.permutation(groups.codes[present])
+        permuted = GroupProblem.from_data(X, GroupCodes(shuffled, groups.labels), weights=weights, mean=centre)
         for rank, model in models.items():
             worst, best, gap = observed[rank]
             losses = permuted.errors(model.map_) - permuted.best_errors(rank)
@@ -164,10 +130,10 @@ class PCAAudit(FamilyAudit):
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         super().__init__(data, config, sink)
         self.X = data.X
+        self.groups = data.groups
         self.codes = data.groups.codes
         self.labels = tuple(data.groups.labels)
         self.ranks = config.resolved_ranks(data.n_features)
-        self.moments = GroupMoments(self.X, self.codes, self.labels)
         self.chosen = []
         for name in VARIANTS:
             if not config.wants("pca", name):
@@ -187,9 +153,15 @@ class PCAAudit(FamilyAudit):
         return {rank: f"rank {rank} keeps all {n} features: every group is reconstructed exactly" for rank in self.ranks if rank >= n}
 
     # ------------------------------------------------------------------ fitting
+    def _problem(self, rows, mean=None) -> tuple[GroupProblem, np.ndarray, np.ndarray]:
+        """The group moments of ``rows`` (repeats counted: bootstrap weights), centred at ``mean``."""
+        weights = np.bincount(rows, minlength=len(self.codes)).astype(float)
+        problem = GroupProblem.from_data(self.X, self.groups, weights=weights, mean=mean)
+        return problem, _group_means(self.X, self.groups, weights), weights
+
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
-        problem, means = self.moments.problem(np.bincount(rows, minlength=len(self.codes)))
-        fits = Fits(rows=rows, shared={"problem": problem, "means": means})
+        problem, means, weights = self._problem(rows)
+        fits = Fits(rows=rows, shared={"problem": problem, "means": means, "weights": weights})
         if replicate:
             for name in self.chosen:
                 if name in NOT_REPLICATED:
@@ -222,9 +194,8 @@ class PCAAudit(FamilyAudit):
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        if heldout:
-            centre = fits.shared["problem"].mean  # the training mean: how the fitted maps centre new rows
-            problem, means = self.moments.problem(np.bincount(rows, minlength=len(self.codes)), centre)
+        if heldout:  # centred at the training mean: how the fitted maps centre new rows
+            problem, means, _ = self._problem(rows, mean=fits.shared["problem"].mean)
         else:
             problem, means = fits.shared["problem"], fits.shared["means"]
         for (name, rank), model in fits.models.items():
@@ -244,8 +215,8 @@ class PCAAudit(FamilyAudit):
                 out.add_all(name, rank, representation_metrics(Z, self.codes[unique], self.config))
         vanilla = {rank: model for (name, rank), model in fits.models.items() if name == "vanilla"}
         if vanilla and not (replicate or heldout):
-            weights = np.bincount(rows, minlength=len(self.codes)).astype(float)
-            for rank, p in _gap_pvalues(self.moments, self.codes, weights, problem.mean, vanilla, self.config.random_state).items():
+            pvalues = _gap_pvalues(self.X, self.groups, fits.shared["weights"], problem.mean, vanilla, self.config.random_state)
+            for rank, p in pvalues.items():
                 out.add("vanilla", rank, "loss_gap_pvalue", p)
 
     def facts(self, fits: Fits, out: Recorder) -> None:
