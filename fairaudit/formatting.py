@@ -13,13 +13,17 @@ from __future__ import annotations
 import math
 
 SIGNIFICANT = 3
+TINY = 1e-9
+"""Non-zero values below this in size are rounding noise for people (a loss of 3e-16 at full
+rank): written ``≈0`` rather than as a string of zeros."""
 
 
 def number(value, significant: int = SIGNIFICANT) -> str:
     """``value`` to ``significant`` figures, in positional notation (never ``1e-05``).
 
-    NaN (or ``None``) is ``"n/a"``, infinities ``"∞"`` / ``"−∞"``; integers keep every digit
-    (``1,234``); large values get thousands separators; a minus sign is U+2212.
+    NaN (or ``None``) is ``"n/a"``, infinities ``"∞"`` / ``"−∞"``, sizes below :data:`TINY`
+    ``"≈0"``; integers keep every digit (``1,234``); large values get thousands separators; a
+    minus sign is U+2212.
     """
     if value is None:
         return "n/a"
@@ -34,6 +38,8 @@ def number(value, significant: int = SIGNIFICANT) -> str:
         return "∞" if value > 0 else "−∞"
     if value == 0:
         return "0"
+    if abs(value) < TINY:
+        return "≈0"
     magnitude = math.floor(math.log10(abs(value)))
     rounded = round(value, significant - 1 - magnitude)
     if rounded != 0 and math.floor(math.log10(abs(rounded))) > magnitude:  # 9.996 → 10.0

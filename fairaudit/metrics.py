@@ -229,16 +229,36 @@ the mean balanced accuracy over the ``folds × repeats`` held-out folds. Measure
 LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 100, "logistic": 20, "hgb": 0, "mlp": 0}
 """Permutations of the chance distribution per classifier (``AuditConfig.leakage_permutations``
 overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`), a few
-milliseconds for all of them; the other classifiers are refitted one by one, so HGB and the MLP
-(0.1–3 s per fit) get none: their "above chance" test is then the cross-validation interval
-lying above ``1/k``."""
+milliseconds for all of them on small representations (fewer permutations on large ones, see
+:data:`LEAKAGE_PERMUTATION_BUDGET`); the other classifiers are refitted one by one, so HGB and
+the MLP (0.1–3 s per fit) get none: their "above chance" test is then the cross-validation
+interval lying above ``1/k``."""
 
-LEAKAGE_PERMUTATION_BUDGET = 2e9
-"""Largest ``permutations × folds × rows × columns²`` of the batched QDA null (about a
-second of arithmetic); above it the permutations are cut (never below
-:data:`LEAKAGE_MIN_PERMUTATIONS`; the estimate records how many were used)."""
+LEAKAGE_PERMUTATION_BUDGET = 4e8
+"""Largest ``permutations × folds × groups × rows × columns²`` (the batched QDA null's
+arithmetic; measured on two busy cores: 0.5–0.8 s for 100 permutations at 10,000 rows × 10
+columns, so 40 there; all 100 up to about 4,000 rows × 10 columns). Above it the
+permutations are cut to fit; below :data:`LEAKAGE_MIN_PERMUTATIONS` QDA's null is computed by
+plain refits instead (:data:`LEAKAGE_PERMUTATIONS`' count for a classifier refitted one by one).
+The estimate records how many were used."""
 
 LEAKAGE_MIN_PERMUTATIONS = 20
+
+BATCHED_QDA_MAX_CELLS = 5_000_000
+"""The batched QDA holds every row's outer product ``z zᵀ`` (``rows × columns²`` numbers); above
+this many (40 MB) QDA is refitted one permutation at a time."""
+
+
+def _permutation_count(classifier: str, n_rows: int, n_columns: int, n_classes: int, folds: int) -> int:
+    """The default number of permutations for the chance distribution (see the constants above)."""
+    if classifier == "qda" and n_rows * n_columns**2 <= BATCHED_QDA_MAX_CELLS:
+        affordable = int(LEAKAGE_PERMUTATION_BUDGET // max(folds * n_classes * n_rows * n_columns**2, 1))
+        if affordable >= LEAKAGE_MIN_PERMUTATIONS:
+            return min(LEAKAGE_PERMUTATIONS["qda"], affordable)
+        return LEAKAGE_MIN_PERMUTATIONS  # refitted one by one, like logistic regression
+    if classifier == "qda":
+        return LEAKAGE_MIN_PERMUTATIONS
+    return LEAKAGE_PERMUTATIONS.get(classifier, 0)
 
 
 @dataclass(frozen=True)
@@ -391,7 +411,11 @@ def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=No
         orders = np.arange(len(groups))[None, :]
     accuracy = np.empty((len(orders), len(splits)))
     balanced = np.empty_like(accuracy)
-    fast = classifier == "qda" and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
+    fast = (
+        classifier == "qda"
+        and len(groups) * Z.shape[1] ** 2 <= BATCHED_QDA_MAX_CELLS
+        and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
+    )
     for j, (train, test) in enumerate(splits):
         if fast:
             try:
@@ -482,10 +506,7 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
     bal_low, bal_high = np.clip(_corrected_interval(balanced[0], test_share, confidence), 0.0, 1.0)
     observed = float(balanced[0].mean())
     if permutations is None:
-        permutations = LEAKAGE_PERMUTATIONS.get(classifier, 0)
-        if classifier == "qda" and permutations:
-            cost = folds * len(groups) * Z.shape[1] ** 2
-            permutations = int(min(permutations, max(LEAKAGE_MIN_PERMUTATIONS, LEAKAGE_PERMUTATION_BUDGET // max(cost, 1))))
+        permutations = _permutation_count(classifier, len(groups), Z.shape[1], k, folds)
     chance_mean = chance_low = chance_high = pvalue = float("nan")
     if permutations:
         # The chance distribution of one repeat's mean over its folds: under no leakage it spreads

@@ -39,21 +39,25 @@ import numpy as np
 from .errors import ParameterError
 
 # ---------------------------------------------------------------------------- defaults
-DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 200, "nmf": 20, "fs": 20, "cpd": 30}
-"""Replicates per family when ``AuditConfig(bootstrap=None)``. Measured on the default sample
-(600 × 10, two cores shared with other work; ``benchmarks/bench_uncertainty.py``): see
-:data:`BOOTSTRAP_REASONS`."""
+DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 200, "nmf": 20, "fs": 20, "cpd": 20}
+"""Replicates per family when ``AuditConfig(bootstrap=None)``, chosen from the measured cost of a
+replicate (``benchmarks/bench_uncertainty.py``; :data:`BOOTSTRAP_REASONS` states the figures):
+the default intervals should cost about a minute on the default sample (600 × 10) on two
+shared cores. 200 replicates make steady 95 % percentile intervals; 20 make rough ones (the
+second-smallest and second-largest replicate set them): raise ``bootstrap`` for tighter
+intervals of the slow families."""
 
 BOOTSTRAP_REASONS: dict[str, str] = {
-    "pca": "a PCA replicate reweights the group moments and warm-starts each solver: cheap enough for "
-    "200 replicates, the usual number for 95 % percentile intervals",
-    "nmf": "an NMF replicate refits every variant and re-estimates each group's own error (Algorithm 1, "
-    "T runs per group) at every rank, about as long as the audit itself",
-    "fs": "a feature-selection replicate refits every selector and repeats the k-means runs, about as "
-    "long as the audit itself",
-    "cpd": "a CP replicate refits every method at every rank (the λ sweep is not bootstrapped)",
+    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.2 s on the "
+    "default sample on two busy cores): 200 replicates, enough for steady 95 % intervals",
+    "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
+    "(2.7 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats the k-means runs (3 s on the default "
+    "sample on two busy cores): 20 replicates, rough 95 % intervals",
+    "cpd": "a CP replicate refits every method at every rank (2.2 s on the default sample on two busy cores; the "
+    "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
 }
-"""Why each family's default is what it is (stated in every report)."""
+"""Why each family's default is what it is (stated in every report and by the CLI)."""
 
 DEFAULT_CAP_VARIABLE = "FAIRAUDIT_DEFAULT_BOOTSTRAP"
 """Environment variable that caps the *default* replicates (``bootstrap=None``) of every family;

@@ -173,3 +173,15 @@ def test_leakage_below_chance_is_no_detectable_leakage():
     result = AuditResult(pd.DataFrame(rows, columns=RECORD_COLUMNS), {"methods": ["pca"]}, {"group_sizes": {"a": 50, "b": 50}})
     finding = leakage_finding(Records(result, "pca"), "vanilla", 2)
     assert finding.verdict == "no_evidence" and "No detectable leakage" in finding.text and "not an improvement" in finding.text
+
+
+def test_numbers_for_people():
+    from fairaudit.formatting import interval, level, number, percent, plural, pvalue, times
+
+    assert [number(v) for v in (0.000031416, 1234567.0, 2.0, 0.5, 9.996, -3.14159, 1234, 3e-16, float("nan"))] == [
+        "0.0000314", "1,230,000", "2.00", "0.500", "10.0", "−3.14", "1,234", "≈0", "n/a",
+    ]
+    assert (interval(0.371, 0.455), times(2.6198), percent(0.1823, sign=True), level(0.95), level(0.975)) == (
+        "0.371–0.455", "2.62×", "+18.2 %", "95 %", "97.5 %",
+    )
+    assert (plural(1, "rank"), plural(3, "rank"), pvalue(0.0099), pvalue(0.0001)) == ("1 rank", "3 ranks", "p = 0.0099", "p < 0.001")
