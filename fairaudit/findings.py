@@ -294,17 +294,34 @@ def headline(records: Records, variant: str, metric: str, gap: str, ratio: str) 
     return max(pool, key=lambda a: a.worst_value[0] - a.best_value[0]), usable
 
 
+SMALL_GROUP_ROWS = 30
+"""A finding about a group with fewer rows says so: its intervals rest on few rows."""
+
+
 def _disparity_sentence(records: Records, a: Assessment, title: str, what: str, own: str) -> str:
-    """How ``a``'s worst and best group compare, with intervals."""
+    """How ``a``'s worst and best group compare, with intervals, in the quantity the tolerance
+    is applied to (the error ratio where there is one, else the plain ratio)."""
     level = records.level()
     worst, best = a.worst_value, a.best_value
-    if a.ratio is not None and math.isfinite(a.ratio[0]):
+    plain_ratio = a.error_ratio is None and a.ratio is not None and math.isfinite(a.ratio[0])
+    if plain_ratio:
         comparison = f"{title}'s {what} for {a.worst} is {times(a.ratio[0])} {a.best}'s ({number(worst[0])} vs {number(best[0])}"
-    else:
+    elif a.error_ratio is None:
         comparison = f"{title}'s {what} for {a.worst} is {number(worst[0])} while {a.best}'s is {number(best[0])} ({own}"
+    else:
+        times_as_much = f"{number(a.ratio[0])} times as much" if a.ratio is not None and math.isfinite(a.ratio[0]) else ""
+        comparison = f"{title}'s {what} is {number(worst[0])} for {a.worst} against {number(best[0])} for {a.best} ({times_as_much}"
     if a.gap is not None and _has_interval(a.gap):
-        comparison += f"; difference {number(a.gap[0])}, {level} interval {interval(a.gap[1], a.gap[2])}"
-    return comparison + ")"
+        comparison += ("; " if comparison[-1] != "(" else "") + f"difference {number(a.gap[0])}, {level} interval {interval(a.gap[1], a.gap[2])}"
+    comparison = comparison.removesuffix(" (") + (")" if not comparison.endswith(" (") else "")
+    if a.error_ratio is not None and math.isfinite(a.error_ratio[0]):
+        comparison += (
+            f": {a.worst}'s error is {times(a.error_ratio[0])} what it would be if it were served as well as {a.best}"
+        )
+    small = [g for g in (a.worst, a.best) if 0 < records.sizes.get(g, SMALL_GROUP_ROWS) < SMALL_GROUP_ROWS]
+    if small:
+        comparison += " — " + ", ".join(f"{g} has only {plural(records.sizes[g], 'row')}" for g in small) + ": read with care"
+    return comparison
 
 
 def disparity_findings(
@@ -372,7 +389,7 @@ def disparity_findings(
         elif a.verdict == "gap":
             verdict, text = "gap", f"{name} leaves a gap at rank {top.rank}: {_disparity_sentence(records, a, name, what, own)}; {price}."
         elif vanilla_gap and a.verdict == "no_evidence" and a.within_tolerance(records.flag_ratio):
-            how = f"equalises {mine}" if equal else f"brings the groups within {flag} of each other ({mine})"
+            how = f"equalises {mine}" if equal else f"keeps the disparity within the tolerance of {flag} ({mine})"
             verdict, text = "mitigated", f"{name} closes the gap at rank {top.rank}: it {how}, against {against}; {price}."
         elif vanilla_gap and a.verdict == "no_evidence":
             verdict = "no_evidence"

@@ -74,10 +74,14 @@ def times(ratio, significant: int = SIGNIFICANT) -> str:
 
 
 def interval(low, high, significant: int = SIGNIFICANT) -> str:
-    """``"low–high"`` (``"n/a"`` when either end is missing)."""
+    """``"low–high"`` (``"n/a"`` when either end is missing); an end a million times smaller than
+    the other is rounding noise around 0 and written ``0``."""
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (low, high)):
         return "n/a"
-    return f"{number(low, significant)}–{number(high, significant)}"
+    low, high = float(low), float(high)
+    scale = max(abs(low), abs(high))
+    ends = [0.0 if math.isfinite(scale) and abs(v) < 1e-6 * scale else v for v in (low, high)]
+    return f"{number(ends[0], significant)}–{number(ends[1], significant)}"
 
 
 def level(confidence: float) -> str:
