@@ -26,7 +26,6 @@ from fairaudit.audit import AuditConfig, run_audit
 from fairaudit.samples import load_sample
 from fairaudit.uncertainty import DEFAULT_BOOTSTRAP, DEFAULT_CAP_VARIABLE
 
-
 OPTIONS = {"nmf": {"nmf": {"nonnegative": "shift"}}}
 """Credit has negative values (repayment status −2, negative bills): NMF shifts each feature."""
 

@@ -30,8 +30,9 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -62,7 +63,7 @@ FAMILIES: dict[str, str] = {
 """Method family name → ``"module:Class"``, a :class:`FamilyAudit` subclass."""
 
 
-class AuditCancelled(Exception):  # noqa: N818 - the name says what happened, not that it is an error
+class AuditCancelled(Exception):
     """Raised by a progress callback to stop a run (the dashboard's cancel button); it propagates
     out of :func:`run_audit` untouched."""
 
@@ -528,11 +529,11 @@ class FamilyAudit:
 
     method: str = ""
     disparities: tuple[uncertainty.Disparity, ...] = ()
-    not_bootstrapped: dict[str, str] = NOT_BOOTSTRAPPED
-    replicate_variants_skipped: dict[str, str] = {}
+    not_bootstrapped: Mapping[str, str] = NOT_BOOTSTRAPPED
+    replicate_variants_skipped: Mapping[str, str] = MappingProxyType({})
     """Variants whose refits are too slow for replicates → the reason (their records get no
     interval)."""
-    replicate_ranks_skipped: dict[int, str] = {}
+    replicate_ranks_skipped: Mapping[int, str] = MappingProxyType({})
     """Ranks left out of replicates → the reason (e.g. NMF at full rank, where every group's own
     NMF is exact and the fits only crawl towards it)."""
 
@@ -629,7 +630,7 @@ def run_family(family: FamilyAudit) -> dict:
     train, test = everything, None
     if config.holdout:
         train, test = uncertainty.stratified_split(family.codes, float(config.holdout), config.random_state)
-        summary["rows"] = {"train": int(len(train)), "heldout": int(len(test))}
+        summary["rows"] = {"train": len(train), "heldout": len(test)}
     fits = family.fit(train)
     pairs: dict = {}
     collector = _Collector(sink)

@@ -30,8 +30,23 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .audit import HELDOUT_PREFIX, family_options, is_sweep_variant, split_variant, whole_metrics
-from .formatting import interval, level, number, percent, plural, pvalue, times, with_interval
+from .audit import (
+    HELDOUT_PREFIX,
+    family_options,
+    is_sweep_variant,
+    split_variant,
+    whole_metrics,
+)
+from .formatting import (
+    interval,
+    level,
+    number,
+    percent,
+    plural,
+    pvalue,
+    times,
+    with_interval,
+)
 from .plots import variant_title
 
 VERDICTS = ("gap", "no_evidence", "mitigated", "worse", "info")

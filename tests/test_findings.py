@@ -133,7 +133,7 @@ def test_batched_qda_is_scikit_learns_qda(rng):
     train = rng.permutation(220)[:160]
     test = np.setdiff1d(np.arange(220), train)
     orders = np.vstack([np.arange(220), rng.permutation(220), rng.permutation(220)])
-    accuracy, balanced = metrics._batched_qda_scores(Z, groups, train, test, orders, 3)
+    accuracy, _ = metrics._batched_qda_scores(Z, groups, train, test, orders, 3)
     for p, order in enumerate(orders):
         model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
         predicted = model.fit(Z[order][train], groups[train]).predict(Z[order][test])
@@ -176,7 +176,15 @@ def test_leakage_below_chance_is_no_detectable_leakage():
 
 
 def test_numbers_for_people():
-    from fairaudit.formatting import interval, level, number, percent, plural, pvalue, times
+    from fairaudit.formatting import (
+        interval,
+        level,
+        number,
+        percent,
+        plural,
+        pvalue,
+        times,
+    )
 
     assert [number(v) for v in (0.000031416, 1234567.0, 2.0, 0.5, 9.996, -3.14159, 1234, 3e-16, float("nan"))] == [
         "0.0000314", "1,230,000", "2.00", "0.500", "10.0", "−3.14", "1,234", "≈0", "n/a",

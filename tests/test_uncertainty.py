@@ -11,13 +11,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairaudit import AuditData, uncertainty
-from fairaudit.audit import RECORD_COLUMNS, AuditCancelled, AuditConfig, AuditResult, run_audit
+from fairaudit import uncertainty
+from fairaudit.audit import (
+    RECORD_COLUMNS,
+    AuditCancelled,
+    AuditConfig,
+    AuditResult,
+    run_audit,
+)
 from fairaudit.errors import ParameterError
 from fairaudit.samples import load_sample
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from bench_coverage import coverage, designs  # noqa: E402
+from bench_coverage import coverage, designs
 
 
 # ---------------------------------------------------------------------------- building blocks

@@ -42,14 +42,29 @@ import time
 
 import numpy as np
 
-from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
+from ..audit import (
+    SWEEP_SEPARATOR,
+    AuditConfig,
+    FamilyAudit,
+    Fits,
+    Recorder,
+    RecordSink,
+    merged_options,
+)
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
 from ..uncertainty import Disparity
 from . import _kernels, _tensor
 from . import sweep as _sweep
-from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, normalised_embedding, rank_limit
+from .estimator import (
+    KERNELS,
+    FairCPD,
+    kernel_choice,
+    median_gamma,
+    normalised_embedding,
+    rank_limit,
+)
 from .metrics import nkhsic, orthogonality
 
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}

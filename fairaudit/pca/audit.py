@@ -23,7 +23,14 @@ from itertools import combinations
 import numpy as np
 from sklearn.base import clone
 
-from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, representation_metrics
+from ..audit import (
+    AuditConfig,
+    FamilyAudit,
+    Fits,
+    Recorder,
+    RecordSink,
+    representation_metrics,
+)
 from ..data import AuditData
 from ..groups import GroupCodes
 from ..uncertainty import Disparity
