@@ -28,14 +28,31 @@ def choose(at: AppTest, label_start: str, values: list[str]) -> None:
     [w for w in at.multiselect if w.label.startswith(label_start)][0].set_value(values).run()
 
 
-def test_first_open_lands_on_the_audited_default_sample():
+def test_first_open_lands_on_the_data_page_and_starts_nothing_slow():
     at = app().run()
+    assert not at.exception
+    assert at.title[0].value == "Data"
+    assert not at.session_state["runs"].runs  # nothing started without the user asking
+
+
+def test_pca_page_runs_its_quick_default_audit_on_first_open():
+    at = app().run()
+    at.switch_page("pages/pca.py").run()
     assert not at.exception
     assert any("vanilla PCA" in info.value for info in at.info)
     assert len(at.get("plotly_chart")) >= 5
 
 
-@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
+@pytest.mark.parametrize("page", ["pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py"])
+def test_slower_families_wait_for_the_run_button(page):
+    at = app().run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert not at.session_state["runs"].runs
+    assert any("Run audit" in info.value for info in at.info)
+
+
+@pytest.mark.parametrize("page", ["pages/pca.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
 def test_every_page_runs(page):
     at = app().run()
     at.switch_page(page).run()
