@@ -148,13 +148,13 @@ register("label", Option("label", "--label", "Label (ground truth, optional)", "
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
 register("binarize", Option(
     "binarize", "--binarize", "Split at a threshold", "Data",
-    library=lambda v: "binarize={%r: %s}" % _pair(v),
+    library=lambda v: "binarize={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--binarize {v}",
     dashboard=lambda v: f"“Split at a threshold” for “{_pair(v)[0]}” (Data page)",
 ))
 register("bins", Option(
     "bins", "--bins", "Quantile bins", "Data",
-    library=lambda v: "bins={%r: %s}" % _pair(v),
+    library=lambda v: "bins={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--bins {v}",
     dashboard=lambda v: f"“Quantile bins” for “{_pair(v)[0]}” (Data page)",
 ))
