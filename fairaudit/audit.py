@@ -231,7 +231,11 @@ class AuditResult:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
     def to_csv(self) -> str:
-        return self.records.to_csv(index=False)
+        """The records as CSV, text cells a spreadsheet would run as formulas neutralised
+        (:func:`fairaudit.report.records_csv`)."""
+        from .report import records_csv
+
+        return records_csv(self)
 
     @classmethod
     def from_dict(cls, payload: dict) -> AuditResult:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import io
+import os
 import platform
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -231,9 +233,35 @@ def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) 
     )
 
 
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\0")
+"""A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV Injection;
+ASVS 5.0 requirement 1.2.10): such cells get a leading single quote, which spreadsheets read as
+“this is text”. Numbers are left alone (−0.5 stays a number)."""
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell (and column name) that a spreadsheet would run as a formula
+    prefixed with ``'`` — group labels come from the user's column names and values."""
+
+    def safe(value):
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS) else value
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(safe)
+    out.columns = [safe(str(c)) for c in out.columns]
+    return out
+
+
+def records_csv(result: AuditResult) -> str:
+    """The tidy records as CSV, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
+    return spreadsheet_safe(result.records).to_csv(index=False)
+
+
 def report_files(result: AuditResult, found: dict[str, list[str]] | None = None) -> dict[str, str]:
     """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
-    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": result.to_csv()}
+    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": records_csv(result)}
 
 
 def zip_files(files: dict[str, str]) -> bytes:
@@ -251,12 +279,32 @@ def report_zip(result: AuditResult) -> bytes:
 
 
 def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
-    """Write whichever of the three outputs were asked for; returns the paths written."""
-    written = []
-    for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)):
-        if path:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(result), encoding="utf-8")
-            written.append(path)
+    """Write whichever of the three outputs were asked for; returns the paths written.
+
+    Each file is written to a temporary file beside it and renamed into place, so a reader never
+    sees half a report; if one cannot be written, those already written by this call are removed
+    again and the error propagates (all or nothing)."""
+    written: list[Path] = []
+    try:
+        for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, records_csv)):
+            if path:
+                path = Path(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(path, render(result))
+                written.append(path)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     return written
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -246,3 +246,8 @@ register("cpd_khsic_max_rows", Option(
 ))
 register("cpd_points", Option("cpd.n_lambdas", "--cpd-points", "λ values in the sweep", "Tensor"))
 register("cpd_sweep_rank", Option("cpd.sweep_rank", "--cpd-sweep-rank", "CP rank of the sweep", "Tensor"))
+register("cpd_lambdas", Option("cpd.lambdas", "--cpd-lambdas", "λ values in the sweep", "Tensor"))
+register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSIC kernel", "Tensor",
+                                 dashboard=lambda v: "“KHSIC kernel” (Tensor page; the Nyström choice uses 500 landmarks)"))
+register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per fit", "Tensor",
+                           dashboard=lambda v: "“Largest number of epochs per fit” (Tensor page)"))
