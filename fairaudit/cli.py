@@ -471,8 +471,8 @@ class ProgressReporter:
         self.fits = int(event.get("done", 0))
         total = int(event.get("total", 0))
         stage = event.get("stage")
-        what = f"{event.get('variant')} at rank {event.get('rank')}" + (f" ({stage})" if stage and stage != "fit" else "")
-        line = f"[{now - self.started:7.1f} s] {method}: {self.fits}/{total} fits, last {what} took {float(event.get('seconds', 0)):.2f} s"
+        what = f"{event.get('variant')}, rank {event.get('rank')}" + (f", {stage}" if stage and stage != "fit" else "")
+        line = f"[{now - self.started:7.1f} s] {method}: {self.fits}/{total} fits ({what})"
         if self.tty:
             print("\r\033[K" + line, end="", file=self.stream, flush=True)
             self._open_line = True
