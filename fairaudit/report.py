@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
-from .plots import family_figures, metric_title, variant_title
+from .plots import better_text, family_figures, metric_definition, metric_label, variant_title
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -37,7 +37,15 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .finding{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .9rem;margin:.4rem 0}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
+.figure .note{margin:2px 8px 6px}
+@media (prefers-color-scheme: dark){
+body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
+.finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
+.figure{border-color:#30363d}.figure .note{color:#57606a}
+}
 """
+# Figures keep their white card in the dark theme: plotly draws on white, and every colour of
+# the palette (fairaudit.plots: Okabe–Ito, vanilla in mid grey) is chosen to read on it.
 
 
 def _e(value) -> str:
@@ -127,21 +135,26 @@ def _config_section(result: AuditResult) -> str:
     return "<h2>Configuration</h2>" + tables + "<h3>Software</h3>" + versions
 
 
-def _figure_html(fig) -> str:
+def _figure_html(fig, metric: str | None = None) -> str:
+    """A figure in its card, with its metric's one-line definition and better direction under it."""
+    caption = ""
+    if metric is not None:
+        line = " ".join(part for part in (better_text(metric) + "." if better_text(metric) else "", metric_definition(metric)) if part)
+        caption = f'<p class="note">{_e(line)}</p>' if line else ""
     return '<div class="figure">' + pio.to_html(
         fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True}
-    ) + "</div>"
+    ) + caption + "</div>"
 
 
 def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
     parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
     parts += [f'<div class="finding">{_e(sentence)}</div>' for sentence in found]
-    for _, fig in family_figures(result.records, method):
-        parts.append(_figure_html(fig))
+    for metric, fig in family_figures(result.records, method):
+        parts.append(_figure_html(fig, metric))
     table = summary_table(result, method)
     if not table.empty:
         table["variant"] = [variant_title(method, v) for v in table["variant"]]
-        header = tuple(metric_title(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
+        header = tuple(metric_label(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
         parts.append("<h3>Per-rank summary</h3>" + _table(list(table.itertuples(index=False, name=None)), header))
     parts.append(_details_html(result, method))
     return "".join(parts)
@@ -179,10 +192,11 @@ def _details_html(result: AuditResult, method: str) -> str:
 def _definitions_section(result: AuditResult) -> str:
     used = [m for m in dict.fromkeys(result.records.metric) if m in METRIC_DEFINITIONS]
     rows = [
-        (METRIC_DEFINITIONS[m]["title"] + f" ({m})", METRIC_DEFINITIONS[m]["formula"], METRIC_DEFINITIONS[m]["plain"], METRIC_DEFINITIONS[m]["source"])
+        (METRIC_DEFINITIONS[m]["title"] + f" ({m})", better_text(m) or "—", METRIC_DEFINITIONS[m]["formula"],
+         METRIC_DEFINITIONS[m]["plain"], METRIC_DEFINITIONS[m]["source"])
         for m in used
     ]
-    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "definition", "in plain words", "source"))
+    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "better", "definition", "in plain words", "source"))
 
 
 def _notes_section(result: AuditResult) -> str:
