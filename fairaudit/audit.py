@@ -35,7 +35,7 @@ from . import metrics
 from ._version import __version__
 from .data import AuditData
 from .errors import ParameterError, RankError
-from .vocabulary import term
+from .vocabulary import render, term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
 
@@ -221,8 +221,9 @@ class AuditResult:
             "seconds": self.seconds,
             "config": self.config,
             "data": self.data,
-            "skipped": self.skipped,
-            "warnings": self.warnings,
+            # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
+            "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
+            "warnings": [render(str(w)) for w in self.warnings],
             "details": self.details,
             "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
         }
@@ -462,7 +463,8 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         notes.append(
             f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
             f"{smallest[1]} rows and a held-out classifier needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
-            "per group; merge small categories or raise the minimum group size."
+            f"per group; use fewer sensitive columns (fewer intersections), or leave the group out with "
+            f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
         sink = RecordSink(method, progress)

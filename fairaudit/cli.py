@@ -31,7 +31,7 @@ from .fs.audit import KMEANS_RUNS
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
 from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
-from .vocabulary import term
+from .vocabulary import render, term
 
 MAX_RANKS = 1000
 """At most this many ranks in one ``--ranks`` (``1:1000000000`` is a typo, not a plan)."""
@@ -527,11 +527,11 @@ def _print_summary(result, out) -> None:
         _print_details(result, method, out)
     for method, sentences in findings(result).items():
         for sentence in sentences:
-            print(f"finding ({method}): {sentence}", file=out)
+            print(f"finding ({method}): {render(str(sentence), 'cli')}", file=out)
     for skip in result.skipped:
-        print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
+        print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=out)
+        print(f"warning: {render(warning, 'cli')}", file=out)
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
@@ -566,7 +566,9 @@ def _run_audit(args) -> int:
         raise
     if progress:
         progress.family_done()
-    written = write_reports(result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"))
+    written = write_reports(
+        result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+    )
     if not args.quiet:
         _print_summary(result, sys.stdout)
         for path in written:

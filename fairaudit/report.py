@@ -24,6 +24,7 @@ from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
 from .plots import better_text, family_figures, metric_definition, metric_label, variant_title
+from .vocabulary import render
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -46,6 +47,11 @@ body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color
 """
 # Figures keep their white card in the dark theme: plotly draws on white, and every colour of
 # the palette (fairaudit.plots: Okabe–Ito, vanilla in mid grey) is chosen to read on it.
+
+
+def words(text, interface: str = "library") -> str:
+    """A note or finding with its option mentions worded for ``interface`` (see fairaudit.vocabulary)."""
+    return render(str(text), interface)
 
 
 def _e(value) -> str:
@@ -146,9 +152,9 @@ def _figure_html(fig, metric: str | None = None) -> str:
     ) + caption + "</div>"
 
 
-def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
+def _family_section(result: AuditResult, method: str, found: list[str], interface: str = "library") -> str:
     parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
-    parts += [f'<div class="finding">{_e(sentence)}</div>' for sentence in found]
+    parts += [f'<div class="finding">{_e(words(sentence, interface))}</div>' for sentence in found]
     for metric, fig in family_figures(result.records, method):
         parts.append(_figure_html(fig, metric))
     table = summary_table(result, method)
@@ -199,13 +205,14 @@ def _definitions_section(result: AuditResult) -> str:
     return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "better", "definition", "in plain words", "source"))
 
 
-def _notes_section(result: AuditResult) -> str:
+def _notes_section(result: AuditResult, interface: str = "library") -> str:
     parts = []
     if result.skipped:
-        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], s["reason"]) for s in result.skipped]
+        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], words(s["reason"], interface))
+                for s in result.skipped]
         parts.append("<h2>Skipped variants</h2>" + _table(rows, ("method", "variant", "rank", "reason")))
     if result.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in result.warnings) + "</ul>")
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(words(w, interface))}</li>" for w in result.warnings) + "</ul>")
     return "".join(parts)
 
 
@@ -219,13 +226,14 @@ def _records_section(result: AuditResult) -> str:
     )
 
 
-def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) -> str:
+def render_html(result: AuditResult, found: dict[str, list[str]] | None = None, interface: str = "library") -> str:
     """The whole report as one self-contained HTML string (``found``: the result's findings, if
-    the caller has them already)."""
+    the caller has them already; ``interface``: whose words the notes use for options — the CLI's
+    flags, the dashboard's controls or the library's parameters)."""
     found = findings(result) if found is None else found
     name = result.data.get("name", "data")
-    families = "".join(_family_section(result, m, found.get(m, [])) for m in dict.fromkeys(result.records.method))
-    summary = "".join(f'<div class="finding">{_e(s)}</div>' for sentences in found.values() for s in sentences[:2])
+    families = "".join(_family_section(result, m, found.get(m, []), interface) for m in dict.fromkeys(result.records.method))
+    summary = "".join(f'<div class="finding">{_e(words(s, interface))}</div>' for sentences in found.values() for s in sentences[:2])
     body = (
         f"<h1>Fairness audit: {_e(name)}</h1>"
         f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '
@@ -234,7 +242,7 @@ def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) 
         + ("<h2>Summary</h2>" + summary if summary else "")
         + _data_section(result)
         + families
-        + _notes_section(result)
+        + _notes_section(result, interface)
         + _definitions_section(result)
         + _config_section(result)
         + _records_section(result)
@@ -273,9 +281,13 @@ def records_csv(result: AuditResult) -> str:
     return spreadsheet_safe(result.records).to_csv(index=False)
 
 
-def report_files(result: AuditResult, found: dict[str, list[str]] | None = None) -> dict[str, str]:
+def report_files(result: AuditResult, found: dict[str, list[str]] | None = None, interface: str = "library") -> dict[str, str]:
     """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
-    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": records_csv(result)}
+    return {
+        "report.html": render_html(result, found, interface),
+        "report.json": result.to_json(),
+        "records.csv": records_csv(result),
+    }
 
 
 def zip_files(files: dict[str, str]) -> bytes:
@@ -292,7 +304,7 @@ def report_zip(result: AuditResult) -> bytes:
     return zip_files(report_files(result))
 
 
-def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
+def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
     """Write whichever of the three outputs were asked for; returns the paths written.
 
     Each file is written to a temporary file beside it and renamed into place, so a reader never
@@ -300,11 +312,12 @@ def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_pa
     again and the error propagates (all or nothing)."""
     written: list[Path] = []
     try:
-        for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, records_csv)):
+        for path, write in ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json),
+                            (csv_path, records_csv)):
             if path:
                 path = Path(path)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(path, render(result))
+                _write_atomic(path, write(result))
                 written.append(path)
     except BaseException:
         for path in written:

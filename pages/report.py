@@ -74,7 +74,7 @@ except FairAuditError as exc:
 
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
 found = findings(combined)
-files = report_files(combined, found)
+files = report_files(combined, found, interface="dashboard")
 html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
