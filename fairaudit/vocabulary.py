@@ -243,6 +243,7 @@ register("cpd_kernel", Option(
 register("cpd_epochs", Option("cpd.n_epochs", "--cpd-epochs", "Largest number of epochs per fit", "Tensor"))
 register("cpd_khsic_max_rows", Option(
     "cpd.khsic_max_rows", "--cpd-khsic-max-rows", "Run KHSIC anyway", "Tensor",
+    dashboard=lambda v: "“Run KHSIC anyway” ticked (Tensor page)",
 ))
 register("cpd_points", Option("cpd.n_lambdas", "--cpd-points", "λ values in the sweep", "Tensor"))
 register("cpd_sweep_rank", Option("cpd.sweep_rank", "--cpd-sweep-rank", "CP rank of the sweep", "Tensor"))
