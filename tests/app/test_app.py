@@ -263,3 +263,27 @@ def test_two_sessions_with_numerically_identical_uploads_see_their_own_names():
     assert result.data["name"] == "beta.csv"
     alpha_result = sessions["alpha.csv"].session_state["runs"].latest(sessions["alpha.csv"].session_state["data-token"])["pca"][0]
     assert alpha_result.data["name"] == "alpha.csv" and alpha_result.data["sha256"] != result.data["sha256"]
+
+
+@pytest.mark.slow
+def test_the_report_runs_every_family_in_one_run_and_shows_them_all():
+    """Every family's default audit (its library defaults: 50 k-means runs, a 10-point λ sweep)."""
+    rows = "".join(f"{'FM'[i % 2]},{20 + i % 17},{100 + (7 * i) % 23},{i % 5},{(i * i) % 11}\n" for i in range(48))
+    at = app().run()
+    upload(at, "small.csv", ("sex,age,income,score,visits\n" + rows).encode())
+    choose(at, "Sensitive", ["sex"])
+    at.button(key="roles-apply").click().run()
+    at.switch_page("pages/report.py").run()
+    assert any("Not audited yet" in info.value for info in at.info)
+    at.button(key="report-run-all").click().run()
+    assert not at.exception
+    run = at.session_state["runs"].runs[-1]
+    assert [job.method for job in run.jobs] == ["pca", "nmf", "fs", "cpd"]  # one run, one overall bar
+    wait_for_runs(at, 300)
+    assert run.state == "done", run.errors
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert not any("Not audited yet" in info.value for info in at.info)
+    assert len(at.get("download_button")) == 4
+    families = " ".join(unescaped(c.value) for c in at.caption)
+    assert all(title in families for title in ("PCA", "NMF", "Feature selection", "Tensor (CP)"))
