@@ -142,8 +142,16 @@ def _layout(fig: go.Figure, title: str, y_title: str, height: int = 400) -> go.F
     )
     fig.update_yaxes(tickformat=TICK_FORMAT, exponentformat="e")
     fig.update_xaxes(title_standoff=6)
-    fig.update_yaxes(title_text=safe(y_title), row=1, col=1)
+    fig.update_yaxes(title_text=axis_title(y_title), row=1, col=1)
     return fig
+
+
+def axis_title(text: str, width: int = 30) -> str:
+    """An escaped y-axis title wrapped onto lines of at most ``width`` characters: a long one
+    (“Unfairness (leakage, balanced accuracy) (↓ better)”) would run past the plot's height into
+    the chart title."""
+    lines = textwrap.wrap(str(text), width, break_long_words=False) or [""]
+    return "<br>".join(safe(line) for line in lines)
 
 
 def group_curves(
@@ -230,8 +238,8 @@ def variant_curves(
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     fig = _layout(fig, title or metric_title(metric), metric_label(metric) + (", log scale" if log_y else ""))
     if log_y:
-        # full numbers at every tick (0.002, 0.005, 0.01), not plotly's bare mantissas (2, 5, 0.01)
-        fig.update_yaxes(type="log", tickformat=".2~g")
+        # full numbers at every tick (0.002, 0.005, 0.01, 100), not plotly's bare mantissas (2, 5, 0.01)
+        fig.update_yaxes(type="log", tickformat=".2~r")
     return fig
 
 
@@ -289,7 +297,7 @@ def frontier(
                 hovertemplate=f"{safe(variant_title(method, 'vanilla'))} (λ = 0)<br>%{{x:.4g}}, %{{y:.4g}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text=safe(metric_label(x_metric)), tickformat=TICK_FORMAT, exponentformat="e")
+    fig.update_xaxes(title_text=axis_title(metric_label(x_metric), 60), tickformat=TICK_FORMAT, exponentformat="e")
     figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_label(y_metric))
     figure.update_layout(hovermode="closest")
     return figure

@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from fairaudit.fs._alignment import EXACT_MAX_ROWS
-from fairaudit.fs.audit import default_ranks
+from fairaudit.fs.audit import KMEANS_RUNS, default_ranks
+from fairaudit.fs.fufs import FUFS
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page, plain
 
@@ -37,10 +38,10 @@ def options(data, saved: dict) -> dict:
             "k-means clusters K" + label_note, 2, 50, int(saved.get("n_clusters", max(2, default_k))), key="fs-clusters",
         ))
     with middle:
-        runs = int(st.number_input("k-means runs per selection (mean ± std)", 1, 100, int(saved.get("kmeans_runs", 20)),
-                                   key="fs-runs", help="The FUFS paper uses 50; fewer is faster."))
+        runs = int(st.number_input("k-means runs per selection (mean ± std)", 1, 100, int(saved.get("kmeans_runs", KMEANS_RUNS)),
+                                   key="fs-runs", help=f"The FUFS paper uses {KMEANS_RUNS} (the default); fewer is faster."))
     with right:
-        alpha = float(st.number_input("FUFS fairness weight α", 0.0, 20.0, float(saved.get("alpha", 1.0)), step=0.5, key="fs-alpha",
+        alpha = float(st.number_input("FUFS fairness weight α", 0.0, 20.0, float(saved.get("alpha", FUFS().alpha)), step=0.5, key="fs-alpha",
                                       help="Weight of the alignment with the protected attribute in FUFS's objective (eq. 6)."))
     if data.label is None:
         st.caption("No label column is set on the Data page, so clustering accuracy and NMI are not computed.")

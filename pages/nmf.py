@@ -40,9 +40,9 @@ def options(data, saved: dict) -> dict:
         )
     with middle:
         max_iter = int(st.number_input(
-            "Largest number of iterations (0 = the solver's default: 5,000 MU, 200 AM)", 0, 100_000,
-            int(saved.get("max_iter") or 0), step=100, key="nmf-max-iter",
-            help="Fairer-NMF stops here if it has not met its tolerance; the audit says when that happens.",
+            "Iteration cap", 0, 100_000, int(saved.get("max_iter") or 0), step=100, key="nmf-max-iter",
+            help="Fairer-NMF stops here if it has not met its tolerance (the audit says when that happens); "
+            "0 keeps the solver's default: 5,000 for multiplicative updates, 200 for alternating minimisation.",
         ))
         tol = float(st.number_input(
             "Stopping tolerance", 1e-10, 1e-1, float(saved.get("tol", DEFAULT_OPTIONS["tol"])), format="%.0e",
@@ -50,8 +50,8 @@ def options(data, saved: dict) -> dict:
         ))
     with right:
         estimates = int(st.number_input(
-            "NMF runs per group for E_ℓ (its own best error)", 1, 50, int(saved.get("n_estimates", DEFAULT_OPTIONS["n_estimates"])),
-            key="nmf-estimates", help="Each group's own error E_ℓ is the mean of this many NMFs of that group alone (Alg. 1).",
+            "NMF runs per group for E_ℓ", 1, 50, int(saved.get("n_estimates", DEFAULT_OPTIONS["n_estimates"])),
+            key="nmf-estimates", help="Each group's own best error E_ℓ is the mean of this many NMFs of that group alone (Alg. 1).",
         ))
     if negative:
         st.caption("This data has negative values; the paper's preprocessing needs them shifted or clipped first.")

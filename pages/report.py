@@ -66,21 +66,27 @@ for method in FAMILIES:
 if not results:
     st.stop()
 
-try:
-    combined = combine_results([results[m] for m in FAMILIES if m in results])
-except FairAuditError as exc:
-    show_error(exc)
-    st.stop()
-
+identity = tuple((m, id(results[m])) for m in FAMILIES if m in results)
+built = st.session_state.get("report-built")
+if built is None or built[0] != identity:  # build once per set of results, not on every rerun
+    try:
+        combined = combine_results([results[m] for m in FAMILIES if m in results])
+    except FairAuditError as exc:
+        show_error(exc)
+        st.stop()
+    with st.spinner("Building the report: every figure, the records, the findings…"):
+        found = findings(combined)
+        files = report_files(combined, found, interface="dashboard")
+        built = (identity, combined, found, files, zip_files(files))
+    st.session_state["report-built"] = built
+_, combined, found, files, zipped = built
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
-found = findings(combined)
-files = report_files(combined, found, interface="dashboard")
 html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
 columns[1].download_button("JSON", files["report.json"], file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
 columns[2].download_button("CSV records", files["records.csv"], file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
-columns[3].download_button("ZIP of all three", zip_files(files), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
+columns[3].download_button("ZIP of all three", zipped, file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
 st.caption(
     f"{len(combined.records):,} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)} on "
     f"{plain(combined.data.get('name'))}; HTML {len(html) / 1e6:.1f} MB."

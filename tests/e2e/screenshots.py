@@ -39,7 +39,8 @@ def _idle(page, timeout: float = 900) -> None:
     """Wait until no run is in progress (the sidebar's Cancel buttons are gone) and plots drew."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        if page.get_by_role("button", name="Cancel").count() == 0:
+        running = page.get_by_role("button", name="Cancel").count() or page.get_by_test_id("stStatusWidget").count()
+        if not running:
             break
         time.sleep(2)
     time.sleep(2)
