@@ -566,9 +566,12 @@ def _run_audit(args) -> int:
         raise
     if progress:
         progress.family_done()
-    written = write_reports(
-        result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
-    )
+    try:
+        written = write_reports(
+            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+        )
+    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
     if not args.quiet:
         _print_summary(result, sys.stdout)
         for path in written:
@@ -595,9 +598,14 @@ def main(argv: list[str] | None = None) -> int:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
         print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover
+    except KeyboardInterrupt:
         print("fairaudit: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        advice = f"audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})"
+        print(f"fairaudit: error: not enough memory for this audit; {render(advice, 'cli')}, or use a machine with more "
+              "memory.", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug, not bad input: one line, the traceback on request
         if os.environ.get("FAIRAUDIT_DEBUG"):
             raise

@@ -177,3 +177,37 @@ def test_the_json_names_the_default_variants_of_the_library(tmp_path, capsys):
     assert main(["audit", str(path), "--sensitive", "sex", "--ranks", "1", "--json", str(out_json), "--quiet"]) == 0
     variants = {r["variant"] for r in json.loads(out_json.read_text())["records"]}
     assert variants == set(default_variants("pca")) and not {"fair_sdp", "fair_mw"} & variants
+
+
+def test_running_out_of_memory_is_the_users_problem_not_a_bug(monkeypatch, tmp_path, capsys):
+    from fairaudit import cli
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(cli, "run_audit", exhausted)
+    path = tmp_path / "data.csv"
+    path.write_text(SMALL, encoding="utf-8")
+    assert main(["audit", str(path), "--sensitive", "sex", "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "not enough memory" in err and "--features" in err
+
+
+def test_an_output_that_fails_while_writing_leaves_nothing(monkeypatch, tmp_path, capsys):
+    from fairaudit import report
+
+    real = report._write_atomic
+
+    def full_disk(path, text):
+        if path.suffix == ".csv":
+            raise OSError(28, "No space left on device", str(path))
+        real(path, text)
+
+    monkeypatch.setattr(report, "_write_atomic", full_disk)
+    path = tmp_path / "data.csv"
+    path.write_text(SMALL, encoding="utf-8")
+    code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1", "--html", str(tmp_path / "r.html"),
+                 "--csv", str(tmp_path / "r.csv"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2 and "No space left on device" in err and len(err.splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
