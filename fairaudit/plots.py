@@ -221,9 +221,11 @@ def variant_curves(
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant]
         if variant == "vanilla":
-            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
+            style, marker = dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
         else:
+            # colour, dash and marker all differ: variants that coincide (equal values) stay visible
             style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
+            marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
             others += 1
         fig.add_trace(
             go.Scatter(
@@ -232,6 +234,7 @@ def variant_curves(
                 mode="lines+markers",
                 name=safe(variant_title(method, variant)),
                 line=style,
+                marker=marker,
                 hovertemplate=f"{safe(variant)}: %{{y:.4g}}<extra></extra>",
             )
         )
