@@ -104,7 +104,7 @@ def metric_label(metric: str) -> str:
     return f"{metric_title(metric)} ({arrow})" if arrow else metric_title(metric)
 
 
-def metric_definition(metric: str) -> str:
+def metric_line(metric: str) -> str:
     """One plain line for next to a chart: the first sentence of the metric's plain definition."""
     plain = METRIC_DEFINITIONS.get(metric, {}).get("plain", "")
     first = plain.split(". ")[0].rstrip(".")

@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
-from .plots import better_text, family_figures, metric_definition, metric_label, variant_title
+from .plots import better_text, family_figures, metric_line, metric_label, variant_title
 from .vocabulary import render
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
@@ -145,7 +145,7 @@ def _figure_html(fig, metric: str | None = None) -> str:
     """A figure in its card, with its metric's one-line definition and better direction under it."""
     caption = ""
     if metric is not None:
-        line = " ".join(part for part in (better_text(metric) + "." if better_text(metric) else "", metric_definition(metric)) if part)
+        line = " ".join(part for part in (better_text(metric) + "." if better_text(metric) else "", metric_line(metric)) if part)
         caption = f'<p class="note">{_e(line)}</p>' if line else ""
     return '<div class="figure">' + pio.to_html(
         fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True}

@@ -21,7 +21,7 @@ from fairaudit.plots import (
     better_text,
     family_figures,
     group_sizes_figure,
-    metric_definition,
+    metric_line,
     metric_label,
     variant_title,
 )
@@ -248,7 +248,7 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
 
 def _definition(metric: str) -> None:
     arrow = better_text(metric)
-    line = metric_definition(metric)
+    line = metric_line(metric)
     if line or arrow:
         st.caption(plain(" ".join(part for part in (arrow + "." if arrow else "", line) if part)))
 
@@ -274,7 +274,7 @@ def show_table(result: AuditResult, method: str) -> None:
         "Columns", numeric, default=default, format_func=metric_label, key=f"{method}-table-columns",
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
-    config = {c: st.column_config.NumberColumn(metric_label(c), format="%.4g", help=metric_definition(c)) for c in shown}
+    config = {c: st.column_config.NumberColumn(metric_label(c), format="%.4g", help=metric_line(c)) for c in shown}
     config["variant"] = st.column_config.TextColumn("variant")
     st.dataframe(table[["variant", "rank", *shown]], hide_index=True, width="stretch", column_config=config)
 

@@ -14,7 +14,7 @@ from fairaudit.plots import (
     VANILLA_COLOUR,
     VARIANT_COLOURS,
     family_figures,
-    metric_definition,
+    metric_line,
     metric_label,
 )
 from fairaudit.samples import load_sample
@@ -47,7 +47,7 @@ def test_every_metric_says_which_way_is_better():
     assert better("loss") == "lower" and better("variance_explained") == "higher" and better("lam") is None
     assert better("heldout_loss") == "lower"
     assert metric_label("max_loss").endswith("(↓ better)") and metric_label("balance").endswith("(↑ better)")
-    assert metric_definition("loss").endswith(".") and "\n" not in metric_definition("loss")
+    assert metric_line("loss").endswith(".") and "\n" not in metric_line("loss")
 
 
 @pytest.fixture(scope="module")
