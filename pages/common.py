@@ -32,7 +32,7 @@ from pages.runs import ResultStore, Run, RunRegistry
 
 log = logging.getLogger("fairaudit.app")
 
-QUICK_WAIT_SECONDS = 3.0
+QUICK_WAIT_SECONDS = 2.0
 """A page waits this long for a run it just started before it draws a progress bar instead: quick
 audits (and results from the cache) appear at once."""
 
