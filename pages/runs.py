@@ -16,6 +16,7 @@ is handed to a session (:func:`bind`), so no session ever sees another's names.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import json
 import logging
@@ -24,6 +25,8 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from fairaudit import FairAuditError
 from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, run_audit
@@ -56,7 +59,11 @@ class ResultStore:
 
     @staticmethod
     def key(data, config: AuditConfig) -> str:
-        return data.cache_key() + ":" + json.dumps(config.to_dict(), sort_keys=True, default=str)
+        """The numbers' identity, plus the rows' line numbers in their file: a family's notes may
+        name lines (e.g. NMF's all-zero rows), which must be this file's, not another session's."""
+        lines = getattr(data, "lines", None)
+        where = "" if lines is None else hashlib.sha256(np.ascontiguousarray(lines).tobytes()).hexdigest()[:16]
+        return f"{data.cache_key()}:{where}:" + json.dumps(config.to_dict(), sort_keys=True, default=str)
 
     def get(self, data, config: AuditConfig) -> AuditResult | None:
         key = self.key(data, config)

@@ -65,3 +65,21 @@ def test_forget_keeps_what_a_page_can_still_show():
         assert run.wait(120)
     registry.forget_ended(data_token=2)
     assert registry.runs == [other]
+
+
+def test_notes_that_name_lines_are_never_another_sessions():
+    """Same numbers, lines shifted by a preamble: the NMF note on the all-zero row names each
+    file's own line (the shared cache keys on the rows' line numbers too)."""
+    from fairaudit import prepare, read_table
+
+    body = "g,a,b,c\n" + "".join(f"{'xy'[i % 2]},{0 if i == 5 else 1 + i % 3},{0 if i == 5 else 2 + i % 5},{0 if i == 5 else 1}\n"
+                                 for i in range(40))
+    store = ResultStore()
+    config = AuditConfig(methods=("nmf",), ranks=(1,), variants="vanilla", options={"nmf": {"zero_rows": "drop"}})
+    notes = {}
+    for name, text, skip in (("plain.csv", body, 0), ("preamble.csv", "exported by a tool\n" + body, 1)):
+        data = prepare(read_table(text.encode(), name=name, skip_rows=skip), sensitive="g")
+        run = RunRegistry(store).start("NMF", data, 1, [("nmf", config)])
+        assert run.wait(120) and run.state == "done", run.errors
+        notes[name] = " ".join(run.results["nmf"].warnings)
+    assert "line 7" in notes["plain.csv"] and "line 8" in notes["preamble.csv"]
