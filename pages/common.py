@@ -21,8 +21,8 @@ from fairaudit.plots import (
     better_text,
     family_figures,
     group_sizes_figure,
-    metric_line,
     metric_label,
+    metric_line,
     variant_title,
 )
 from fairaudit.report import details_rows, summary_table
@@ -213,6 +213,25 @@ def show_run_messages(method: str) -> None:
                 if job.total else f"{title}: the last run was cancelled before this family started."
             )
         return
+
+
+def show_last_run_messages() -> None:
+    """The Report page's view of the latest ended run on this data: each family's error, and one
+    line for a cancellation (which families it stopped, and where)."""
+    token = data_token()
+    run = next((r for r in reversed(registry().runs) if r.data_token == token and not r.active), None)
+    if run is None:
+        return
+    for method, message in run.errors:
+        st.error(f"{FAMILY_TITLES.get(method, method)}: {plain(message)}")
+    stopped = [j for j in run.jobs if j.state == "cancelled"]
+    if stopped:
+        parts = [
+            f"{FAMILY_TITLES.get(j.method, j.method)} after {j.done} of {j.total} fits" if j.total
+            else f"{FAMILY_TITLES.get(j.method, j.method)} before it started"
+            for j in stopped
+        ]
+        st.warning(f"The last run was cancelled: {'; '.join(parts)}. Nothing of a cancelled family was kept.")
 
 
 def results_for(data=None) -> dict[str, AuditResult]:

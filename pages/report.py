@@ -22,7 +22,7 @@ from pages.common import (
     results_for,
     runs_panel,
     show_error,
-    show_run_messages,
+    show_last_run_messages,
     start_run,
     words,
 )
@@ -60,8 +60,7 @@ if missing:
             start_run("Default audit of every family", configs)
             st.rerun()
 runs_panel("report")
-for method in FAMILIES:
-    show_run_messages(method)
+show_last_run_messages()
 
 if not results:
     st.stop()
