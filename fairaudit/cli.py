@@ -524,6 +524,7 @@ def _print_summary(result, out) -> None:
         ]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        print(_directions(keep), file=out)
         _print_details(result, method, out)
     for method, sentences in findings(result).items():
         for sentence in sentences:
@@ -532,6 +533,16 @@ def _print_summary(result, out) -> None:
         print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
         print(f"warning: {render(warning, 'cli')}", file=out)
+
+
+def _directions(columns) -> str:
+    """“↓ better: max_loss, …; ↑ better: …” for a table's metric columns."""
+    from .metrics import better
+
+    lower = [c for c in columns if better(c) == "lower"]
+    higher = [c for c in columns if better(c) == "higher"]
+    parts = [f"↓ better: {', '.join(lower)}" if lower else "", f"↑ better: {', '.join(higher)}" if higher else ""]
+    return "  (" + "; ".join(p for p in parts if p) + ")"
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
