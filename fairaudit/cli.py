@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
+from .cost import duration, expected_seconds
 from .cpd.estimator import KERNELS
 from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
 from .errors import FairAuditError, InputFileError, ParameterError
@@ -399,48 +400,15 @@ WARN_SECONDS = 60
 REFUSE_SECONDS = 600
 
 
-def expected_seconds(n_rows: int, n_features: int, config: AuditConfig) -> tuple[float, str]:
-    """A rough, deliberately generous estimate of the audit's time and the family that dominates.
-
-    Fitted to default audits (ten ranks, default variants) measured on two cores shared with
-    other work (so a quiet machine is faster): 600 × 10 (the default sample) took PCA 0.8 s, NMF
-    11.7 s, feature selection 90 s, CP 12.8 s; 50 × 500 took PCA about 130 s (its eigen-
-    decompositions of d × d matrices grow with d³), NMF 100 s (∝ cells), feature selection 79 s,
-    CP 8 s. Scaled by the number of ranks asked for."""
-    n, d = n_rows, n_features
-    costs = {
-        "pca": 1.0 + 1.0e-6 * d**3,
-        "nmf": 1.0 + 3e-3 * n * d,
-        "fs": 0.15 * n + 5e-7 * d**3,
-        "cpd": 0.02 * n + 3e-4 * n * d,
-    }
-    scale = 1.0 if config.ranks is None else max(1, len(config.ranks)) / 10
-    chosen = {m: costs[m] * scale for m in config.methods if m in costs}
-    if not chosen:
-        return 0.0, ""
-    worst = max(chosen, key=chosen.get)
-    return sum(chosen.values()), f"{FAMILY_TITLES.get(worst, worst)} on {n:,} rows × {d:,} features"
-
-
 def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
     seconds, cause = expected_seconds(data.n_rows, data.n_features, config)
     if seconds > REFUSE_SECONDS and not allow_slow:
         raise ParameterError(
-            f"this audit would take roughly {_duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
+            f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
             f"anyway, or audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})."
         )
     if seconds > WARN_SECONDS:
-        say(f"expect roughly {_duration(seconds)} ({cause}); progress follows.")
-
-
-def _duration(seconds: float) -> str:
-    if seconds < 90:
-        return f"{seconds:.0f} seconds"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} minutes"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.0f} hours"
-    return f"{seconds / 86400:.0f} days"
+        say(f"expect roughly {duration(seconds)} ({cause}); progress follows.")
 
 
 # ---------------------------------------------------------------- progress on stderr

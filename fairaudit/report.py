@@ -23,7 +23,7 @@ from plotly.offline import get_plotlyjs
 from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
-from .plots import better_text, family_figures, metric_line, metric_label, variant_title
+from .plots import better_text, family_figures, metric_label, metric_line, variant_title
 from .vocabulary import render
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")

@@ -14,6 +14,7 @@ import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, default_variants
+from fairaudit.cost import duration, expected_seconds
 from fairaudit.findings import findings
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
@@ -424,6 +425,11 @@ def method_page(
             key=f"{method}-leakage",
         )
         submitted = st.form_submit_button("Run audit", type="primary")
+    if chosen:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
+        seconds, _ = expected_seconds(data.n_rows, data.n_features, AuditConfig(methods=(method,), ranks=ranks or None))
+        if seconds >= 5:
+            st.caption(f"Expect roughly {duration(seconds)} for the default variants on data this size (two cores); "
+                       "the run goes on if you open other pages, and its progress stays in the sidebar.")
     for variant in variants:
         if variant in heavy and (variant in chosen or variant in skipped):
             note = "" if variant in chosen else " (not selected by default on data this size)"

@@ -211,3 +211,19 @@ def test_an_output_that_fails_while_writing_leaves_nothing(monkeypatch, tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "No space left on device" in err and len(err.splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
+
+
+def test_the_time_model_follows_its_measurements():
+    from fairaudit.audit import AuditConfig
+    from fairaudit.cost import duration, expected_seconds
+
+    def seconds(method, n, d):
+        return expected_seconds(n, d, AuditConfig(methods=(method,)))[0]
+
+    # the default sample (measured 0.8 s, 11.7 s, 90 s, 12.8 s) and 50 × 500 (130 s, 100 s, 79 s, 8 s)
+    for method, low, high in (("pca", 0.5, 3), ("nmf", 8, 25), ("fs", 60, 140), ("cpd", 8, 25)):
+        assert low <= seconds(method, 600, 10) <= high, method
+    for method, low, high in (("pca", 80, 250), ("nmf", 50, 150), ("fs", 50, 150), ("cpd", 5, 20)):
+        assert low <= seconds(method, 50, 500) <= high, method
+    assert seconds("pca", 50, 5000) > 600  # refused without --allow-slow
+    assert duration(45) == "45 seconds" and duration(600) == "10 minutes" and duration(7 * 3600) == "7 hours"

@@ -14,8 +14,8 @@ from fairaudit.plots import (
     VANILLA_COLOUR,
     VARIANT_COLOURS,
     family_figures,
-    metric_line,
     metric_label,
+    metric_line,
 )
 from fairaudit.samples import load_sample
 
