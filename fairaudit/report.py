@@ -39,6 +39,7 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 .figure .note{margin:2px 8px 6px}
+div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
 @media (prefers-color-scheme: dark){
 body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
 .finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
@@ -69,7 +70,7 @@ def library_versions() -> dict[str, str]:
 
 
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
-    out = ["<table>"]
+    out = ['<div class="table"><table>']
     if header:
         out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
     for row in rows:
@@ -78,7 +79,7 @@ def _table(rows: list[tuple], header: tuple | None = None) -> str:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cells.append(f'<td class="num">{_e(_fmt(value))}</td>' if numeric else f"<td>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
