@@ -143,20 +143,20 @@ register("max_mb", Option(
 register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
 register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
 register("features", Option("features", "--features", "Features", "Data"))
-register("ignore", Option("ignore", "--ignore", "Columns to ignore", "Data"))
+register("ignore", Option("ignore", "--ignore", "Ignore", "Data"))
 register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
 register("binarize", Option(
-    "binarize", "--binarize", "Split at a threshold", "Data",
+    "binarize", "--binarize", "make groups by", "Data",
     library=lambda v: "binarize={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--binarize {v}",
-    dashboard=lambda v: f"“Split at a threshold” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “a threshold” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("bins", Option(
-    "bins", "--bins", "Quantile bins", "Data",
+    "bins", "--bins", "make groups by", "Data",
     library=lambda v: "bins={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--bins {v}",
-    dashboard=lambda v: f"“Quantile bins” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “quantile bins” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("missing", Option(
     "missing", "--missing", "Missing cells", "Data",
@@ -175,7 +175,7 @@ register("small_groups", Option(
     dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
                          else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
 ))
-register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
+register("tensor_index", Option("index", "--tensor-index", "Index columns, entity first", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
 

@@ -417,13 +417,18 @@ def method_page(
         ranks = ranks_ui(saved) if ranks_ui else rank_range(rank_label, rank_limit, saved.get("rank_bounds"), key=f"{method}-ranks")
         options = options_ui(data, saved.get("options", {})) if options_ui else {}
         leakage_default = saved.get("leakage", default_leakage)
-        leakage = st.selectbox(
+        classifier, seed_column = st.columns([3, 1])
+        leakage = classifier.selectbox(
             "Classifier for the leakage (unfairness) metrics",
             list(LEAKAGE_LABELS),
             index=list(LEAKAGE_LABELS).index(leakage_default),
             format_func=LEAKAGE_LABELS.get,
             key=f"{method}-leakage",
         )
+        seed = int(seed_column.number_input(
+            "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
+            help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
+        ))
         submitted = st.form_submit_button("Run audit", type="primary")
     if chosen:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
         seconds, _ = expected_seconds(data.n_rows, data.n_features, AuditConfig(methods=(method,), ranks=ranks or None))
@@ -443,6 +448,7 @@ def method_page(
                 methods=(method,),
                 ranks=ranks,
                 variants=tuple(chosen),
+                random_state=seed,
                 leakage_classifier=leakage if not leakage_option else "qda",
                 options={method: {**options, leakage_option: leakage} if leakage_option else options}
                 if (options or leakage_option) else {},
@@ -456,7 +462,7 @@ def method_page(
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
             "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,
-            "options": options, "leakage": leakage, "ranks": ranks,
+            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed,
         }
         start_run(FAMILY_TITLES.get(method, method), [(method, config)])
         running = reg.running_for(method, token)

@@ -162,7 +162,7 @@ def table_roles(table, summary, defaults: dict, sensitive: list[str]) -> dict:
     label_options = ["(none)"] + [c for c in columns if c not in sensitive]
     default_label = defaults.get("label") or "(none)"
     label = st.selectbox(
-        "Label (ground truth, optional — used for clustering accuracy in feature selection; never a feature)",
+        "Label (ground truth, optional) — used for clustering accuracy in feature selection; never a feature",
         label_options,
         index=label_options.index(default_label) if default_label in label_options else 0,
         key=f"roles-label-{table.sha256[:8]}",
