@@ -62,7 +62,13 @@ def test_every_control_a_message_can_name_is_on_a_page():
 
     root = Path(__file__).resolve().parents[1]
     text = "".join(p.read_text(encoding="utf-8") for p in [*root.glob("pages/*.py"), root / "app.py", root / "fairaudit/plots.py"])
+    import re
+
     descriptive = {"the method pages", "the upload limit", "the Report page's downloads"}  # not a widget's label
+    pages = set(re.findall(r'title="([^"]+)"', (root / "app.py").read_text(encoding="utf-8"))) | {
+        "each method", "PCA, NMF, Feature selection and Tensor"}
     for name, option in OPTIONS.items():
-        if option.widget and option.widget not in descriptive:
+        if option.page not in pages:  # an option with no dashboard control must say so in its own words
+            assert option.dashboard is not None, (name, option.page)
+        elif option.widget and option.widget not in descriptive:
             assert option.widget in text, (name, option.widget)
