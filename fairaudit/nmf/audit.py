@@ -236,14 +236,14 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         sink.warn(
             f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
             f"{', '.join(map(str, estimate_capped))}, so E_ℓ may be slightly high and the relative "
-            "losses slightly low there; loosen tol (CLI --nmf-tol) for a faster, coarser estimate."
+            f"losses slightly low there; loosen {term('nmf_tol')} for a faster, coarser estimate."
         )
     for name, ranks_capped in capped.items():
         if ranks_capped:
             sink.warn(
                 f"nmf/{name}: an iteration cap was reached before the stopping rule at rank(s) "
                 f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
-                "raise max_iter (CLI --nmf-max-iter) or loosen tol."
+                f"raise {term('nmf_max_iter')} or loosen {term('nmf_tol')}."
             )
 
 
