@@ -235,7 +235,7 @@ def show_last_run_messages() -> None:
         st.warning(f"The last run was cancelled: {'; '.join(parts)}. Nothing of a cancelled family was kept.")
 
 
-def results_for(data=None) -> dict[str, AuditResult]:
+def results_for() -> dict[str, AuditResult]:
     """This session's latest result per family on the data in use."""
     return {method: result for method, (result, _) in registry().latest(data_token()).items()}
 

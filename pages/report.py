@@ -40,7 +40,7 @@ st.markdown(
 reg = registry()
 token = data_token()
 running = [run for run in reg.active() if run.data_token == token]
-results = results_for(data)
+results = results_for()
 missing = [m for m in FAMILIES if m not in results]
 pending = {m for run in running for m in run.methods}
 if missing:
