@@ -756,6 +756,29 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "(flag_ratio, default 1.25).",
         "source": "derived from Samadi et al. 2018, Def. 4.3",
     },
+    "error_ratio": {
+        "title": "Error ratio (worst group, against being served as well as the best)",
+        "formula": "error_worst / (error_worst − (loss_worst − loss_best))",
+        "plain": "How many times larger the worst-served group's reconstruction error is than it would be if that "
+        "group lost only as much as the best-served one; 1 is parity. Unlike the ratio of two losses it stays "
+        "near 1 when both losses are small next to the errors. The gap verdict's tolerance (flag_ratio) applies to it.",
+        "source": "derived from Samadi et al. 2018, Def. 4.3 (this implementation)",
+    },
+    "loss_gap_pvalue": {
+        "title": "Loss gap: permutation p-value",
+        "formula": "(1 + #{gap of random groups of the same sizes ≥ observed gap}) / (1 + 200), vanilla PCA",
+        "plain": "How often groups drawn at random from the same rows, with the same sizes, are as unequal as the "
+        "real ones. A small group's own PCA fits its rows' noise, so random small groups look worse served; the "
+        "gap verdict needs this at most α divided by the number of ranks.",
+        "source": "this implementation (permutation test)",
+    },
+    "rel_error_ratio": {
+        "title": "Relative error ratio (worst group, against being served as well as the best)",
+        "formula": "rel_error_worst / (rel_error_worst − (rel_loss_worst − rel_loss_best))",
+        "plain": "How many times larger the worst-served group's relative error is than it would be if that group "
+        "lost only as much as the best-served one; 1 is parity. The gap verdict's tolerance applies to it.",
+        "source": "derived from Kassab, George, Needell et al., Def. 4.1 (this implementation)",
+    },
     "rel_loss_ratio": {
         "title": "Relative loss ratio (worst / best group)",
         "formula": "rel_loss_worst / rel_loss_best",
@@ -965,12 +988,43 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
 }
 
 
+METRIC_BETTER: dict[str, str | None] = {
+    "error": "lower", "loss": "lower", "max_loss": "lower", "loss_gap": "lower",
+    "variance_explained": "higher", "mmd2": "lower", "mmd2_rbf": "lower",
+    "unfairness": "lower", "unfairness_balanced": "lower",
+    "effective_rank": None, "dual_gap": "lower",
+    "rel_error": "lower", "rel_loss": "lower", "own_rel_error": None, "max_rel_loss": "lower",
+    "rel_loss_gap": "lower", "total_rel_error": "lower", "n_iter": None, "estimate_seconds": "lower",
+    "residual_fit": "lower", "orthogonality": "lower", "nkhsic": "lower", "lam": None, "epochs": None,
+    "seconds": "lower",
+    "acc": "higher", "acc_std": "lower", "nmi": "higher", "nmi_std": "lower",
+    "balance": "higher", "balance_std": "lower", "proportion": "lower", "proportion_std": "lower",
+    "alignment_data": "higher", "alignment_protected": "lower",
+    "balanced_accuracy": "lower", "chance_balanced_accuracy": None, "leakage_pvalue": None,
+    "loss_ratio": "lower", "error_ratio": "lower", "loss_gap_pvalue": None,
+    "rel_loss_ratio": "lower", "rel_error_ratio": "lower",
+    "max_residual_fit": "lower", "residual_fit_gap": "lower", "residual_fit_ratio": "lower",
+    "relative_balance": "higher",
+}
+"""Which way is better for each metric of :data:`METRIC_DEFINITIONS`: ``"lower"``, ``"higher"``, or
+``None`` for a quantity with no better direction (a parameter, an iteration count). Charts and
+tables print it as “↓ better” / “↑ better”."""
+
+HELDOUT_PREFIX = "heldout_"
+
+
+def better(metric: str) -> str | None:
+    """``"lower"``, ``"higher"`` or ``None`` for ``metric`` (held-out variants as their metric)."""
+    base = metric[len(HELDOUT_PREFIX):] if metric.startswith(HELDOUT_PREFIX) else metric
+    return METRIC_BETTER.get(base)
+
+
 def metric_definition(metric: str) -> dict[str, str]:
     """:data:`METRIC_DEFINITIONS`' entry for ``metric``; a held-out metric (``heldout_loss``) is
     its metric measured on the held-out rows (``AuditConfig(holdout=…)``)."""
     if metric in METRIC_DEFINITIONS:
         return METRIC_DEFINITIONS[metric]
-    base = metric.removeprefix("heldout_")
+    base = metric.removeprefix(HELDOUT_PREFIX)
     if base != metric and base in METRIC_DEFINITIONS:
         found = dict(METRIC_DEFINITIONS[base])
         found["title"] += " (held-out rows)"

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import io
+import os
 import platform
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +24,8 @@ from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import Finding, findings, verdict_rules
 from .formatting import interval, level, number, plural
 from .metrics import metric_definition
-from .plots import family_figures, metric_title, variant_title
+from .plots import better_text, family_figures, metric_label, metric_line, variant_title
+from .vocabulary import render
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -39,7 +42,21 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .verdict{font-weight:600;font-size:.8rem;text-transform:uppercase;letter-spacing:.03em;margin-right:.5rem}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
+.figure .note{margin:2px 8px 6px}
+div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
+@media (prefers-color-scheme: dark){
+body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
+.finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
+.figure{border-color:#30363d}.figure .note{color:#57606a}
+}
 """
+# Figures keep their white card in the dark theme: plotly draws on white, and every colour of
+# the palette (fairaudit.plots: Okabe–Ito, vanilla in mid grey) is chosen to read on it.
+
+
+def words(text, interface: str = "library") -> str:
+    """A note or finding with its option mentions worded for ``interface`` (see fairaudit.vocabulary)."""
+    return render(str(text), interface)
 
 
 def _e(value) -> str:
@@ -57,7 +74,7 @@ def library_versions() -> dict[str, str]:
 
 
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
-    out = ["<table>"]
+    out = ['<div class="table"><table>']
     if header:
         out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
     for row in rows:
@@ -66,7 +83,7 @@ def _table(rows: list[tuple], header: tuple | None = None) -> str:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cells.append(f'<td class="num">{_e(_fmt(value))}</td>' if numeric else f"<td>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -105,16 +122,17 @@ def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
                     text += f" ({span})"
             cells.append(text)
         out.append(tuple(cells))
-    header = ("variant", "rank", *(metric_title(m) if metric_definition(m) else m for m in metrics))
+    header = ("variant", "rank", *(metric_label(m) if metric_definition(m) else m for m in metrics))
     return header, out
 
 
-def _finding_html(finding) -> str:
+def _finding_html(finding, interface: str = "library") -> str:
+    """A finding as a block coloured by its verdict, the verdict as its label and the rule on hover."""
     verdict = getattr(finding, "verdict", "info")
-    label = verdict.replace("_", " ")
     rule = getattr(finding, "rule", "")
-    title = f' title="{_e(rule)}"' if rule else ""
-    return f'<div class="finding {_e(verdict)}"{title}><span class="verdict">{_e(label)}</span>{_e(str(finding))}</div>'
+    title = f' title="{_e(words(rule, interface))}"' if rule else ""
+    label = verdict.replace("_", " ")
+    return f'<div class="finding {_e(verdict)}"{title}><span class="verdict">{_e(label)}</span>{_e(words(finding, interface))}</div>'
 
 
 def _verdicts_section(result: AuditResult) -> str:
@@ -130,7 +148,7 @@ def _verdicts_section(result: AuditResult) -> str:
     )
 
 
-def _uncertainty_section(result: AuditResult) -> str:
+def _uncertainty_section(result: AuditResult, interface: str = "library") -> str:
     """How every interval was computed, per family: replicates and why, held-out rows, gaps."""
     if not result.uncertainty:
         return ""
@@ -142,7 +160,7 @@ def _uncertainty_section(result: AuditResult) -> str:
             (
                 FAMILY_TITLES.get(method, method),
                 plural(replicates, "replicate") if replicates else "none",
-                summary.get("why", ""),
+                words(summary.get("why", ""), interface),
                 level(summary.get("confidence", 0.95)),
                 f"{number(100 * float(summary['holdout']))} % held out ({split['train']} / {split['heldout']} rows)" if split else "no",
                 f"{number(summary['seconds'])} s" if "seconds" in summary else "—",
@@ -150,7 +168,7 @@ def _uncertainty_section(result: AuditResult) -> str:
         )
     table = _table(rows, ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals"))
     notes = "".join(
-        f"<li>{_e(FAMILY_TITLES.get(method, method))}: no interval for {_e(what)} — {_e(reason)}</li>"
+        f"<li>{_e(FAMILY_TITLES.get(method, method))}: no interval for {_e(what)} — {_e(words(reason, interface))}</li>"
         for method, summary in result.uncertainty.items()
         for what, reason in summary.get("not_bootstrapped", {}).items()
     )
@@ -211,17 +229,22 @@ def _config_section(result: AuditResult) -> str:
     return "<h2>Configuration</h2>" + tables + "<h3>Software</h3>" + versions
 
 
-def _figure_html(fig) -> str:
+def _figure_html(fig, metric: str | None = None) -> str:
+    """A figure in its card, with its metric's one-line definition and better direction under it."""
+    caption = ""
+    if metric is not None:
+        line = " ".join(part for part in (better_text(metric) + "." if better_text(metric) else "", metric_line(metric)) if part)
+        caption = f'<p class="note">{_e(line)}</p>' if line else ""
     return '<div class="figure">' + pio.to_html(
         fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True}
-    ) + "</div>"
+    ) + caption + "</div>"
 
 
-def _family_section(result: AuditResult, method: str, found: list[Finding]) -> str:
+def _family_section(result: AuditResult, method: str, found: list[Finding], interface: str = "library") -> str:
     parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
-    parts += [_finding_html(finding) for finding in found]
-    for _, fig in family_figures(result.records, method):
-        parts.append(_figure_html(fig))
+    parts += [_finding_html(finding, interface) for finding in found]
+    for metric, fig in family_figures(result.records, method):
+        parts.append(_figure_html(fig, metric))
     header, rows = summary_rows(result, method)
     if rows:
         parts.append(
@@ -264,19 +287,21 @@ def _details_html(result: AuditResult, method: str) -> str:
 def _definitions_section(result: AuditResult) -> str:
     used = [m for m in dict.fromkeys(result.records.metric) if metric_definition(m)]
     rows = [
-        (metric_definition(m)["title"] + f" ({m})", metric_definition(m)["formula"], metric_definition(m)["plain"], metric_definition(m)["source"])
+        (metric_definition(m)["title"] + f" ({m})", better_text(m) or "—", metric_definition(m)["formula"],
+         metric_definition(m)["plain"], metric_definition(m)["source"])
         for m in used
     ]
-    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "definition", "in plain words", "source"))
+    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "better", "definition", "in plain words", "source"))
 
 
-def _notes_section(result: AuditResult) -> str:
+def _notes_section(result: AuditResult, interface: str = "library") -> str:
     parts = []
     if result.skipped:
-        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], s["reason"]) for s in result.skipped]
+        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], words(s["reason"], interface))
+                for s in result.skipped]
         parts.append("<h2>Skipped variants</h2>" + _table(rows, ("method", "variant", "rank", "reason")))
     if result.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in result.warnings) + "</ul>")
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(words(w, interface))}</li>" for w in result.warnings) + "</ul>")
     return "".join(parts)
 
 
@@ -290,13 +315,14 @@ def _records_section(result: AuditResult) -> str:
     )
 
 
-def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = None) -> str:
+def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = None, interface: str = "library") -> str:
     """The whole report as one self-contained HTML string (``found``: the result's findings, if
-    the caller has them already)."""
+    the caller has them already; ``interface``: whose words the notes use for options — the CLI's
+    flags, the dashboard's controls or the library's parameters)."""
     found = findings(result) if found is None else found
     name = result.data.get("name", "data")
-    families = "".join(_family_section(result, m, found.get(m, [])) for m in dict.fromkeys(result.records.method))
-    summary = "".join(_finding_html(f) for found_here in found.values() for f in found_here if f.verdict != "info")
+    families = "".join(_family_section(result, m, found.get(m, []), interface) for m in dict.fromkeys(result.records.method))
+    summary = "".join(_finding_html(f, interface) for found_here in found.values() for f in found_here if f.verdict != "info")
     body = (
         f"<h1>Fairness audit: {_e(name)}</h1>"
         f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '
@@ -306,8 +332,8 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
         + _data_section(result)
         + families
         + _verdicts_section(result)
-        + _uncertainty_section(result)
-        + _notes_section(result)
+        + _uncertainty_section(result, interface)
+        + _notes_section(result, interface)
         + _definitions_section(result)
         + _config_section(result)
         + _records_section(result)
@@ -320,9 +346,39 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
     )
 
 
-def report_files(result: AuditResult, found: dict[str, list[Finding]] | None = None) -> dict[str, str]:
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\0")
+"""A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV Injection;
+ASVS 5.0 requirement 1.2.10): such cells get a leading single quote, which spreadsheets read as
+“this is text”. Numbers are left alone (−0.5 stays a number)."""
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell (and column name) that a spreadsheet would run as a formula
+    prefixed with ``'`` — group labels come from the user's column names and values."""
+
+    def safe(value):
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS) else value
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(safe)
+    out.columns = [safe(str(c)) for c in out.columns]
+    return out
+
+
+def records_csv(result: AuditResult) -> str:
+    """The tidy records as CSV, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
+    return spreadsheet_safe(result.records).to_csv(index=False)
+
+
+def report_files(result: AuditResult, found: dict[str, list[Finding]] | None = None, interface: str = "library") -> dict[str, str]:
     """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
-    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": result.to_csv()}
+    return {
+        "report.html": render_html(result, found, interface),
+        "report.json": result.to_json(),
+        "records.csv": records_csv(result),
+    }
 
 
 def zip_files(files: dict[str, str]) -> bytes:
@@ -339,13 +395,34 @@ def report_zip(result: AuditResult) -> bytes:
     return zip_files(report_files(result))
 
 
-def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
-    """Write whichever of the three outputs were asked for; returns the paths written."""
-    written = []
-    for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)):
-        if path:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(result), encoding="utf-8")
-            written.append(path)
+def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
+    """Write whichever of the three outputs were asked for; returns the paths written.
+
+    Each file is written to a temporary file beside it and renamed into place, so a reader never
+    sees half a report; if one cannot be written, those already written by this call are removed
+    again and the error propagates (all or nothing)."""
+    written: list[Path] = []
+    try:
+        for path, write in ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json),
+                            (csv_path, records_csv)):
+            if path:
+                path = Path(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(path, write(result))
+                written.append(path)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     return written
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

@@ -69,30 +69,78 @@ MIN_FINITE_SHARE = 0.5
 can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN with a reason."""
 
 
-def default_replicates(method: str) -> int:
-    """The default number of replicates of ``method`` (:data:`DEFAULT_BOOTSTRAP`), capped by
+REPLICATE_SHARE = {"pca": 0.15, "nmf": 0.25, "fs": 0.05, "cpd": 0.15}
+"""Per family, a bootstrap replicate's time as a share of the family's audit (measured on the
+default sample on two busy cores: PCA 0.2 s per replicate, NMF 2.7 s, feature selection 3 s,
+CP 2.2 s; ``benchmarks/bench_uncertainty.py``). With :data:`fairaudit.cost.FAMILY_COST` it
+predicts a replicate's time for data of any size."""
+
+DEFAULT_BUDGET_SECONDS = 300
+"""The default intervals of one family may take about this long (predicted from the data's size):
+beyond it the default number of replicates shrinks, and below :data:`MIN_DEFAULT_REPLICATES` the
+default is no intervals (with the reason stated); an explicit ``bootstrap=N`` always runs."""
+
+MIN_DEFAULT_REPLICATES = 10
+
+
+def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
+    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data."""
+    from .cost import FAMILY_COST
+
+    scale = 1.0 if n_ranks is None else max(1, n_ranks) / 10
+    return FAMILY_COST[method](n_rows, n_features) * scale * REPLICATE_SHARE.get(method, 1.0) if method in FAMILY_COST else 0.0
+
+
+def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None) -> tuple[int, str]:
+    """``(replicates, why)``: :data:`DEFAULT_BOOTSTRAP`'s count for ``method``, fewer when they would
+    take more than :data:`DEFAULT_BUDGET_SECONDS` on data of this size, capped by
     :data:`DEFAULT_CAP_VARIABLE` when that is set."""
     count = DEFAULT_BOOTSTRAP.get(method, 20)
+    why = f"default for this family: {BOOTSTRAP_REASONS.get(method, 'measured cost')}"
+    if n_rows is not None and n_features is not None:
+        each = replicate_seconds(method, n_rows, n_features, n_ranks)
+        affordable = int(DEFAULT_BUDGET_SECONDS // each) if each > 0 else count
+        if affordable < count:
+            if affordable < MIN_DEFAULT_REPLICATES:
+                count = 0
+                why = (
+                    f"no intervals by default on data this size: a replicate would take about {each:.0f} s "
+                    f"({DEFAULT_BOOTSTRAP.get(method, 20)} replicates about {each * DEFAULT_BOOTSTRAP.get(method, 20) / 60:.0f} min); "
+                    f"ask for them with {_term('bootstrap', MIN_DEFAULT_REPLICATES)} or more"
+                )
+            else:
+                count = affordable
+                why = (
+                    f"default shortened to fit about {DEFAULT_BUDGET_SECONDS // 60} minutes on data this size (a replicate "
+                    f"about {each:.1f} s); ask for more with {_term('bootstrap')}"
+                )
     cap = os.environ.get(DEFAULT_CAP_VARIABLE)
     if cap:
         try:
-            count = min(count, max(int(cap), 0))
+            capped = max(int(cap), 0)
         except ValueError:
-            pass
-    return count
+            capped = count
+        if capped < count:
+            count, why = capped, f"default capped by {DEFAULT_CAP_VARIABLE}={cap}"
+    return count, why
 
 
-def resolve_replicates(method: str, bootstrap: int | None) -> tuple[int, str]:
-    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap``."""
+def _term(name: str, value=None) -> str:
+    from .vocabulary import term
+
+    return term(name, value)
+
+
+def resolve_replicates(
+    method: str, bootstrap: int | None, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None
+) -> tuple[int, str]:
+    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap`` (the data's size and
+    the number of ranks shape the default, see :func:`default_replicates`)."""
     if bootstrap is None:
-        count = default_replicates(method)
-        why = f"default for this family: {BOOTSTRAP_REASONS.get(method, 'measured cost')}"
-        if count < DEFAULT_BOOTSTRAP.get(method, count):
-            why = f"default capped by {DEFAULT_CAP_VARIABLE}={os.environ.get(DEFAULT_CAP_VARIABLE)}"
-        return count, why
+        return default_replicates(method, n_rows, n_features, n_ranks)
     if bootstrap == 0:
-        return 0, "bootstrap turned off (bootstrap=0)"
-    return int(bootstrap), "chosen (bootstrap=N)"
+        return 0, f"intervals turned off ({_term('bootstrap', 0)})"
+    return int(bootstrap), f"chosen ({_term('bootstrap', int(bootstrap))})"
 
 
 def check_bootstrap(bootstrap, confidence, holdout, flag_ratio) -> None:

@@ -70,12 +70,20 @@ def test_bad_options_are_refused_with_the_option_named():
             AuditConfig(**options)
 
 
-def test_default_replicates_come_from_the_family_and_the_cap(monkeypatch):
+def test_default_replicates_come_from_the_family_its_cost_and_the_cap(monkeypatch):
+    from fairaudit.vocabulary import render
+
     monkeypatch.delenv(uncertainty.DEFAULT_CAP_VARIABLE, raising=False)
-    assert uncertainty.resolve_replicates("pca", None)[0] == uncertainty.DEFAULT_BOOTSTRAP["pca"]
-    assert uncertainty.resolve_replicates("nmf", 0) == (0, "bootstrap turned off (bootstrap=0)")
+    assert uncertainty.resolve_replicates("pca", None, 600, 10)[0] == uncertainty.DEFAULT_BOOTSTRAP["pca"]
+    count, why = uncertainty.resolve_replicates("nmf", 0)
+    assert count == 0 and render(why, "cli") == "intervals turned off (--bootstrap 0)"
+    # predicted from the data's size: fewer replicates, or none, when the default would take long
+    shorter, why = uncertainty.resolve_replicates("pca", None, 50, 500)
+    assert uncertainty.MIN_DEFAULT_REPLICATES <= shorter < uncertainty.DEFAULT_BOOTSTRAP["pca"] and "shortened" in why
+    none, why = uncertainty.resolve_replicates("nmf", None, 30000, 22)
+    assert none == 0 and "no intervals by default" in why and "--bootstrap 10" in render(why, "cli")
     monkeypatch.setenv(uncertainty.DEFAULT_CAP_VARIABLE, "12")
-    count, why = uncertainty.resolve_replicates("pca", None)
+    count, why = uncertainty.resolve_replicates("pca", None, 600, 10)
     assert count == 12 and uncertainty.DEFAULT_CAP_VARIABLE in why
     assert uncertainty.resolve_replicates("pca", 40)[0] == 40  # an explicit number is never capped
 
