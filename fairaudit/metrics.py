@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from itertools import combinations
@@ -226,18 +227,20 @@ LEAKAGE_REPEATS = 3
 the mean balanced accuracy over the ``folds × repeats`` held-out folds. Measured with
 ``benchmarks/bench_leakage_stability.py`` (see ``docs/architecture.md``)."""
 
-LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 100, "logistic": 20, "hgb": 0, "mlp": 0}
+LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 50, "logistic": 20, "hgb": 0, "mlp": 0}
 """Permutations of the chance distribution per classifier (``AuditConfig.leakage_permutations``
-overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`), a few
-milliseconds for all of them on small representations (fewer permutations on large ones, see
-:data:`LEAKAGE_PERMUTATION_BUDGET`); the other classifiers are refitted one by one, so HGB and
+overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`): 50 of
+them (250 refits) took 20 ms at 600 rows × 8 columns, 100 took 37 ms — the permutations are most of
+a leakage test's cost (the observed cross-validation: 3 ms), so 50, enough for p-values down to
+0.02 (fewer on large representations, see :data:`LEAKAGE_PERMUTATION_BUDGET`; more when the
+confidence asks for it: at least ``1/α − 1``); the other classifiers are refitted one by one, so HGB and
 the MLP (0.1–3 s per fit) get none: their "above chance" test is then the cross-validation
 interval lying above ``1/k``."""
 
-LEAKAGE_PERMUTATION_BUDGET = 4e8
+LEAKAGE_PERMUTATION_BUDGET = 2e8
 """Largest ``permutations × folds × groups × rows × columns²`` (the batched QDA null's
 arithmetic; measured on two busy cores: 0.5–0.8 s for 100 permutations at 10,000 rows × 10
-columns, so 40 there; all 100 up to about 4,000 rows × 10 columns). Above it the
+columns, so 20 there; all 50 up to about 4,000 rows × 10 columns). Above it the
 permutations are cut to fit; below :data:`LEAKAGE_MIN_PERMUTATIONS` QDA's null is computed by
 plain refits instead (:data:`LEAKAGE_PERMUTATIONS`' count for a classifier refitted one by one).
 The estimate records how many were used."""
@@ -249,16 +252,17 @@ BATCHED_QDA_MAX_CELLS = 5_000_000
 this many (40 MB) QDA is refitted one permutation at a time."""
 
 
-def _permutation_count(classifier: str, n_rows: int, n_columns: int, n_classes: int, folds: int) -> int:
-    """The default number of permutations for the chance distribution (see the constants above)."""
+def _permutation_count(classifier: str, n_rows: int, n_columns: int, n_classes: int, folds: int, confidence: float = 0.95) -> int:
+    """The default number of permutations for the chance distribution (see the constants above),
+    never fewer than ``1/α − 1`` (a p-value can only reach ``1/(1 + permutations)``)."""
     if classifier == "qda" and n_rows * n_columns**2 <= BATCHED_QDA_MAX_CELLS:
         affordable = int(LEAKAGE_PERMUTATION_BUDGET // max(folds * n_classes * n_rows * n_columns**2, 1))
-        if affordable >= LEAKAGE_MIN_PERMUTATIONS:
-            return min(LEAKAGE_PERMUTATIONS["qda"], affordable)
-        return LEAKAGE_MIN_PERMUTATIONS  # refitted one by one, like logistic regression
-    if classifier == "qda":
-        return LEAKAGE_MIN_PERMUTATIONS
-    return LEAKAGE_PERMUTATIONS.get(classifier, 0)
+        count = min(LEAKAGE_PERMUTATIONS["qda"], affordable) if affordable >= LEAKAGE_MIN_PERMUTATIONS else LEAKAGE_MIN_PERMUTATIONS
+    elif classifier == "qda":
+        count = LEAKAGE_MIN_PERMUTATIONS  # refitted one by one, like logistic regression
+    else:
+        count = LEAKAGE_PERMUTATIONS.get(classifier, 0)
+    return max(count, math.ceil(1.0 / (1.0 - confidence) - 1e-9) - 1) if count else 0
 
 
 @dataclass(frozen=True)
@@ -366,63 +370,66 @@ QDA_REG_PARAM = 1e-4
 
 
 def _batched_qda_scores(
-    Z: np.ndarray, groups: np.ndarray, train: np.ndarray, test: np.ndarray, orders: np.ndarray, n_classes: int
+    Z: np.ndarray, groups: np.ndarray, splits: list, orders: np.ndarray, n_classes: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(accuracy, balanced accuracy) on ``test`` of QDA fitted on ``train``, for every row order.
+    """(accuracy, balanced accuracy), each ``P × J``, of QDA fitted on each split's training rows
+    and scored on its test rows, for every row order ``p`` and split ``j`` at once.
 
     ``orders`` (P × n) rearranges the rows of ``Z`` against the fixed groups (the identity for
     the observed score; random permutations for the chance distribution): under order ``p`` row
     ``i`` of the data is ``Z[orders[p, i]]``. The model is scikit-learn's
     ``QuadraticDiscriminantAnalysis(priors=uniform, reg_param=QDA_REG_PARAM)`` — class
     covariances ``(1 − r) S_c/n_c + r I`` (``S_c`` the centred scatter), equal priors (checked
-    against scikit-learn in the tests). Every order's class moments and every row's quadratic
-    form are matrix products with the rows' outer products ``z zᵀ``, so hundreds of refits cost a
-    few BLAS calls instead of hundreds of fits.
+    against scikit-learn in the tests). Every (order, split)'s class moments and every row's
+    quadratic form are matrix products with the rows' outer products ``z zᵀ``, so hundreds of
+    refits cost a few BLAS calls instead of hundreds of fits.
     """
     n, d = Z.shape
-    P = len(orders)
+    P, J = len(orders), len(splits)
     outer = (Z[:, :, None] * Z[:, None, :]).reshape(n, d * d)
-    g_train, g_test = groups[train], groups[test]
-    sample = np.arange(P)[:, None]
-    test_rows = orders[:, test]  # P × n_test: the data rows in the test positions
-    scores = np.empty((P, n_classes, len(test)))
+    fits = np.arange(P)  # fit b = j·P + p: split j under order p
+    scores = np.empty((n_classes, n, P * J))  # per class, each data row's score under each fit
     for c in range(n_classes):
-        members = orders[:, train[g_train == c]]  # P × n_c
-        count = members.shape[1]
-        chosen = np.zeros((P, n))
-        chosen[sample, members] = 1.0 / count
-        mean = chosen @ Z  # P × d
-        second = (chosen @ outer).reshape(P, d, d)
+        chosen = np.zeros((P * J, n))
+        for j, (train, _) in enumerate(splits):
+            members = orders[:, train[groups[train] == c]]  # P × n_c
+            chosen[(j * P + fits)[:, None], members] = 1.0 / members.shape[1]
+        mean = chosen @ Z  # B × d
+        second = (chosen @ outer).reshape(P * J, d, d)
         cov = (1 - QDA_REG_PARAM) * (second - mean[:, :, None] * mean[:, None, :]) + QDA_REG_PARAM * np.eye(d)
         chol = np.linalg.cholesky(cov)
         precision = np.linalg.inv(cov)
         logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-        pulled = np.einsum("pij,pj->pi", precision, mean)  # Σ⁻¹ μ
-        # (x − μ)ᵀ Σ⁻¹ (x − μ) = xᵀΣ⁻¹x − 2 xᵀΣ⁻¹μ + μᵀΣ⁻¹μ for every row x and order p (n × P)
-        quadratic = outer @ precision.reshape(P, d * d).T - 2.0 * (Z @ pulled.T) + np.sum(mean * pulled, axis=1)
-        scores[:, c, :] = -0.5 * (quadratic[test_rows, sample] + logdet[:, None])
-    predicted = scores.argmax(axis=1)
-    return (predicted == g_test).mean(axis=1), _balanced_accuracy(g_test, predicted, n_classes)
+        pulled = np.einsum("bij,bj->bi", precision, mean)  # Σ⁻¹ μ
+        # (x − μ)ᵀ Σ⁻¹ (x − μ) = xᵀΣ⁻¹x − 2 xᵀΣ⁻¹μ + μᵀΣ⁻¹μ for every row x and fit b (n × B)
+        quadratic = outer @ precision.reshape(P * J, d * d).T - 2.0 * (Z @ pulled.T) + np.sum(mean * pulled, axis=1)
+        scores[c] = -0.5 * (quadratic + logdet)
+    accuracy, balanced = np.empty((P, J)), np.empty((P, J))
+    for j, (_, test) in enumerate(splits):
+        truth = groups[test]
+        predicted = scores[:, orders[:, test], (j * P + fits)[:, None]].argmax(axis=0)  # P × n_test
+        accuracy[:, j] = (predicted == truth).mean(axis=1)
+        balanced[:, j] = _balanced_accuracy(truth, predicted, n_classes)
+    return accuracy, balanced
 
 
 def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=None):
     """Fold scores ``(accuracy, balanced)``, each ``P × J`` (row orders × folds)."""
     if orders is None:
         orders = np.arange(len(groups))[None, :]
-    accuracy = np.empty((len(orders), len(splits)))
-    balanced = np.empty_like(accuracy)
     fast = (
         classifier == "qda"
         and len(groups) * Z.shape[1] ** 2 <= BATCHED_QDA_MAX_CELLS
         and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
     )
+    if fast:
+        try:
+            return _batched_qda_scores(Z, groups, splits, orders, n_classes)
+        except np.linalg.LinAlgError:  # a numerically singular class covariance: the general path
+            pass
+    accuracy = np.empty((len(orders), len(splits)))
+    balanced = np.empty_like(accuracy)
     for j, (train, test) in enumerate(splits):
-        if fast:
-            try:
-                accuracy[:, j], balanced[:, j] = _batched_qda_scores(Z, groups, train, test, orders, n_classes)
-                continue
-            except np.linalg.LinAlgError:  # a numerically singular class covariance: the general path
-                pass
         for p, order in enumerate(orders):
             Zo = Z[order]
             model = _fit_classifier(classifier, Zo[train], groups[train], n_classes, random_state)
@@ -473,11 +480,12 @@ def leakage_test(
     C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
     M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
     """
-    from threadpoolctl import threadpool_limits
+    from .linalg import _thread_controller
 
     # Small products and many small fits: one thread (BLAS and OpenMP alike) was 5× faster than
-    # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed.
-    with threadpool_limits(limits=1):
+    # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed. (The
+    # cached controller: a fresh threadpool_limits reads the loaded libraries, ~4 ms a call.)
+    with _thread_controller().limit(limits=1):
         return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
 
 
@@ -506,14 +514,14 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
     bal_low, bal_high = np.clip(_corrected_interval(balanced[0], test_share, confidence), 0.0, 1.0)
     observed = float(balanced[0].mean())
     if permutations is None:
-        permutations = _permutation_count(classifier, len(groups), Z.shape[1], k, folds)
+        permutations = _permutation_count(classifier, len(groups), Z.shape[1], k, folds, confidence)
     chance_mean = chance_low = chance_high = pvalue = float("nan")
     if permutations:
         # The chance distribution of one repeat's mean over its folds: under no leakage it spreads
         # more than the observed mean over every repeat, so the p-value errs on the large side.
         first = splits[:folds]
         orders = np.array([rng.permutation(len(groups)) for _ in range(permutations)])
-        chunk = max(1, int(2e6 // (len(groups) * max(Z.shape[1], k))))  # bounded memory per batch
+        chunk = max(1, int(4e6 // (len(groups) * folds * max(k, Z.shape[1]))))  # bounded memory per batch
         null = np.concatenate(
             [_cv_scores(Z, groups, first, classifier, k, seed, orders[i : i + chunk])[1].mean(axis=1) for i in range(0, permutations, chunk)]
         )

@@ -133,11 +133,14 @@ def test_batched_qda_is_scikit_learns_qda(rng):
     train = rng.permutation(220)[:160]
     test = np.setdiff1d(np.arange(220), train)
     orders = np.vstack([np.arange(220), rng.permutation(220), rng.permutation(220)])
-    accuracy, _ = metrics._batched_qda_scores(Z, groups, train, test, orders, 3)
+    other = rng.permutation(220)[:170]
+    splits = [(train, test), (other, np.setdiff1d(np.arange(220), other))]
+    accuracy, _ = metrics._batched_qda_scores(Z, groups, splits, orders, 3)
     for p, order in enumerate(orders):
-        model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
-        predicted = model.fit(Z[order][train], groups[train]).predict(Z[order][test])
-        assert accuracy[p] == pytest.approx(np.mean(predicted == groups[test]))
+        for j, (fit_rows, score_rows) in enumerate(splits):
+            model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
+            predicted = model.fit(Z[order][fit_rows], groups[fit_rows]).predict(Z[order][score_rows])
+            assert accuracy[p, j] == pytest.approx(np.mean(predicted == groups[score_rows]))
 
 
 def test_leakage_test_against_chance(rng):
@@ -146,8 +149,8 @@ def test_leakage_test_against_chance(rng):
     leaky = clean + np.where(groups[:, None] == 1, 1.0, 0.0)
     noise = metrics.leakage_test(clean, groups, random_state=0)
     signal = metrics.leakage_test(leaky, groups, random_state=0)
-    assert noise.permutations == 100 and noise.pvalue > 0.05 and abs(noise.balanced - 0.5) < 0.06
-    assert signal.pvalue <= 0.01 and signal.balanced_low > 0.6 and signal.above_chance(0.05)
+    assert noise.permutations == metrics.LEAKAGE_PERMUTATIONS["qda"] and noise.pvalue > 0.05 and abs(noise.balanced - 0.5) < 0.06
+    assert signal.pvalue == 1 / (1 + signal.permutations) and signal.balanced_low > 0.6 and signal.above_chance(0.05)
     assert noise.chance_low < 0.5 < noise.chance_high
     plain = metrics.leakage_test(leaky, groups, classifier="logistic", permutations=0, random_state=0)  # the interval decides
     assert plain.permutations == 0 and np.isnan(plain.pvalue) and plain.above_chance(0.05)
