@@ -788,7 +788,10 @@ def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str
         elif rank in family.replicate_ranks_skipped:
             reasons[f"rank {rank} (every metric)"] = family.replicate_ranks_skipped[rank]
         elif base.endswith("_ratio"):
-            reasons[base] = "in some fits the best-served group's value is 0 or below, so there is no ratio (the gap carries the comparison)"
+            reasons[base] = (
+                "a ratio whose denominator is 0 or below in some fits (a best-served group at 0, an exact fit), "
+                "so no interval there; the gap's interval carries the comparison"
+            )
         else:
             reasons.setdefault(base, "fewer than half of the bootstrap replicates gave a finite value")
     for what, reason in reasons.items():
