@@ -19,6 +19,7 @@ from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
 from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
 from .errors import FairAuditError, ParameterError
+from .vocabulary import term
 
 
 class _Parser(argparse.ArgumentParser):
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
     _add_nmf_options(audit)
+    _add_fs_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
                      help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
@@ -251,17 +253,35 @@ def _cpd_options(args) -> dict:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def _add_fs_options(parser: argparse.ArgumentParser) -> None:
+    """FUFS's options (``--methods fs``); ``--clusters`` and ``--kmeans-runs`` are in "what to run"."""
+    from .fs.fufs import FORMULATIONS
+
+    fs = parser.add_argument_group("feature selection (--methods fs)")
+    fs.add_argument("--fufs-formulation", default=None, choices=FORMULATIONS,
+                    help="FUFS as printed (paper: Xing et al. 2021 eq. 6, the default) or our normalised-alignment version (alignment)")
+    fs.add_argument("--fufs-alpha", type=float, default=None, help="FUFS's fairness weight α (default 1, the paper's CRIME/GOOGLE+ setting)")
+    fs.add_argument("--fufs-beta", type=float, default=None, help="FUFS's ℓ1 sparsity weight β (paper formulation; default 0.1)")
+
+
 def _fs_options(args) -> dict:
     """Feature-selection options from the command line (``AuditConfig.options["fs"]``)."""
     fs = {}
     if args.clusters is not None:
         if args.clusters < 2:
-            raise ParameterError(f"--clusters must be at least 2, got {args.clusters}.")
+            raise ParameterError(f"{term('fs_clusters')} must be at least 2, got {args.clusters}.")
         fs["n_clusters"] = args.clusters
     if args.kmeans_runs is not None:
         if args.kmeans_runs < 1:
-            raise ParameterError(f"--kmeans-runs must be at least 1, got {args.kmeans_runs}.")
+            raise ParameterError(f"{term('fs_kmeans_runs')} must be at least 1, got {args.kmeans_runs}.")
         fs["kmeans_runs"] = args.kmeans_runs
+    if args.fufs_formulation is not None:
+        fs["formulation"] = args.fufs_formulation
+    for option, key, value in (("fs_alpha", "alpha", args.fufs_alpha), ("fs_beta", "beta", args.fufs_beta)):
+        if value is not None:
+            if not value >= 0:
+                raise ParameterError(f"{term(option)} must be a number ≥ 0, got {value}.")
+            fs[key] = value
     return fs
 
 

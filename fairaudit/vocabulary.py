@@ -178,3 +178,13 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# Feature selection (the fs family; options live in AuditConfig.options["fs"]).
+register("fs_clusters", Option("fs.n_clusters", "--clusters", "k-means clusters K", "Feature selection"))
+register("fs_kmeans_runs", Option("fs.kmeans_runs", "--kmeans-runs", "k-means runs per selection (mean ± std)", "Feature selection"))
+register("fs_formulation", Option(
+    "fs.formulation", "--fufs-formulation", "FUFS formulation", "Feature selection",
+    choices={"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"},
+))
+register("fs_alpha", Option("fs.alpha", "--fufs-alpha", "FUFS fairness weight α", "Feature selection"))
+register("fs_beta", Option("fs.beta", "--fufs-beta", "FUFS sparsity weight β", "Feature selection"))

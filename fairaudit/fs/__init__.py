@@ -6,8 +6,8 @@ aligned with the protected attribute; ``VarianceSelector``, ``LaplacianScore`` (
 baselines. All are scikit-learn ``SelectorMixin`` estimators.
 """
 
-from .baselines import MCFS, SPEC, LaplacianScore, VarianceSelector
+from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
 from .fufs import FUFS
 
-__all__ = ["FUFS", "MCFS", "SPEC", "LaplacianScore", "VarianceSelector", "cluster_scores"]
+__all__ = ["FUFS", "MCFS", "NDFS", "SPEC", "UDFS", "LaplacianScore", "VarianceSelector", "cluster_scores"]

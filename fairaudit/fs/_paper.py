@@ -137,6 +137,14 @@ class PaperObjective:
         p = self.parts(m, g)
         return -p["data"] + self.alpha * (p["protected"] - p["proxies"]) + self.beta * (float(np.sum(m)) + float(np.sum(g)))
 
+    def selection_curvature(self, m: np.ndarray) -> np.ndarray:
+        """``∂/∂w_j ⟨αHK^PH − HKH, K_w⟩`` at ``w = m ∘ m``: the selection's kernel terms as a
+        function of ``m_j²``. Where ``m_j`` sits at a bound its gradient in ``m_j`` is ``β`` alone
+        (at 0) or ties (at 1); this says which feature the kernel terms favour (ranking ties)."""
+        K = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
+        K *= self.selection_target
+        return -self.gamma * self.scale * _distance_gradient(K, self.X, self.sq)
+
     def value_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """``L`` and ``∇L`` at ``z = (m, g)`` (concatenated, length ``2d``)."""
         d = self.d
@@ -181,6 +189,9 @@ class LinearPaperObjective:
     def value(self, m, g) -> float:
         p = self.parts(m, g)
         return -p["data"] + self.alpha * (p["protected"] - p["proxies"]) + self.beta * float(np.sum(m) + np.sum(g))
+
+    def selection_curvature(self, m) -> np.ndarray:
+        return self.alpha * self.protected_weight - self.data_weight
 
     def value_grad(self, z):
         d = self.d

@@ -12,6 +12,15 @@ References
     KDD 2010.
 [Zhao07] Z. Zhao, H. Liu. "Spectral Feature Selection for Supervised and Unsupervised
     Learning". ICML 2007.
+[Yang11] Y. Yang, H. T. Shen, Z. Ma, Z. Huang, X. Zhou. "ℓ2,1-Norm Regularized Discriminative
+    Feature Selection for Unsupervised Learning". IJCAI 2011.
+[Li12] Z. Li, Y. Yang, J. Liu, X. Zhou, H. Lu. "Unsupervised Feature Selection Using Nonnegative
+    Spectral Analysis". AAAI 2012.
+
+REFS (J. Li, J. Tang, H. Liu, "Reconstruction-based Unsupervised Feature Selection: An Embedded
+Approach", IJCAI 2017), the FUFS paper's fifth baseline, is not here: its text was not available
+to us in full (the search tools return only the first page of it), and its reconstruction
+function, graph term and solver cannot be written down faithfully from the abstract.
 """
 
 from __future__ import annotations
@@ -20,10 +29,12 @@ import numbers
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
+from sklearn.cluster import KMeans
 from sklearn.linear_model import Lars
 from sklearn.neighbors import kneighbors_graph
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import ParameterError
 from ..validation import check_rank
@@ -81,9 +92,7 @@ class _ScoreSelector(FittedSelector):
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         m = self._n_select(X.shape[1])
         scores = np.asarray(self._scores(X, m), dtype=float)
-        key = scores if self.higher_is_better else -scores
-        key = np.where(np.isnan(key), -np.inf, key)
-        order = np.argsort(-key, kind="stable")  # ties keep column order
+        order = self._order(scores)
         self.scores_ = scores
         self.ranking_ = np.empty(X.shape[1], dtype=int)
         self.ranking_[order] = np.arange(1, X.shape[1] + 1)
@@ -92,6 +101,16 @@ class _ScoreSelector(FittedSelector):
 
     def _scores(self, X: np.ndarray, m: int) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
+
+    def _order(self, scores: np.ndarray) -> np.ndarray:
+        key = scores if self.higher_is_better else -scores
+        key = np.where(np.isnan(key), -np.inf, key)
+        return np.argsort(-key, kind="stable")  # ties keep column order
+
+    def ranking_for(self, m: int) -> np.ndarray:
+        """The feature order (best first) of a selection of ``m`` features. The score of every
+        selector here but MCFS does not depend on ``m``: the fitted order, whatever ``m``."""
+        return np.argsort(self.ranking_, kind="stable")
 
 
 
@@ -202,7 +221,10 @@ class MCFS(_ScoreSelector):
        :class:`~sklearn.linear_model.Lars`).
     4. ``MCFS(j) = max_k |a_k,j|``; keep the ``m`` largest.
 
-    The score depends on ``m`` (step 3), so a rank sweep refits per rank.
+    The score depends on ``m`` (step 3). LARS adds one feature per step, so the coefficients
+    with ``m' < m`` non-zeros are the path's step ``m'``: :meth:`ranking_for` gives the selection
+    of any smaller size from one fit (graph, eigenvectors and LARS path computed once; checked
+    equal to a fit at ``m'`` in the tests).
 
     Parameters
     ----------
@@ -239,14 +261,25 @@ class MCFS(_ScoreSelector):
         W, self.t_ = heat_graph(X, k, self.t)
         _, vectors, degree = _spectral_embedding(W, K + 1, self.random_state)
         embedding = vectors[:, 1:] / np.sqrt(np.maximum(degree, 1e-300))[:, None]
-        coef = np.zeros((embedding.shape[1], X.shape[1]))
-        for i, target in enumerate(embedding.T):
+        paths = []
+        for target in embedding.T:
             model = Lars(n_nonzero_coefs=m, fit_intercept=True)
             model.fit(X, target)
-            coef[i] = model.coef_
-        self.coef_ = coef
+            paths.append(model.coef_path_)
+        self._paths = paths
+        self.coef_ = self._coefficients(m)
         self.embedding_ = embedding
-        return np.max(np.abs(coef), axis=0)
+        return np.max(np.abs(self.coef_), axis=0)
+
+    def _coefficients(self, m: int) -> np.ndarray:
+        """``a_k`` with ``m`` non-zeros: step ``m`` of each LARS path (its end if it stopped sooner)."""
+        return np.array([path[:, min(m, path.shape[1] - 1)] for path in self._paths])
+
+    def ranking_for(self, m: int) -> np.ndarray:
+        check_is_fitted(self, "support_")
+        if m > int(self.support_.sum()):
+            raise ParameterError(f"ranking_for({m}) needs a fit with n_features_to_select ≥ {m}.")
+        return self._order(np.max(np.abs(self._coefficients(m)), axis=0))
 
 
 class SPEC(_ScoreSelector):
@@ -330,3 +363,219 @@ class SPEC(_ScoreSelector):
             projections = (vectors.T @ F) ** 2
             scores = np.sum((2.0 - lam[1:, None]) * projections[1:], axis=0)
         return np.where(valid, scores, np.nan)
+
+
+def _row_norms(W: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.sum(W * W, axis=1))
+
+
+class UDFS(_ScoreSelector):
+    """Unsupervised discriminative feature selection ([Yang11], §3, eqs. 4–11, Algorithm 1).
+
+    Every row ``x_i`` and its ``k`` nearest neighbours form the local clique ``X_i`` (``(k+1)
+    × d`` here, rows = samples), centred ``X̃_i = H_{k+1} X_i``. The local discriminative score
+    ``Tr[(S_t^(i) + λI)^{-1} S_b^(i)]`` summed over cliques gives, with the scaled cluster
+    indicator ``G = X W`` (a linear classifier),
+
+        min_{WᵀW = I}  Tr(Wᵀ Xᵀ M X W) + γ ‖W‖_{2,1},
+        M = Σ_i S_i H_{k+1} (X̃_i X̃_iᵀ + λ I)^{-1} H_{k+1} S_iᵀ
+
+    (``S_i`` selects the clique's rows). Algorithm 1: ``D = I``; repeat ``W`` = the ``c``
+    eigenvectors of ``XᵀMX + γD`` with the smallest eigenvalues, ``D_jj = 1 / (2 ‖w^j‖)``, until
+    the objective settles. Features are ranked by ``‖w^j‖₂`` (largest first).
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+    n_clusters : int, default=5
+        ``c``: columns of ``W`` (the number of clusters).
+    n_neighbors : int, default=5
+        ``k`` (the paper's experiments: 5).
+    lam : float, default=1000.0
+        ``λ``, the regulariser of the local scatter (the paper fixes 10³).
+    gamma : float, default=1.0
+        ``γ``, the ℓ2,1 weight (the paper tunes it over {10⁻⁹, 10⁻⁶, 10⁻³, 1, 10³, 10⁶, 10⁹}).
+    max_iter : int, default=100
+    tol : float, default=1e-6
+        Stop when the objective changed by at most ``tol`` (relative) in one iteration.
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+        ``‖w^j‖₂`` (higher = kept first).
+    coef_ : ndarray (n_features, n_clusters)
+        ``W``.
+    n_iter_ : int
+    objective_history_ : ndarray
+
+    References
+    ----------
+    [Yang11] Y. Yang, H. T. Shen, Z. Ma, Z. Huang, X. Zhou. "ℓ2,1-Norm Regularized
+        Discriminative Feature Selection for Unsupervised Learning". IJCAI 2011.
+    """
+
+    def __init__(self, n_features_to_select=None, *, n_clusters=5, n_neighbors=5, lam=1000.0, gamma=1.0, max_iter=100, tol=1e-6):
+        self.n_features_to_select = n_features_to_select
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.lam = lam
+        self.gamma = gamma
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _local_matrix(self, X: np.ndarray, k: int) -> np.ndarray:
+        """``XᵀMX`` (d × d) with ``M`` of eq. (8), built clique by clique (vectorised)."""
+        n = X.shape[0]
+        neighbours = kneighbors_graph(X, k, mode="connectivity", include_self=False).indices.reshape(n, k)
+        cliques = np.concatenate([np.arange(n)[:, None], neighbours], axis=1)  # (n, k+1)
+        local = X[cliques]  # (n, k+1, d)
+        centred = local - local.mean(axis=1, keepdims=True)  # H_{k+1} X_i
+        gram = centred @ centred.transpose(0, 2, 1) + self.lam * np.eye(k + 1)  # X̃_i X̃_iᵀ + λI
+        H = np.eye(k + 1) - 1.0 / (k + 1)
+        blocks = H @ np.linalg.inv(gram) @ H  # (n, k+1, k+1)
+        # XᵀMX = Σ_i X_iᵀ B_i X_i (S_i picks the clique's rows of X)
+        return np.einsum("npd,npq,nqe->de", local, blocks, local)
+
+    def _scores(self, X, m):
+        c = _check_positive_int(self.n_clusters, "n_clusters")
+        k = min(_check_positive_int(self.n_neighbors, "n_neighbors"), X.shape[0] - 1)
+        max_iter = _check_positive_int(self.max_iter, "max_iter")
+        for name in ("lam", "gamma"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
+                raise ParameterError(f"{name} must be a non-negative number, got {value!r}.")
+        d = X.shape[1]
+        c = min(c, d)
+        A = self._local_matrix(X, k)
+        A = 0.5 * (A + A.T)
+        weights = np.ones(d)  # diagonal of D
+        history = []
+        for iteration in range(1, max_iter + 1):
+            _, W = eigh(A + self.gamma * np.diag(weights), subset_by_index=[0, c - 1])
+            norms = _row_norms(W)
+            history.append(float(np.sum(W * (A @ W)) + self.gamma * norms.sum()))
+            weights = 1.0 / (2.0 * np.maximum(norms, 1e-12))
+            if iteration > 1 and abs(history[-2] - history[-1]) <= self.tol * max(1.0, abs(history[-2])):
+                break
+        self.coef_ = W
+        self.n_iter_ = iteration
+        self.objective_history_ = np.asarray(history)
+        return norms
+
+
+class NDFS(_ScoreSelector):
+    """Nonnegative discriminative feature selection ([Li12], eqs. 5–13, Algorithm 1).
+
+    Spectral analysis with nonnegative, orthogonal cluster indicators ``F`` and a sparse linear
+    map ``W`` from the features to them, learnt jointly::
+
+        min_{F, W}  Tr(Fᵀ L F) + α (‖X W − F‖²_F + β ‖W‖_{2,1})   s.t.  FᵀF = I, F ≥ 0
+
+    with ``L = D^{-1/2}(D − S)D^{-1/2}`` of a k-NN heat-kernel graph ``S``. For fixed ``F``,
+    ``W = (XᵀX + βD_W)^{-1} XᵀF`` (``(D_W)_jj = 1/(2‖w^j‖)``); with the orthogonality as a penalty
+    ``(γ/2)‖FᵀF − I‖²``, ``F`` follows the multiplicative rule
+    ``F ← F ∘ γF / (MF + γFFᵀF)`` with ``M = L + α(I − X(XᵀX + βD_W)^{-1}Xᵀ)``. Features are
+    ranked by ``‖w^j‖₂``.
+
+    Our choices where the paper leaves them open: ``F`` starts from k-means on the spectral
+    embedding (the indicator, columns scaled to unit norm, plus 0.2 so no entry starts at the
+    multiplicative rule's fixed point 0); a negative ``(MF)`` entry is clipped at 0 in the
+    denominator; ``X`` is centred (``XW`` has no intercept, so uncentred columns would spend
+    weight on fitting the indicators' mean — on a two-cluster toy the noise columns were kept).
+    When there are more features than rows the ``d × d`` solve is done in ``n × n``
+    (the push-through identity ``(XᵀX + B)^{-1}Xᵀ = B^{-1}Xᵀ(I + XB^{-1}Xᵀ)^{-1}``).
+
+    Parameters
+    ----------
+    n_features_to_select : int or None, default=None
+    n_clusters : int, default=5
+    n_neighbors : int, default=5
+    alpha, beta : float, default=1.0
+        The paper tunes both over {10⁻⁶, …, 10⁶}.
+    gamma : float, default=1e8
+        The orthogonality penalty ("large enough", the paper's experiments: 10⁸).
+    t : "auto" or float, default="auto"
+        Heat-kernel width (:func:`heat_graph`).
+    max_iter : int, default=100
+    tol : float, default=1e-6
+    random_state : int or None
+        Seeds the k-means start of ``F``.
+
+    Attributes
+    ----------
+    scores_ : ndarray (n_features,)
+        ``‖w^j‖₂`` (higher = kept first).
+    coef_ : ndarray (n_features, n_clusters)
+    indicators_ : ndarray (n_samples, n_clusters)
+        ``F``.
+    n_iter_ : int
+    objective_history_ : ndarray
+
+    References
+    ----------
+    [Li12] Z. Li, Y. Yang, J. Liu, X. Zhou, H. Lu. "Unsupervised Feature Selection Using
+        Nonnegative Spectral Analysis". AAAI 2012.
+    """
+
+    def __init__(self, n_features_to_select=None, *, n_clusters=5, n_neighbors=5, alpha=1.0, beta=1.0, gamma=1e8,
+                 t="auto", max_iter=100, tol=1e-6, random_state=None):
+        self.n_features_to_select = n_features_to_select
+        self.n_clusters = n_clusters
+        self.n_neighbors = n_neighbors
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+        self.t = t
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _solve(self, X: np.ndarray, weights: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """``(XᵀX + βD_W)^{-1} Xᵀ F`` (in the smaller of the two dimensions)."""
+        n, d = X.shape
+        B = self.beta * weights
+        if d <= n:
+            return np.linalg.solve(X.T @ X + np.diag(B), X.T @ F)
+        scaled = X.T / B[:, None]  # B^{-1} Xᵀ
+        return scaled @ np.linalg.solve(np.eye(n) + X @ scaled, F)
+
+    def _scores(self, X, m):
+        c = _check_positive_int(self.n_clusters, "n_clusters")
+        k = _check_positive_int(self.n_neighbors, "n_neighbors")
+        max_iter = _check_positive_int(self.max_iter, "max_iter")
+        for name in ("alpha", "beta", "gamma"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+                raise ParameterError(f"{name} must be a positive number, got {value!r}.")
+        n, d = X.shape
+        c = min(c, n - 1)
+        S, self.t_ = heat_graph(X, k, self.t)
+        X = X - X.mean(axis=0)  # XW has no intercept: centred, no weight is spent on the mean
+        degree = np.asarray(S.sum(axis=1)).ravel()
+        inv_sqrt = 1.0 / np.sqrt(np.maximum(degree, 1e-300))
+        normalised = sparse.diags(inv_sqrt) @ S @ sparse.diags(inv_sqrt)
+        laplacian = sparse.identity(n, format="csr") - normalised
+        _, vectors, _ = _spectral_embedding(S, c, self.random_state)
+        start = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit_predict(vectors)
+        F = np.eye(c)[start]
+        F = F / np.maximum(np.linalg.norm(F, axis=0), 1e-12) + 0.2
+        weights = np.ones(d)
+        history = []
+        for iteration in range(1, max_iter + 1):
+            W = self._solve(X, weights, F)
+            MF = laplacian @ F + self.alpha * (F - X @ W)
+            F = F * (self.gamma * F) / np.maximum(np.maximum(MF, 0.0) + self.gamma * F @ (F.T @ F), 1e-300)
+            W = self._solve(X, weights, F)
+            norms = _row_norms(W)
+            residual = X @ W - F
+            orthogonality = F.T @ F - np.eye(c)
+            history.append(float(np.sum(F * (laplacian @ F)) + self.alpha * (np.sum(residual**2) + self.beta * norms.sum())
+                                 + 0.5 * self.gamma * np.sum(orthogonality**2)))
+            weights = 1.0 / (2.0 * np.maximum(norms, 1e-12))
+            if iteration > 1 and abs(history[-2] - history[-1]) <= self.tol * max(1.0, abs(history[-2])):
+                break
+        self.coef_ = W
+        self.indicators_ = F
+        self.n_iter_ = iteration
+        self.objective_history_ = np.asarray(history)
+        return norms

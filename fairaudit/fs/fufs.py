@@ -45,7 +45,7 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import ParameterError
 from ..groups import check_groups, encode_groups
@@ -257,6 +257,8 @@ class FUFS(FittedSelector):
     ranking_ : ndarray of int (n_features,)
         Position of each feature in the selection order (1 = kept first). For ``"paper"`` it does
         not depend on ``k``: the first ``k'`` entries are the selection of size ``k'``.
+    sensitive_ranking_ : ndarray of int (n_features,)
+        ``"paper"``: each feature's position by ``g`` (1 = most tied to the protected attribute).
     sensitive_support_ : ndarray of bool (n_features,)
         ``"paper"``: the ``k`` features ranked first by ``g`` (the comparison of [Xing21] Table
         6); ``"alignment"``: the ``g`` proxy features.
@@ -374,6 +376,14 @@ class FUFS(FittedSelector):
             return int(self.exact_max_rows)
         return PAPER_MAX_ROWS if self.formulation == "paper" else EXACT_MAX_ROWS
 
+    def ranking_for(self, m: int) -> np.ndarray:
+        """The feature order of a selection of ``m`` features: for ``"paper"`` the fitted order
+        for every ``m`` (``k`` does not enter eq. 6); ``"alignment"`` needs a fit at ``m``."""
+        check_is_fitted(self, "support_")
+        if self.formulation != "paper" and m != int(self.support_.sum()):
+            raise ParameterError(f"formulation='alignment' optimises for one size; fit with n_features_to_select={m}.")
+        return np.argsort(self.ranking_, kind="stable")
+
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, sensitive_features):
         """Select ``n_features_to_select`` columns of ``X`` given one group value per row."""
@@ -396,8 +406,9 @@ class FUFS(FittedSelector):
         self.support_ = self.ranking_ <= m
         if self.formulation == "paper":
             by_g = np.concatenate([active[_order(self.sensitive_scores_[active], -self._g_grad)], np.setdiff1d(np.arange(d), active)])
-            self.sensitive_support_ = np.zeros(d, dtype=bool)
-            self.sensitive_support_[by_g[:m]] = True
+            self.sensitive_ranking_ = np.empty(d, dtype=int)
+            self.sensitive_ranking_[by_g] = np.arange(1, d + 1)
+            self.sensitive_support_ = self.sensitive_ranking_ <= m
             del self._g_grad
         if not self.converged_:
             warnings.warn(
@@ -446,8 +457,10 @@ class FUFS(FittedSelector):
         self._g_grad = grad[da:]
         self.objective_history_ = history
         self.traces_ = objective.parts(m_weights, g_weights)
-        # Ties in m (e.g. features the ℓ1 term drove to 0) go to the steepest descent −∂L/∂m_j.
-        return _order(m_weights, -grad[:da])
+        # Ties in m (features at a bound of the box) go to the steepest descent −∂L/∂m_j, then to
+        # the kernel terms' gradient in m_j² (at m_j = 0 the first is β for every feature).
+        curvature = objective.selection_curvature(m_weights)
+        return np.lexsort((curvature, grad[:da], -np.round(m_weights, 12)))
 
     def _backend(self, X: np.ndarray):
         if self.kernel == "linear":
