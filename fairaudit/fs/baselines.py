@@ -32,7 +32,6 @@ import numpy as np
 from scipy import sparse
 from scipy.linalg import eigh
 from scipy.sparse.linalg import eigsh
-from sklearn.cluster import KMeans
 from sklearn.linear_model import Lars
 from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -40,6 +39,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..errors import ParameterError
 from ..validation import check_rank
 from ._selector import FittedSelector
+from .evaluation import best_kmeans
 
 DENSE_MAX_ROWS = 5000
 """SPEC's dense similarity matrix is used up to this many rows; above it, a k-NN graph."""
@@ -587,7 +587,7 @@ class NDFS(_ScoreSelector):
         normalised = sparse.diags(inv_sqrt) @ S @ sparse.diags(inv_sqrt)
         laplacian = sparse.identity(n, format="csr") - normalised
         _, vectors, _ = _spectral_embedding(S, c, self.random_state)
-        start = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit_predict(vectors)
+        start = best_kmeans(vectors, c, runs=10, random_state=self.random_state)
         F = np.eye(c)[start]
         F = F / np.maximum(np.linalg.norm(F, axis=0), 1e-12) + 0.2
         weights = np.ones(d)

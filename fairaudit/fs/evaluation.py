@@ -102,6 +102,20 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
     return labels
 
 
+def best_kmeans(Z: np.ndarray, n_clusters: int, runs: int = 10, random_state=0) -> np.ndarray:
+    """The labels of the run with the least inertia among ``runs`` (scikit-learn's ``n_init``)."""
+    Z = np.asarray(Z, dtype=float)
+    labels = kmeans_labels(Z, n_clusters, runs, random_state)
+    inertia = []
+    for assignment in labels:
+        counts = np.bincount(assignment, minlength=n_clusters)
+        sums = np.zeros((n_clusters, Z.shape[1]))
+        np.add.at(sums, assignment, Z)
+        # Σ‖z − μ_c‖² = Σ‖z‖² − Σ_c ‖Σ_{z∈c} z‖² / |c|
+        inertia.append(float(np.sum(Z * Z) - np.sum(np.sum(sums**2, axis=1)[counts > 0] / counts[counts > 0])))
+    return labels[int(np.argmin(inertia))]
+
+
 def contingency_tables(labels: np.ndarray, codes: np.ndarray, n_clusters: int, n_codes: int) -> np.ndarray:
     """``(runs, K, k)`` counts of rows per (cluster, code) for each run's labels."""
     runs = labels.shape[0]
