@@ -41,9 +41,21 @@ def options(data) -> dict:
     with right:
         alpha = float(st.number_input("FUFS fairness weight α", 0.0, 20.0, 1.0, step=0.5, key="fs-alpha",
                                       help="Weight of the alignment with the protected attribute in FUFS's objective (eq. 6)."))
+    formulations = {"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"}
+    left, right = st.columns(2)
+    with left:
+        formulation = st.selectbox(
+            "FUFS formulation", list(formulations), format_func=formulations.get, key="fs-formulation",
+            help="The paper's objective (unnormalised kernel traces, ℓ1 sparsity, box) or ours (normalised "
+                 "alignment, fixed subset size, a proxy stage); docs/fs.md compares them.",
+        )
+    with right:
+        beta = float(st.number_input("FUFS sparsity weight β", 0.0, 1000.0, 0.1, step=0.1, key="fs-beta",
+                                     disabled=formulation != "paper",
+                                     help="ℓ1 weight on the selection and decomposition indicators (eq. 6; the paper uses 0.1 or 10)."))
     if data.label is None:
         st.caption("No label column is set on the Data page, so clustering accuracy and NMI are not computed.")
-    return {"n_clusters": clusters, "kmeans_runs": runs, "alpha": alpha}
+    return {"n_clusters": clusters, "kmeans_runs": runs, "alpha": alpha, "formulation": formulation, "beta": beta}
 
 
 method_page(

@@ -59,7 +59,7 @@ FORMULATIONS = ("paper", "alignment")
 KERNELS = ("rbf", "linear")
 APPROXIMATIONS = {"paper": ("auto", "exact", "sample"), "alignment": ("auto", "exact", "nystroem")}
 INITS = ("half", "random")
-PAPER_MAX_ROWS = 2000
+PAPER_MAX_ROWS = 1000
 """The paper formulation's exact kernels are ``n × n``; above this many rows (``approximation=
 "auto"``) they are computed on a stratified sample of this many rows, traces rescaled by
 ``(n / s)²``."""
@@ -235,7 +235,7 @@ class FUFS(FittedSelector):
         ``"paper"`` on a stratified ``"sample"`` of ``exact_max_rows`` rows (traces rescaled by
         ``(n/s)²``), for ``"alignment"`` by ``"nystroem"``.
     exact_max_rows : int or None, default=None
-        ``None``: 2,000 for ``"paper"`` (:data:`PAPER_MAX_ROWS`), 3,000 for ``"alignment"``.
+        ``None``: 1,000 for ``"paper"`` (:data:`PAPER_MAX_ROWS`), 3,000 for ``"alignment"``.
     n_landmarks : int, default=300
         ``"alignment"`` with Nyström only.
     refine : bool, default=True
