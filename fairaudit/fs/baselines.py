@@ -30,7 +30,7 @@ import warnings
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import eigh
+from scipy.linalg import cho_factor, cho_solve, eigh
 from scipy.sparse.linalg import eigsh
 from sklearn.linear_model import Lars
 from sklearn.neighbors import kneighbors_graph
@@ -561,14 +561,22 @@ class NDFS(_ScoreSelector):
         self.tol = tol
         self.random_state = random_state
 
-    def _solve(self, X: np.ndarray, weights: np.ndarray, F: np.ndarray) -> np.ndarray:
-        """``(XᵀX + βD_W)^{-1} Xᵀ F`` (in the smaller of the two dimensions)."""
+    def _solver(self, X: np.ndarray, weights: np.ndarray, gram: np.ndarray | None = None):
+        """``F ↦ (XᵀX + βD_W)^{-1} XᵀF`` for the current ``D_W``, factorised once (in the smaller
+        of the two dimensions; ``gram`` = ``XᵀX`` when ``d ≤ n``)."""
         n, d = X.shape
         B = self.beta * weights
         if d <= n:
-            return np.linalg.solve(X.T @ X + np.diag(B), X.T @ F)
+            gram = X.T @ X if gram is None else gram
+            factor = cho_factor(gram + np.diag(B))
+            return lambda F: cho_solve(factor, X.T @ F)
         scaled = X.T / B[:, None]  # B^{-1} Xᵀ
-        return scaled @ np.linalg.solve(np.eye(n) + X @ scaled, F)
+        factor = cho_factor(np.eye(n) + X @ scaled)
+        return lambda F: scaled @ cho_solve(factor, F)
+
+    def _solve(self, X: np.ndarray, weights: np.ndarray, F: np.ndarray) -> np.ndarray:
+        """``(XᵀX + βD_W)^{-1} XᵀF``."""
+        return self._solver(X, weights)(F)
 
     def _scores(self, X, m):
         c = _check_positive_int(self.n_clusters, "n_clusters")
@@ -591,12 +599,14 @@ class NDFS(_ScoreSelector):
         F = np.eye(c)[start]
         F = F / np.maximum(np.linalg.norm(F, axis=0), 1e-12) + 0.2
         weights = np.ones(d)
+        gram = X.T @ X if d <= n else None
         history = []
         for iteration in range(1, max_iter + 1):
-            W = self._solve(X, weights, F)
+            solve = self._solver(X, weights, gram)  # one factorisation per iteration: D_W changes once
+            W = solve(F)
             MF = laplacian @ F + self.alpha * (F - X @ W)
             F = F * (self.gamma * F) / np.maximum(np.maximum(MF, 0.0) + self.gamma * F @ (F.T @ F), 1e-300)
-            W = self._solve(X, weights, F)
+            W = solve(F)
             norms = _row_norms(W)
             residual = X @ W - F
             orthogonality = F.T @ F - np.eye(c)
