@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from threadpoolctl import threadpool_limits
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -19,6 +20,15 @@ from fairaudit import metrics
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs.baselines import heat_graph
 from fairaudit.fs.evaluation import cluster_scores
+
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One BLAS/OpenMP thread, as the FS audit runs: on the shared two-core machine the default
+    thread pools made these small products many times slower."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 def _data(seed=0, n=60, d=7):

@@ -8,11 +8,21 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
 
 from fairaudit import FUFS, FairAuditError, LaplacianScore, VarianceSelector
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
+
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One BLAS/OpenMP thread, as the FS audit runs: on the shared two-core machine the default
+    thread pools made these small products many times slower."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 def _centred_alignment(K: np.ndarray, T: np.ndarray) -> float:
