@@ -170,3 +170,21 @@ def test_crime_fufs_is_least_aligned_with_race_and_most_balanced():
         fufs = wide.loc[("fufs", rank)]
         assert fufs["balance"] > max(wide.loc[(b, rank), "balance"] for b in baselines)
         assert fufs["alignment_protected"] < min(wide.loc[(b, rank), "alignment_protected"] for b in baselines)
+
+
+def test_cli_fufs_flags_reach_the_options_and_the_details(tmp_path, capsys):
+    data = _planted()
+    frame = np.column_stack([data.X_raw, np.asarray(data.sensitive_features)])
+    path = tmp_path / "planted.csv"
+    path.write_text("\n".join([",".join([*data.feature_names, "group"])] + [",".join(map(str, row)) for row in frame]) + "\n")
+    out_json = tmp_path / "out.json"
+    code = main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--ranks", "2", "--variants", "fufs",
+                 "--kmeans-runs", "2", "--fufs-formulation", "alignment", "--fufs-alpha", "2", "--fufs-beta", "0.5",
+                 "--json", str(out_json)])
+    assert code == 0
+    payload = json.loads(out_json.read_text())
+    assert payload["config"]["options"]["fs"] == {"kmeans_runs": 2, "formulation": "alignment", "alpha": 2.0, "beta": 0.5}
+    assert payload["details"]["fs"]["fufs"]["2"]["formulation"].startswith("ours")
+    assert "formulation" in capsys.readouterr().out
+    assert main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--fufs-alpha", "-1"]) == 2
+    assert "--fufs-alpha must be a number ≥ 0" in capsys.readouterr().err
