@@ -332,3 +332,18 @@ def test_sparse_spectral_embedding_matches_dense_eigenvalues():
     normalised = dense / np.sqrt(np.outer(degree, degree))
     np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
     np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)
+
+
+def test_udfs_wide_path_is_the_dense_eigenproblem():
+    """Wide data: XᵀMX = UUᵀ from the n × n M, and shift-invert Lanczos on D + UUᵀ finds the
+    same eigenvectors as a dense solve."""
+    from fairaudit.fs.baselines import _smallest_eigenvectors
+
+    rng = np.random.default_rng(14)
+    X = (rng.random((60, 300)) < 0.1).astype(float)
+    udfs = UDFS(2, n_neighbors=5, lam=10.0)
+    A, U = udfs._local_matrix(X, 5), udfs._local_factor(X, 5)
+    np.testing.assert_allclose(U @ U.T, A, atol=1e-12)
+    diagonal = rng.uniform(0.5, 3.0, size=300)
+    dense, wide = _smallest_eigenvectors(A, diagonal, 3), _smallest_eigenvectors(("factor", U), diagonal, 3)
+    np.testing.assert_allclose(wide @ wide.T, dense @ dense.T, atol=1e-8)

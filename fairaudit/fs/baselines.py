@@ -371,31 +371,38 @@ def _row_norms(W: np.ndarray) -> np.ndarray:
 
 
 DENSE_EIGEN_MAX = 600
-"""UDFS solves its d × d eigenproblem densely up to this many features; above, by LOBPCG."""
+"""UDFS solves its d × d eigenproblem densely when ``d ≤ max(600, n)``; above (wide data) it uses
+``XᵀMX = UUᵀ`` of rank ≤ n and shift-invert Lanczos on ``D + UUᵀ`` (Woodbury, O(d n) per
+product): a dense 4,252-column eigenproblem (toxicity) took 150 s per iteration."""
 
 
-def _smallest_eigenvectors(A: np.ndarray, diagonal: np.ndarray, c: int, start: np.ndarray | None) -> np.ndarray:
-    """The ``c`` eigenvectors of ``A + diag(diagonal)`` with the smallest eigenvalues. Dense
-    (LAPACK) up to :data:`DENSE_EIGEN_MAX` columns; above, LOBPCG from ``start`` (the previous
-    iteration's vectors: Algorithm 1 changes ``D`` little from one iteration to the next) with a
-    Jacobi preconditioner — a dense 4,252-column problem (toxicity) took 150 s per iteration."""
-    d = A.shape[0]
-    if d <= DENSE_EIGEN_MAX or c >= d // 5:
+def _smallest_eigenvectors(A, diagonal: np.ndarray, c: int) -> np.ndarray:
+    """The ``c`` eigenvectors of ``A + diag(diagonal)`` with the smallest eigenvalues, where ``A``
+    is a dense PSD matrix or ``("factor", U)`` for ``A = UUᵀ``.
+
+    For the factor: ``A + D ⪰ D``, so ``σ`` just below ``min(D)`` makes ``A + D − σI`` positive
+    definite and its inverse (Woodbury: ``E⁻¹ − E⁻¹U(I + UᵀE⁻¹U)⁻¹UᵀE⁻¹``, ``E = D − σI``) has the
+    wanted vectors as its largest eigenvectors, found by Lanczos (``eigsh``, fixed start)."""
+    if not isinstance(A, tuple):
         return eigh(A + np.diag(diagonal), subset_by_index=[0, c - 1])[1]
-    from scipy.sparse.linalg import LinearOperator, lobpcg
+    from scipy.sparse.linalg import LinearOperator, eigsh
 
-    full_diagonal = np.diag(A) + diagonal
-    operator = LinearOperator((d, d), matvec=lambda v: A @ v + diagonal[:, None] * v.reshape(d, -1), dtype=float)
-    operator.matmat = lambda V: A @ V + diagonal[:, None] * V  # type: ignore[method-assign]
-    preconditioner = LinearOperator((d, d), matvec=lambda v: v.reshape(d, -1) / full_diagonal[:, None], dtype=float)
-    if start is None:
-        start = np.eye(d)[:, np.argsort(full_diagonal)[: c + 2]]
-    else:
-        start = np.hstack([start, np.random.default_rng(0).normal(size=(d, 2))])
-    with warnings.catch_warnings():  # its tolerance notes: the outer iteration's objective decides convergence
-        warnings.simplefilter("ignore", UserWarning)
-        _, vectors = lobpcg(operator, start, M=preconditioner, largest=False, tol=1e-9, maxiter=500)
-    return vectors[:, :c]
+    U = A[1]
+    d, r = U.shape
+    low = float(diagonal.min())
+    sigma = low - 1e-6 * max(abs(low), 1e-12)
+    inverse = 1.0 / (diagonal - sigma)
+    EU = inverse[:, None] * U
+    core = cho_factor(np.eye(r) + U.T @ EU)
+
+    def apply(v):
+        v = v.reshape(d, -1)
+        return inverse[:, None] * v - EU @ cho_solve(core, EU.T @ v)
+
+    operator = LinearOperator((d, d), matvec=apply, matmat=apply, dtype=float)
+    start = np.full(d, 1.0 / np.sqrt(d))
+    _, vectors = eigsh(operator, k=c, which="LA", v0=start, tol=1e-10, ncv=min(d, max(4 * c + 1, 20)))
+    return vectors
 
 
 class UDFS(_ScoreSelector):
@@ -452,8 +459,8 @@ class UDFS(_ScoreSelector):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _local_matrix(self, X: np.ndarray, k: int) -> np.ndarray:
-        """``XᵀMX`` (d × d) with ``M`` of eq. (8), built clique by clique (vectorised)."""
+    def _cliques(self, X: np.ndarray, k: int):
+        """Each row's clique (itself and its ``k`` nearest neighbours) and ``B_i = H (X̃_iX̃_iᵀ + λI)⁻¹ H``."""
         n = X.shape[0]
         neighbours = kneighbors_graph(X, k, mode="connectivity", include_self=False).indices.reshape(n, k)
         cliques = np.concatenate([np.arange(n)[:, None], neighbours], axis=1)  # (n, k+1)
@@ -461,10 +468,25 @@ class UDFS(_ScoreSelector):
         centred = local - local.mean(axis=1, keepdims=True)  # H_{k+1} X_i
         gram = centred @ centred.transpose(0, 2, 1) + self.lam * np.eye(k + 1)  # X̃_i X̃_iᵀ + λI
         H = np.eye(k + 1) - 1.0 / (k + 1)
-        blocks = H @ np.linalg.inv(gram) @ H  # (n, k+1, k+1)
+        return cliques, local, H @ np.linalg.inv(gram) @ H  # blocks (n, k+1, k+1)
+
+    def _local_matrix(self, X: np.ndarray, k: int) -> np.ndarray:
+        """``XᵀMX`` (d × d) with ``M`` of eq. (8), built clique by clique (vectorised)."""
+        _, local, blocks = self._cliques(X, k)
         # XᵀMX = Σ_i X_iᵀ B_i X_i (S_i picks the clique's rows of X): one GEMM over all cliques
         weighted = blocks @ local  # (n, k+1, d)
         return local.reshape(-1, local.shape[2]).T @ weighted.reshape(-1, local.shape[2])
+
+    def _local_factor(self, X: np.ndarray, k: int) -> np.ndarray:
+        """``U`` (d × n) with ``UUᵀ = XᵀMX``: ``M = Σ_i S_i B_i S_iᵀ`` assembled as ``n × n``
+        (PSD), ``M = QΛQᵀ``, ``U = XᵀQΛ^{1/2}`` — for wide data, where ``d × d`` is the cost."""
+        n = X.shape[0]
+        cliques, _, blocks = self._cliques(X, k)
+        M = np.zeros((n, n))
+        np.add.at(M, (cliques[:, :, None], cliques[:, None, :]), blocks)
+        values, vectors = np.linalg.eigh(0.5 * (M + M.T))
+        keep = values > values.max() * 1e-12
+        return X.T @ (vectors[:, keep] * np.sqrt(values[keep]))
 
     def _scores(self, X, m):
         c = _check_positive_int(self.n_clusters, "n_clusters")
@@ -474,17 +496,22 @@ class UDFS(_ScoreSelector):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= 0:
                 raise ParameterError(f"{name} must be a non-negative number, got {value!r}.")
-        d = X.shape[1]
+        n, d = X.shape
         c = min(c, d)
-        A = self._local_matrix(X, k)
-        A = 0.5 * (A + A.T)
+        if d <= max(DENSE_EIGEN_MAX, n):
+            A = self._local_matrix(X, k)
+            A = 0.5 * (A + A.T)
+            quadratic = lambda W: float(np.sum(W * (A @ W)))  # noqa: E731
+        else:
+            U = self._local_factor(X, k)
+            A = ("factor", U)
+            quadratic = lambda W: float(np.sum((U.T @ W) ** 2))  # noqa: E731
         weights = np.ones(d)  # diagonal of D
         history = []
-        W = None
         for iteration in range(1, max_iter + 1):
-            W = _smallest_eigenvectors(A, self.gamma * weights, c, W)
+            W = _smallest_eigenvectors(A, self.gamma * weights, c)
             norms = _row_norms(W)
-            history.append(float(np.sum(W * (A @ W)) + self.gamma * norms.sum()))
+            history.append(quadratic(W) + self.gamma * norms.sum())
             weights = 1.0 / (2.0 * np.maximum(norms, 1e-12))
             if iteration > 1 and abs(history[-2] - history[-1]) <= self.tol * max(1.0, abs(history[-2])):
                 break

@@ -126,21 +126,28 @@ def evaluate(name: str, X, protected, label, K, *, percents, runs, variants, log
         selector = "fufs" if variant.startswith("fufs") else variant
         options = {"alpha": alpha, "beta": beta, "formulation": "alignment" if variant == "fufs_alignment" else "paper"}
         started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            scores = {}
-            for m, _, order, seconds in _selections(selector, ranks, X, protected, K, options, 0):
-                scores[m] = cluster_scores(X[:, order], protected, n_clusters=K, labels=label, runs=runs, random_state=0)
-                scores[m]["seconds"] = seconds
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                scores = {}
+                for m, _, order, seconds in _selections(selector, ranks, X, protected, K, options, 0):
+                    scores[m] = cluster_scores(X[:, order], protected, n_clusters=K, labels=label, runs=runs, random_state=0)
+                    scores[m]["seconds"] = seconds
+        except Exception as error:  # one failing method must not cost the others' numbers: NaN and said
+            log(f"fufs/{name}: {METHODS[variant]} FAILED: {type(error).__name__}: {error}")
+            scores = {m: {metric: float("nan") for metric in (*METRICS, "seconds")} for m in ranks}
         out[variant] = {p: scores[m] for p, m in kept.items()}
-        log(f"fufs/{name}: {METHODS[variant]} in {time.perf_counter() - started:.1f} s")
+        summary = ", ".join(f"{metric} {best(out[variant], metric)[0]:.3f}" for metric in METRICS)
+        log(f"fufs/{name}: {METHODS[variant]} in {time.perf_counter() - started:.1f} s — best {summary}")
     return out
 
 
 def best(per_percent: dict[int, dict], metric: str) -> tuple[float, int]:
     """The best mean over the sizes and the (smallest) percentage reaching it."""
     sign = -1.0 if metric in LOWER_IS_BETTER else 1.0
-    percent = max(per_percent, key=lambda p: (sign * per_percent[p][metric], -p))
+    if all(np.isnan(per_percent[p][metric]) for p in per_percent):
+        return float("nan"), min(per_percent)
+    percent = max((p for p in per_percent if not np.isnan(per_percent[p][metric])), key=lambda p: (sign * per_percent[p][metric], -p))
     return per_percent[percent][metric], percent
 
 
