@@ -6,6 +6,7 @@ import streamlit as st
 
 from fairaudit.fs._alignment import EXACT_MAX_ROWS
 from fairaudit.fs.audit import default_ranks
+from fairaudit.fs.fufs import PAPER_MAX_ROWS
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page
 
@@ -73,8 +74,9 @@ method_page(
     variants=VARIANT_TITLES["fs"],
     default_variants=list(VARIANT_TITLES["fs"]),
     heavy=(
-        {"fufs": f"more than {EXACT_MAX_ROWS:,} rows: FUFS uses a Nyström kernel approximation and takes minutes."}
-        if data.n_rows > EXACT_MAX_ROWS
+        {"fufs": f"more than {PAPER_MAX_ROWS:,} rows: FUFS computes its kernels on a stratified sample of "
+                 f"{PAPER_MAX_ROWS:,} rows (the alignment formulation: a Nyström approximation above {EXACT_MAX_ROWS:,})."}
+        if data.n_rows > PAPER_MAX_ROWS
         else {}
     ),
     rank_limit=n,
