@@ -59,6 +59,9 @@ FORMULATION_NAMES = {
     "alignment": "ours (normalised alignment, capped simplex, proxy stage, swap refinement)",
 }
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4)
+KMEANS_RUNS = 50
+"""k-means runs per selection (mean and std reported), as the FUFS paper; the CLI and the
+dashboard start from this value."""
 
 
 def default_ranks(n_features: int) -> tuple[int, ...]:
@@ -120,7 +123,9 @@ def _n_clusters(data: AuditData, labels, options: dict, sink: RecordSink) -> int
                 f"(the number of groups). Set {term('label')} or {term('fs_clusters')} to choose."
             )
     if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 2 <= K <= data.n_rows:
-        raise ParameterError(f"{term('fs_clusters')} must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}.")
+        raise ParameterError(
+            f"{term('fs_clusters')} must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}."
+        )
     return int(K)
 
 
@@ -158,7 +163,7 @@ def _audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     codes, group_labels = data.groups.codes, data.groups.labels
     labels = _labels(data)
     K = _n_clusters(data, labels, options, sink)
-    runs = options.get("kmeans_runs", 50)
+    runs = options.get("kmeans_runs", KMEANS_RUNS)
     seed = config.random_state
     names = np.asarray(data.feature_names, dtype=object)
     alignment = _alignment_backend(X, options, seed)
