@@ -85,10 +85,8 @@ def child(case: str) -> dict:
 
 
 def kmeans_case() -> None:
-    import numpy as np
-    from sklearn.cluster import KMeans
-
     import _fs_data
+    from sklearn.cluster import KMeans
 
     from fairaudit.fs.audit import minmax
     from fairaudit.fs.evaluation import cluster_scores

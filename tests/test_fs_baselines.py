@@ -8,18 +8,17 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from threadpoolctl import threadpool_limits
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from threadpoolctl import threadpool_limits
 
 from fairaudit import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector, metrics
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs.baselines import heat_graph
 from fairaudit.fs.evaluation import cluster_scores
-
 
 
 @pytest.fixture(autouse=True)

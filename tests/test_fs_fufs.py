@@ -8,13 +8,12 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from fairaudit import FUFS, FairAuditError, LaplacianScore, VarianceSelector
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
-
 
 
 @pytest.fixture(autouse=True)

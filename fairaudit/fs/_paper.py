@@ -222,7 +222,8 @@ def minimise_box(value_grad, start: np.ndarray, *, max_iter: int, tol: float, le
     auto = learning_rate == "auto"
     step, previous = None, None
     converged, iteration = False, 0
-    for iteration in range(1, max_iter + 1):
+    while iteration < max_iter:
+        iteration += 1
         if auto:
             if previous is None:
                 peak = float(np.max(np.abs(grad)))

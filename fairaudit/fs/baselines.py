@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import numbers
-import warnings
 from collections import OrderedDict
 
 import numpy as np
