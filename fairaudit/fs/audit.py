@@ -9,15 +9,24 @@ kernel with all features (``alignment_data``) and with the groups (``alignment_p
 ``relative_balance`` (``balance`` over the smallest group's share: 1 is parity); the shared
 representation metrics of the selected columns (``mmd2``, ``mmd2_rbf`` and the leakage test's
 records); ``seconds`` (the selector's fit). The selected column
-names, in selection order, go to ``AuditResult.details["fs"][variant][rank]["selected"]``.
+names, in selection order, go to ``AuditResult.details["fs"][variant][rank]["selected"]``; for
+FUFS also which formulation ran (``formulation``), its kernel computation (``kernel``) and the
+features its decomposition indicator / proxy stage singled out (``proxies``).
 
-Options (``AuditConfig.options["fs"]``; CLI ``--clusters``, ``--kmeans-runs``):
-``n_clusters`` (K; default: the label's number of classes, else the number of groups),
-``kmeans_runs``, ``scaling`` (``"minmax"`` default — every feature rescaled to [0, 1], the
-range of the paper's data sets; ``"data"`` uses the data's own scaling, which after
-standardisation gives every feature variance 1 and makes the variance baseline a tie), and
-FUFS's ``alpha``, ``beta``, ``n_sensitive_features``, ``kernel``, ``approximation``,
-``exact_max_rows``, ``n_landmarks``, ``max_iter``, ``refine``.
+One fit per selector serves the whole sweep wherever the selector's ranking does not depend on
+the subset size (variance, Laplacian score, SPEC, UDFS, NDFS, FUFS as printed) or where the
+smaller sizes come out of the same fit (MCFS's LARS paths); ``seconds`` is then that fit's time
+at every size. FUFS with ``formulation="alignment"`` optimises for one size and is fitted per
+size (its proxy stage once).
+
+Options (``AuditConfig.options["fs"]``; CLI ``--clusters``, ``--kmeans-runs``,
+``--fufs-formulation``, ``--fufs-alpha``, ``--fufs-beta``): ``n_clusters`` (K; default: the
+label's number of classes, else the number of groups), ``kmeans_runs``, ``scaling``
+(``"minmax"`` default — every feature rescaled to [0, 1], the range of the paper's data sets;
+``"data"`` uses the data's own scaling, which after standardisation gives every feature variance
+1 and makes the variance baseline a tie), ``n_neighbors`` of the graph-based baselines, and
+FUFS's ``formulation``, ``alpha``, ``beta``, ``proxy_weight``, ``n_sensitive_features``,
+``kernel``, ``approximation``, ``exact_max_rows``, ``n_landmarks``, ``max_iter``, ``refine``.
 """
 
 from __future__ import annotations
@@ -25,20 +34,31 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
 from ..data import AuditData
 from ..errors import ParameterError
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
-from .baselines import MCFS, SPEC, LaplacianScore, VarianceSelector
+from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
-from .fufs import FUFS, _resolve_gamma
+from .fufs import FORMULATIONS, FUFS, _resolve_gamma
 
-VARIANTS = ("variance", "lapscore", "spec", "mcfs", "fufs")
+VARIANTS = ("variance", "lapscore", "spec", "mcfs", "udfs", "ndfs", "fufs")
 """Variant names in report order (display titles: ``fairaudit.plots.VARIANT_TITLES["fs"]``)."""
 
-FUFS_OPTIONS = ("alpha", "beta", "n_sensitive_features", "kernel", "approximation", "exact_max_rows", "n_landmarks", "max_iter", "refine")
+FUFS_OPTIONS = (
+    "formulation", "alpha", "beta", "proxy_weight", "n_sensitive_features", "kernel", "approximation",
+    "exact_max_rows", "n_landmarks", "max_iter", "refine",
+)
+DEFAULT_FORMULATION = "paper"
+"""The audit runs FUFS as printed ([Xing21] eq. 6) unless ``options["fs"]["formulation"]`` says
+otherwise (``docs/fs.md`` compares the two on the paper's data)."""
+FORMULATION_NAMES = {
+    "paper": "as printed (Xing et al. 2021, eq. 6: unnormalised traces, joint m and g, ℓ1 β, box)",
+    "alignment": "ours (normalised alignment, capped simplex, proxy stage, swap refinement)",
+}
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4)
 KMEANS_RUNS = 50
 """k-means runs per selection (mean and std reported), as the FUFS paper; the CLI and the
@@ -58,15 +78,31 @@ def minmax(X: np.ndarray) -> np.ndarray:
 
 
 def _make(name: str, m: int, n_clusters: int, options: dict, seed: int):
+    neighbours = options.get("n_neighbors", 5)
     if name == "variance":
         return VarianceSelector(m)
     if name == "lapscore":
-        return LaplacianScore(m, n_neighbors=options.get("n_neighbors", 5))
+        return LaplacianScore(m, n_neighbors=neighbours)
     if name == "spec":
         return SPEC(m, random_state=seed)
     if name == "mcfs":
-        return MCFS(m, n_clusters=n_clusters, n_neighbors=options.get("n_neighbors", 5), random_state=seed)
-    return FUFS(m, random_state=seed, **{k: options[k] for k in FUFS_OPTIONS if k in options})
+        return MCFS(m, n_clusters=n_clusters, n_neighbors=neighbours, random_state=seed)
+    if name == "udfs":
+        return UDFS(m, n_clusters=n_clusters, n_neighbors=neighbours)
+    if name == "ndfs":
+        return NDFS(m, n_clusters=n_clusters, n_neighbors=neighbours, random_state=seed)
+    fufs = {k: options[k] for k in FUFS_OPTIONS if k in options}
+    fufs.setdefault("formulation", DEFAULT_FORMULATION)
+    if fufs["formulation"] not in FORMULATIONS:
+        raise ParameterError(
+            f"the FUFS formulation must be one of {', '.join(FORMULATIONS)}; got {fufs['formulation']!r}. "
+            f"Choose {term('fs_formulation', 'paper')} or {term('fs_formulation', 'alignment')}."
+        )
+    return FUFS(m, random_state=seed, **fufs)
+
+
+def _one_fit_serves_every_size(name: str, options: dict) -> bool:
+    return name != "fufs" or options.get("formulation", DEFAULT_FORMULATION) == "paper"
 
 
 def _labels(data: AuditData) -> np.ndarray | None:
@@ -104,6 +140,13 @@ def _alignment_backend(X: np.ndarray, options: dict, seed: int):
     )
 
 
+THREADS = 1
+"""BLAS and OpenMP threads while the FS audit runs. Its products are thin (n × d with small d)
+and scikit-learn's k-NN graph and KMeans use OpenMP: on the shared two-core machine the default
+sample's audit took 5.5 s with the libraries' default threads and 2.1 s with one (same process,
+load average 10)."""
+
+
 REPLICATE_KMEANS_RUNS = 10
 """k-means runs per selection inside a bootstrap replicate (the audit itself uses
 ``kmeans_runs``, default 50). The cluster metrics are means over runs: fewer runs give each
@@ -121,7 +164,8 @@ class FSAudit(FamilyAudit):
     share of the rows): 1 when the least-represented group is as present in its worst cluster as
     in the data, 0 when some cluster lacks a group entirely — the parity scale of the ``gap``
     verdict (``balance`` itself cannot exceed the smallest share, so its parity depends on the
-    group sizes).
+    group sizes). ``*_std`` (the spread over k-means runs, fewer runs in a replicate) get no
+    interval.
     """
 
     method = "fs"
@@ -141,6 +185,10 @@ class FSAudit(FamilyAudit):
         self.runs = options.get("kmeans_runs", KMEANS_RUNS)
         self.names = np.asarray(data.feature_names, dtype=object)
         self.chosen = [v for v in VARIANTS if config.wants("fs", v)]
+        self.not_bootstrapped = {
+            **self.not_bootstrapped,
+            **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
+        }
 
     @property
     def active(self) -> bool:
@@ -149,73 +197,62 @@ class FSAudit(FamilyAudit):
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
         X, codes = self.X[rows], self.codes[rows]
         seed = self.config.random_state if seed is None else int(np.random.default_rng(seed).integers(2**31 - 1))
-        fits = Fits(rows=rows)
+        fits = Fits(rows=rows, shared={"order": {}})
         if not replicate:
             self.sink.expect(len(self.chosen) * len(self.ranks))
-        for name in self.chosen:
-            with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
-                proxies = None
-                for m in self.ranks:
-                    estimator = _make(name, m, self.K, self.options, seed)
-                    if name == "fufs" and proxies is not None:
-                        estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
-                    started = time.perf_counter()
-                    estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
-                    fits.models[(name, m)], fits.seconds[(name, m)] = estimator, time.perf_counter() - started
-                    if name == "fufs":
-                        proxies = estimator.sensitive_support_
-                    if not replicate:
-                        self._details(name, m, estimator)
-                        self.sink.progress(name, m, fits.seconds[(name, m)])
-            if replicate:
-                continue
-            if name == "fufs" and getattr(estimator, "approximation_", "").startswith("Nyström"):
-                self.sink.warn(
-                    f"fs/fufs: {len(rows)} rows exceed exact_max_rows={self.options.get('exact_max_rows', EXACT_MAX_ROWS)}, so FUFS "
-                    f"optimised its kernel alignments through a low-rank approximation ({estimator.approximation_})."
-                )
-            if converge:
-                self.sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
+        with threadpool_limits(limits=THREADS):
+            for name in self.chosen:
+                with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
+                    for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed):
+                        fits.models[(name, m)], fits.seconds[(name, m)] = estimator, seconds
+                        fits.shared["order"][(name, m)] = order
+                        if not replicate:
+                            self._details(name, m, estimator, order)
+                            self.sink.progress(name, m, seconds)
+                if replicate:
+                    continue
+                if name == "fufs" and getattr(estimator, "approximation_", "").startswith(("Nyström", "exact RBF kernels on a")):
+                    self.sink.warn(f"fs/fufs: the data have {len(rows)} rows, so FUFS computed its kernels with an approximation "
+                                   f"({estimator.approximation_}).")
+                if converge:
+                    self.sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
         return fits
 
-    def _details(self, name: str, m: int, estimator) -> None:
-        self.sink.detail(name, m, "selected", [str(n) for n in self.names[self.selected(estimator, m)]])
+    def _details(self, name: str, m: int, estimator, order) -> None:
+        self.sink.detail(name, m, "selected", [str(n) for n in self.names[order]])
         if name == "fufs":
-            self.sink.detail(name, m, "proxies", [str(n) for n in self.names[estimator.sensitive_support_]])
+            self.sink.detail(name, m, "formulation", FORMULATION_NAMES[estimator.formulation])
+            self.sink.detail(name, m, "proxies", [str(n) for n in self.names[_proxies(estimator, m)]])
             self.sink.detail(name, m, "kernel", estimator.approximation_)
         if name == "spec":
             self.sink.detail(name, m, "graph", estimator.graph_)
-
-    @staticmethod
-    def selected(estimator, m: int) -> np.ndarray:
-        """The ``m`` selected columns, in selection order."""
-        return np.argsort(estimator.ranking_)[:m]
 
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
         X, codes = self.X[rows], self.codes[rows]
         truth = None if self.truth is None else self.truth[rows]
         d = X.shape[1]
-        alignment = _alignment_backend(X, self.options, self.config.random_state)
-        if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
-            self.sink.warn(
-                f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
-                f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
-            )
-        targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
-        smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
-        runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
-        for (name, m), estimator in fits.models.items():
-            order = self.selected(estimator, m)
-            Z = X[:, order]
-            scores = cluster_scores(Z, codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
-            out.add_all(name, m, scores)
-            out.add(name, m, "relative_balance", scores["balance"] / smallest_share)
-            mask = np.zeros(d)
-            mask[order] = 1.0
-            _, _, aligned = alignment.value_grad(mask, m, np.zeros(2), targets, gradient=False)
-            out.add(name, m, "alignment_data", aligned[0])
-            out.add(name, m, "alignment_protected", aligned[1])
-            out.add_all(name, m, self.representation(Z, codes, replicate=replicate))
+        with threadpool_limits(limits=THREADS):
+            alignment = _alignment_backend(X, self.options, self.config.random_state)
+            if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
+                self.sink.warn(
+                    f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
+                    f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
+                )
+            targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
+            smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
+            runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
+            for (name, m) in fits.models:
+                order = fits.shared["order"][(name, m)]
+                Z = X[:, order]
+                scores = cluster_scores(Z, codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
+                out.add_all(name, m, scores)
+                out.add(name, m, "relative_balance", scores["balance"] / smallest_share)
+                mask = np.zeros(d)
+                mask[order] = 1.0
+                _, _, aligned = alignment.value_grad(mask, m, np.zeros(2), targets, gradient=False)
+                out.add(name, m, "alignment_data", aligned[0])
+                out.add(name, m, "alignment_protected", aligned[1])
+                out.add_all(name, m, self.representation(Z, codes, replicate=replicate))
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (name, m), estimator in fits.models.items():
@@ -230,3 +267,35 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     from ..audit import run_family
 
     run_family(FSAudit(data, config, sink))
+
+
+def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int):
+    """``(m, estimator, selected columns in order, fit seconds)`` for every size of the sweep,
+    with one fit wherever it serves every size (module docstring)."""
+    if _one_fit_serves_every_size(name, options):
+        estimator = _make(name, max(ranks), K, options, seed)
+        started = time.perf_counter()
+        estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
+        seconds = time.perf_counter() - started
+        for m in ranks:
+            yield m, estimator, estimator.ranking_for(m)[:m], seconds
+        return
+    proxies = None
+    for m in ranks:
+        estimator = _make(name, m, K, options, seed)
+        if proxies is not None:
+            estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
+        started = time.perf_counter()
+        estimator.fit(X, sensitive_features=codes)
+        seconds = time.perf_counter() - started
+        proxies = estimator.sensitive_support_
+        yield m, estimator, np.argsort(estimator.ranking_)[:m], seconds
+
+
+def _proxies(estimator: FUFS, m: int) -> np.ndarray:
+    """The features FUFS singled out as carrying the protected attribute: the ``m`` first by the
+    decomposition indicator ``g`` (paper; [Xing21] Table 6 compares them with the selection at
+    the same size) or the proxy stage's (alignment)."""
+    if estimator.formulation == "paper":
+        return np.argsort(estimator.sensitive_ranking_, kind="stable")[:m]
+    return np.flatnonzero(estimator.sensitive_support_)
