@@ -39,22 +39,22 @@ import numpy as np
 from .errors import ParameterError
 
 # ---------------------------------------------------------------------------- defaults
-DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 200, "nmf": 20, "fs": 20, "cpd": 20}
+DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 200, "nmf": 20, "fs": 100, "cpd": 20}
 """Replicates per family when ``AuditConfig(bootstrap=None)``, chosen from the measured cost of a
 replicate (``benchmarks/bench_uncertainty.py``; :data:`BOOTSTRAP_REASONS` states the figures):
 the default intervals should cost about a minute on the default sample (600 × 10) on two
-shared cores. 200 replicates make steady 95 % percentile intervals; 20 make rough ones (the
+shared cores. 100–200 replicates make steady 95 % percentile intervals; 20 make rough ones (the
 second-smallest and second-largest replicate set them): raise ``bootstrap`` for tighter
 intervals of the slow families."""
 
 BOOTSTRAP_REASONS: dict[str, str] = {
-    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.2 s on the "
+    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.17 s on the "
     "default sample on two busy cores): 200 replicates, enough for steady 95 % intervals",
     "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
-    "(2.7 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats the k-means runs (3 s on the default "
-    "sample on two busy cores): 20 replicates, rough 95 % intervals",
-    "cpd": "a CP replicate refits every method at every rank (2.2 s on the default sample on two busy cores; the "
+    "(4.5 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.5 s on the default "
+    "sample on two busy cores): 100 replicates",
+    "cpd": "a CP replicate refits every method at every rank (2.7 s on the default sample on two busy cores; the "
     "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
 }
 """Why each family's default is what it is (stated in every report and by the CLI)."""
@@ -69,11 +69,14 @@ MIN_FINITE_SHARE = 0.5
 can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN with a reason."""
 
 
-REPLICATE_SHARE = {"pca": 0.15, "nmf": 0.25, "fs": 0.05, "cpd": 0.15}
-"""Per family, a bootstrap replicate's time as a share of the family's audit (measured on the
-default sample on two busy cores: PCA 0.2 s per replicate, NMF 2.7 s, feature selection 3 s,
-CP 2.2 s; ``benchmarks/bench_uncertainty.py``). With :data:`fairaudit.cost.FAMILY_COST` it
-predicts a replicate's time for data of any size."""
+REPLICATE_SECONDS = {"pca": 0.17, "nmf": 4.5, "fs": 0.5, "cpd": 2.7}
+"""Per family, the measured seconds of one bootstrap replicate of the default audit on the default
+sample (600 × 10, two cores shared with other work, load average 2.6;
+``benchmarks/bench_uncertainty.py``). Scaled to other sizes like the audit itself
+(:data:`fairaudit.cost.FAMILY_COST`), it predicts a replicate's time on any data."""
+
+ANCHOR = (600, 10)
+"""The size :data:`REPLICATE_SECONDS` was measured at (the default sample)."""
 
 DEFAULT_BUDGET_SECONDS = 300
 """The default intervals of one family may take about this long (predicted from the data's size):
@@ -84,11 +87,16 @@ MIN_DEFAULT_REPLICATES = 10
 
 
 def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
-    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data."""
+    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data:
+    :data:`REPLICATE_SECONDS`, grown as the audit's own time model grows from the default sample's
+    size to this one."""
     from .cost import FAMILY_COST
 
+    if method not in FAMILY_COST or method not in REPLICATE_SECONDS:
+        return 0.0
     scale = 1.0 if n_ranks is None else max(1, n_ranks) / 10
-    return FAMILY_COST[method](n_rows, n_features) * scale * REPLICATE_SHARE.get(method, 1.0) if method in FAMILY_COST else 0.0
+    growth = FAMILY_COST[method](n_rows, n_features) / FAMILY_COST[method](*ANCHOR)
+    return REPLICATE_SECONDS[method] * growth * scale
 
 
 def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None) -> tuple[int, str]:
