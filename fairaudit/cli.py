@@ -14,17 +14,25 @@ import warnings
 from . import __version__
 from .audit import FAMILIES, AuditConfig, run_audit
 from .cpd.estimator import KERNELS
-from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
+from .data import (
+    DEFAULT_MAX_MB,
+    MISSING_POLICIES,
+    NONNEGATIVE_POLICIES,
+    SCALINGS,
+    prepare,
+    prepare_tensor,
+    read_table,
+)
+from .errors import FairAuditError, ParameterError
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
 from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
-from .errors import FairAuditError, ParameterError
 
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line with status 2."""
 
-    def error(self, message):  # noqa: D401 - argparse API
+    def error(self, message):
         raise _UsageError(f"{message} (see --help)")
 
 
@@ -60,6 +68,23 @@ def _pairs(items: list[str] | None, option: str, cast) -> dict:
     return out
 
 
+def parse_merges(items: list[str] | None) -> dict:
+    """``--merge COL=V1,V2:GROUP`` (repeatable; ``*`` = every value not listed) as ``prepare``'s
+    ``merge={COL: {GROUP: [V1, V2]}}``."""
+    merges: dict[str, dict] = {}
+    for item in items or []:
+        column, equals, rest = item.partition("=")
+        values, colon, label = rest.rpartition(":")
+        if not equals or not colon or not column.strip() or not values.strip() or not label.strip():
+            raise ParameterError(f"--merge expects COLUMN=VALUE1,VALUE2:GROUP (or COLUMN=*:GROUP), got {item!r}.")
+        group = merges.setdefault(column.strip(), {})
+        label = label.strip()
+        if label in group:
+            raise ParameterError(f"--merge names group {label!r} of {column.strip()!r} twice; list its values once (V1,V2,…).")
+        group[label] = "*" if values.strip() == "*" else [v.strip() for v in values.split(",") if v.strip()]
+    return merges
+
+
 def _split(text: str | None) -> list[str] | None:
     if text is None:
         return None
@@ -72,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     audit = commands.add_parser("audit", help="audit a CSV file", description="Run vanilla and fair methods on a CSV file.")
-    audit.add_argument("data", help="CSV file (UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)")
+    audit.add_argument("data", help="CSV file (UTF-8, UTF-8 with BOM or Windows-1252; comma, semicolon, tab or | separated) or Parquet file")
     _add_input_options(audit)
     runs = audit.add_argument_group("what to run")
     runs.add_argument("--methods", default="pca", help=f"comma-separated families: {', '.join(FAMILIES)} (default pca)")
@@ -127,6 +152,9 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     columns.add_argument("--one-hot", action="store_true", help="one-hot encode text feature columns")
     columns.add_argument("--binarize", action="append", metavar="COL=THRESHOLD", help="split a numeric sensitive column at a threshold")
     columns.add_argument("--bins", action="append", metavar="COL=N", help="cut a numeric sensitive column into N quantile bins")
+    columns.add_argument("--merge", action="append", metavar="COL=V1,V2:GROUP",
+                         help="merge values of a sensitive column into one group; * stands for every value not listed "
+                              "(repeat it: --merge EDUCATION=1,2:high --merge EDUCATION=*:low)")
     tensor = parser.add_argument_group("tensor input (long format: one line per cell)")
     tensor.add_argument("--tensor-index", metavar="ENTITY,MODE2,…", help="index columns, entity first (e.g. user,item,context); the file is then read as a tensor")
     tensor.add_argument("--tensor-value", metavar="COL", help="the value column of a long-format tensor")
@@ -193,6 +221,7 @@ def load_from_args(args):
         one_hot=args.one_hot,
         binarize=_pairs(args.binarize, "--binarize", float),
         bins=_pairs(args.bins, "--bins", int),
+        merge=parse_merges(args.merge),
         missing=args.missing,
         scaling=_scaling(args),
         min_group_size=args.min_group_size,
@@ -215,6 +244,7 @@ def _load_tensor(args, table):
         sensitive=args.sensitive,
         binarize=_pairs(args.binarize, "--binarize", float),
         bins=_pairs(args.bins, "--bins", int),
+        merge=parse_merges(args.merge),
         fill=args.tensor_fill,
         scaling=_scaling(args, default="none"),
         min_group_size=args.min_group_size,
@@ -284,7 +314,8 @@ def _print_summary(result, out) -> None:
 
     data = result.data
     groups = ", ".join(f"{g} ({n})" for g, n in data["group_sizes"].items())
-    print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
+    print(f"{data['name']}: {data['rows']} rows, {data['n_features']} features; groups: {groups}", file=out)
+    _print_accounting(data, out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
         keep = [
@@ -306,6 +337,18 @@ def _print_summary(result, out) -> None:
         print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
     for warning in result.warnings:
         print(f"warning: {warning}", file=out)
+
+
+def _print_accounting(data: dict, out) -> None:
+    """Rows read and used per group, the features used, the columns left out and why, and the
+    data warnings (e.g. a drop that removed a much larger share of one group)."""
+    from .data import accounting_lines
+    from .vocabulary import render
+
+    for line in accounting_lines(data):
+        print(render(line, "cli"), file=out)
+    for warning in data.get("warnings", []):
+        print(f"data warning: {render(warning, 'cli')}", file=out)
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
@@ -334,7 +377,8 @@ def _run_audit(args) -> int:
 
 def _run_columns(args) -> int:
     table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
-    print(f"{table.name}: {len(table.frame)} rows, {len(table.columns)} columns, encoding {table.encoding}, delimiter {table.delimiter!r}")
+    read_as = f"encoding {table.encoding}, delimiter {table.delimiter!r}" if table.format == "csv" else table.format
+    print(f"{table.name}: {table.n_rows} rows, {len(table.columns)} columns, {read_as}")
     print(table.describe().to_string(index=False))
     return 0
 

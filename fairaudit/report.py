@@ -22,6 +22,7 @@ from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
 from .plots import family_figures, metric_title, variant_title
+from .vocabulary import render as render_terms
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -81,25 +82,38 @@ def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
 
 def _data_section(result: AuditResult) -> str:
     data = result.data
+    n_features = data.get("n_features", len(data.get("feature_names", [])))
     rows = [
         ("file", data.get("name")),
         ("sha256", data.get("sha256")),
         ("rows read", data.get("rows_read")),
         ("rows used", data.get("rows")),
-        ("features", f"{data.get('features')}: {', '.join(map(str, data.get('feature_names', [])))}"),
+        ("features", f"{n_features}: {', '.join(map(str, data.get('feature_names', [])))}"),
         ("sensitive", ", ".join(map(str, data.get("sensitive", [])))),
         ("scaling", data.get("scaling")),
         ("encoding / delimiter", f"{data.get('encoding')} / {data.get('delimiter')!r}"),
     ]
     if data.get("label"):
         rows.append(("label", data.get("label")))
-    groups = _table([(g, n) for g, n in data.get("group_sizes", {}).items()], ("group", "rows"))
-    log = "".join(f"<li>{_e(line)}</li>" for line in data.get("preprocessing", []))
+    return "<h2>Data</h2>" + _table(rows) + _accounting_html(data)
+
+
+def _accounting_html(data: dict) -> str:
+    """Rows read and used per group (and why rows were dropped), columns left out, warnings."""
+    unit = "entities" if data.get("tensor") else "rows"
+    entries = data.get("groups") or [{"group": g, "rows_read": n, "rows_used": n, "dropped": {}} for g, n in data.get("group_sizes", {}).items()]
+    groups = _table(
+        [(e["group"], e["rows_read"], e["rows_used"], ", ".join(f"{n} {why}" for why, n in e["dropped"].items()) or "—") for e in entries],
+        ("group", f"{unit} read", f"{unit} used", "dropped"),
+    )
+    excluded = _table([(e["column"], e["reason"], render_terms(e["detail"], "library")) for e in data.get("excluded", [])], ("column", "left out as", "why"))
+    warnings = "".join(f'<div class="finding">{_e(render_terms(w, "library"))}</div>' for w in data.get("warnings", []))
+    log = "".join(f"<li>{_e(render_terms(line, 'library'))}</li>" for line in data.get("preprocessing", []))
     return (
-        "<h2>Data</h2>"
-        + _table(rows)
-        + "<h3>Groups</h3>"
+        "<h3>Groups</h3>"
         + groups
+        + warnings
+        + (f"<h3>Columns left out</h3>{excluded}" if data.get("excluded") else "")
         + (f"<h3>Preprocessing</h3><ul>{log}</ul>" if log else "")
     )
 

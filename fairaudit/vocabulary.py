@@ -95,6 +95,13 @@ def _pair(value: str) -> tuple[str, str]:
     return column, number
 
 
+def _merge_parts(value: str) -> tuple[str, str, list[str] | str]:
+    """``"EDUCATION=1,2:high"`` → ``("EDUCATION", "high", ["1", "2"])`` (``"*"`` stays a string)."""
+    column, _, rest = value.partition("=")
+    values, _, label = rest.rpartition(":")
+    return column, label, values if values == "*" else values.split(",")
+
+
 OPTIONS: dict[str, Option] = {}
 
 
@@ -175,6 +182,21 @@ register("small_groups", Option(
     dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
                          else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
 ))
-register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
+register("tensor_index", Option(
+    "index", "--tensor-index", "Index columns (entity first)", "Data",
+    library=lambda v: f"index={v.split(',')!r}",
+))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+register("merge", Option(
+    "merge", "--merge", "Merge values into groups", "Data",
+    library=lambda v: ("merge={%r: {'GROUP': [VALUES], ...}}" % v) if "=" not in v else "merge={%r: {%r: %r}}" % _merge_parts(v),
+    cli=lambda v: f"--merge {v}" if "=" in v else f"--merge {v}=VALUES:GROUP",
+    dashboard=lambda v: f"“Merge values into groups” for “{v.split('=', 1)[0]}” (Data page)",
+))
+# The NMF family's input check (AuditData.nonnegative, options["nmf"]["nonnegative"]).
+register("nonnegative", Option(
+    "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
+    choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
+             "clip": "set negative cells to 0"},
+))

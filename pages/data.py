@@ -70,7 +70,7 @@ else:
     upload = st.file_uploader(
         f"CSV file (up to {DEFAULT_MAX_MB} MB; comma, semicolon, tab or | separated; "
         "UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)",
-        type=["csv", "tsv", "txt", "data"],
+        type=["csv", "tsv", "txt", "data", "parquet"],
         max_upload_size=DEFAULT_MAX_MB,
         key="data-upload",
     )
@@ -94,13 +94,14 @@ def preview(table):
     """The first rows and a per-column summary; returns the summary table."""
     st.subheader(f"Preview of {table.name}")
     st.caption(
-        f"{len(table.frame)} rows × {len(table.columns)} columns · encoding {table.encoding} · "
-        f"delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
-        f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
+        f"{table.n_rows} rows × {len(table.columns)} columns · "
+        + (f"encoding {table.encoding} · delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
+           if table.format == "csv" else "Parquet · ")
+        + f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
     )
     for line in table.log:
         st.caption(f"• {line}")
-    st.dataframe(table.frame.head(50), width="stretch", height=240)
+    st.dataframe(table.head(50), width="stretch", height=240)
     summary = table.describe()
     with st.expander("Columns: type, distinct values, missing cells"):
         st.dataframe(summary, hide_index=True, width="stretch")
@@ -124,7 +125,7 @@ def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, d
     binarize, bins = {}, {}
     for column in sensitive:
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
-            values = pd.to_numeric(table.frame[column], errors="coerce")
+            values = pd.Series(table.numbers(column))
             how = st.radio(
                 f"'{column}' is numeric with {distinct[column]} values: make groups by",
                 ["a threshold", "quantile bins"],

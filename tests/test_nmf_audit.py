@@ -75,8 +75,9 @@ def test_am_is_skipped_above_its_size_limit_with_a_reason():
 def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
     X = np.array([[1.0, -2.0], [3.0, 4.0], [2.0, -1.0], [5.0, 0.5]])
     data = AuditData.from_arrays(X, ["a", "a", "b", "b"], feature_names=["x", "y"])
-    with pytest.raises(NegativeValueError, match="'y' = -2 at row 0.*--nonnegative shift"):
+    with pytest.raises(NegativeValueError, match="'y' = -2 at row 0.*nonnegative='shift'") as caught:
         nmf_input(data)
+    assert "--nonnegative shift" in caught.value.render("cli")
     shifted = nmf_input(data, nonnegative="shift", zero_rows="drop")
     assert shifted.X.shape == (4, 2)  # row 0 becomes (1, 0): not all-zero, kept
     np.testing.assert_allclose(np.linalg.norm(shifted.X, axis=0), 1.0)
