@@ -8,8 +8,8 @@ import streamlit as st
 from fairaudit import FairAuditError, prepare, read_table
 from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
-from fairaudit.vocabulary import OPTIONS
-from pages.common import current_data, data_summary, show_error
+from fairaudit.vocabulary import OPTIONS, render
+from pages.common import current_data, data_summary, plain, show_error
 
 SMALL_GROUP_WARNING = 30
 MISSING_LABELS = OPTIONS["missing"].choices  # the words error messages use for these choices
@@ -283,4 +283,6 @@ with st.expander("Preprocessing record (goes into every report)"):
     st.markdown(f"**{fingerprint['name']}** · sha256 `{fingerprint['sha256']}`")
     st.markdown(f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: {', '.join(fingerprint['feature_names'])}")
     for line in fingerprint["preprocessing"]:
-        st.markdown(f"- {line}")
+        st.markdown(f"- {plain(render(line, 'dashboard'))}")
+for warning in data.accounting.get("warnings", []):
+    st.warning(plain(render(warning, "dashboard")))

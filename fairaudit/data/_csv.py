@@ -91,7 +91,9 @@ def text_encoding(scan: Scan, name: str) -> str:
         raise EmptyFileError(f"{name} is empty; choose a CSV file with a header row and data rows.")
     for signature, what in _BINARY_SIGNATURES.items():
         if scan.head.startswith(signature):
-            raise EncodingError(f"{name} is {what}, not a CSV text file; export it as CSV (UTF-8) first.")
+            raise EncodingError(f"{name} is {what}, not a CSV text file; export it as CSV (UTF-8) or Parquet first.")
+    if scan.head.startswith(b"PAR1"):
+        raise EncodingError(f"{name} starts like a Parquet file but its end is missing (a partial copy?); copy or export it again.")
     if scan.head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in scan.head[:4096]:
         raise EncodingError(
             f"{name} is not UTF-8 or Latin-1 text (it looks like UTF-16/UTF-32 or a binary file); "
@@ -276,20 +278,21 @@ def _find_data(layout: Layout, rest: str, raw: bytes, bom: int, skip_rows: int, 
     else:
         layout.data_offset = bom + starts[data_line - 1]
     layout.data_line = data_line
-    width = len(layout.names)
-    rows = [r for r in records if len(r) == width]
-    layout.numeric = [_looks_like_numbers([r[j] for r in rows]) for j in range(width)]
+    layout.numeric = _numeric_columns(records, len(layout.names))
     return True
 
 
-def _looks_like_numbers(cells: list[str]) -> bool:
-    """Every non-missing sample cell is a finite number (then the column is read as float64)."""
-    if not cells:
-        return True
-    strings = pc.utf8_trim_whitespace(pa.array(cells, pa.string()))
-    if pc.any(pc.match_substring_regex(strings, DECIMAL_COMMA_PATTERN)).as_py():
-        return False  # decimal commas: Arrow cannot parse them; the column is read as text and parsed after
-    return parse_text(strings).is_numeric
+def _numeric_columns(records: list[list[str]], width: int) -> list[bool]:
+    """Per column: every non-missing sample cell is a finite number written as Arrow parses it
+    (decimal commas are not), so the column is read as float64 (one parse for all columns)."""
+    rows = [r for r in records if len(r) == width]
+    if not rows:
+        return [True] * width
+    strings = pc.utf8_trim_whitespace(pa.array([r[j] for j in range(width) for r in rows], pa.string()))
+    parsed = parse_text(strings)
+    comma = np.asarray(pc.match_substring_regex(strings, DECIMAL_COMMA_PATTERN).to_numpy(zero_copy_only=False), dtype=bool)
+    text = (parsed.bad | comma).reshape(width, len(rows))
+    return [not flag for flag in text.any(axis=1)]
 
 
 # ---------------------------------------------------------------------------- fast path
