@@ -194,6 +194,11 @@ register("merge", Option(
     cli=lambda v: f"--merge {v}" if "=" in v else f"--merge {v}=VALUES:GROUP",
     dashboard=lambda v: f"“Merge values into groups” for “{v.split('=', 1)[0]}” (Data page)",
 ))
+# New rows for an exported model (fairaudit.data.feature_rows; the Models page).
+register("transform_missing", Option(
+    "missing", "--missing", "Rows with a missing cell", "Models",
+    choices={"error": "stop and list them", "drop": "leave them out of the output"},
+))
 # The NMF family's input check (AuditData.nonnegative, options["nmf"]["nonnegative"]).
 register("nonnegative", Option(
     "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",

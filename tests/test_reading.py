@@ -365,3 +365,20 @@ def test_empty_and_malformed_files_through_the_cli(tmp_path, capsys):
     assert "line 3 has 2 fields" in err and len(err.strip().splitlines()) == 1
     with pytest.raises(MalformedCSVError):
         read_table(path)
+
+
+def test_feature_rows_for_a_fitted_model_read_like_prepare():
+    from fairaudit.data import feature_rows, scale_features, scaling_parameters
+
+    table = read_table(b"g,city,x\na,Oslo,1\nb,Rome,2\na,Paris,\nb,Lima,4\n")
+    rows = feature_rows(table, ["x", "city=Oslo", "city=Rome"], missing="drop")
+    np.testing.assert_array_equal(rows.X, [[1, 1, 0], [2, 0, 1], [4, 0, 0]])
+    assert rows.lines.tolist() == [2, 3, 5] and rows.encoded == ("city=Oslo", "city=Rome") and rows.unused == ("g",)
+    assert "no indicator for ('Lima')" in rows.log[1]
+    with pytest.raises(FairAuditError, match="missing cells") as caught:
+        feature_rows(table, ["x"])
+    assert "--missing drop" in caught.value.render("cli")
+    X = np.random.default_rng(1).normal(size=(40, 3))
+    for scaling in ("none", "center", "standardize", "unit_norm"):
+        center, scale = scaling_parameters(X, scaling)
+        np.testing.assert_array_equal((X - center) / scale, scale_features(X, scaling))

@@ -20,7 +20,8 @@ Modules: ``_source`` (opening safely, one scan of the bytes), ``_csv`` and ``_pa
 (reading), ``_cells`` (missing markers, numbers, parsing text columns), ``_table``
 (:class:`RawTable`, :func:`read_table`), ``_roles`` (features and exclusions, identifiers),
 ``_sensitive`` (groups, binarize/bins/merge), ``_prepare``, ``_accounting``, ``_tensor``,
-``_audit_data`` (:class:`AuditData`) and ``_scaling``.
+``_audit_data`` (:class:`AuditData`), ``_scaling`` and ``_rows`` (a fitted model's feature
+columns read from a new table).
 
 Estimators never see this package: they take ``X`` and ``sensitive_features`` arrays.
 """
@@ -39,7 +40,8 @@ from ._audit_data import NONNEGATIVE_POLICIES, AuditData
 from ._cells import MISSING_MARKERS
 from ._csv import DELIMITERS
 from ._prepare import MISSING_POLICIES, SMALL_GROUP_POLICIES, prepare
-from ._scaling import SCALINGS, scale_features
+from ._rows import FeatureRows, feature_rows
+from ._scaling import SCALINGS, scale_features, scaling_parameters
 from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST
 from ._table import DEFAULT_MAX_MB, RawTable, read_table
 from ._tensor import (
@@ -63,6 +65,7 @@ __all__ = [
     "DROP_RATIO",
     "DROP_REASONS",
     "EXCLUSION_REASONS",
+    "FeatureRows",
     "MAX_CATEGORIES",
     "MAX_TENSOR_CELLS",
     "MAX_TEXT_GROUPS",
@@ -77,10 +80,12 @@ __all__ = [
     "AuditData",
     "RawTable",
     "accounting_lines",
+    "feature_rows",
     "load",
     "prepare",
     "prepare_tensor",
     "read_table",
     "scale_features",
+    "scaling_parameters",
     "tensor_from_arrays",
 ]

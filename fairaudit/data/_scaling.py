@@ -35,6 +35,33 @@ def _exponents(X: np.ndarray) -> np.ndarray | None:
     return np.frexp(np.where(peak > _HUGE, peak, 1.0))[1].astype(int) * (peak > _HUGE)
 
 
+def scaling_parameters(X: np.ndarray, scaling: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(center, scale)`` per column such that ``scale_features(X, scaling) == (X − center) / scale``.
+
+    What a fitted model must apply to new rows to see them as it saw ``X``
+    (:mod:`fairaudit.models` stores them in its manifest). ``"none"``: 0 and 1; ``"center"``: the
+    column means and 1; ``"standardize"``: the means and the population standard deviations;
+    ``"unit_norm"``: 0 and the column ℓ2 norms. A constant (or all-zero) column gets scale 1.
+    Computed without overflow, like :func:`scale_features`.
+    """
+    check_scaling(scaling)
+    X = np.asarray(X, dtype=float)
+    n = X.shape[1]
+    if scaling == "none":
+        return np.zeros(n), np.ones(n)
+    exponents = _exponents(X)
+    Y = np.ldexp(X, -exponents) if exponents is not None else X
+    back = (lambda v: np.ldexp(v, exponents)) if exponents is not None else (lambda v: v)
+    if scaling == "unit_norm":
+        norms = np.linalg.norm(Y, axis=0)
+        return np.zeros(n), np.where(norms > 0, back(norms), 1.0)
+    mean = Y.mean(axis=0)
+    if scaling == "center":
+        return back(mean), np.ones(n)
+    std = (Y - mean).std(axis=0)
+    return back(mean), np.where(std > 0, back(std), 1.0)
+
+
 def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
     """Scale columns of ``X`` (a new array; ``X`` is not modified).
 
