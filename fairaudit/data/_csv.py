@@ -339,12 +339,7 @@ def read_fast(source: Source, scan: Scan, layout: Layout, name: str) -> TextColu
     """Arrow's streaming reader into a float64 block and Arrow strings; :class:`Fallback` when
     the file needs the diagnostic reader."""
     log: list[str] = []
-    names = list(layout.names)
-    if layout.has_header:
-        try:
-            names = clean_header(names, name, log)
-        except DuplicateColumnError:
-            raise Fallback("duplicate header") from None  # reported in the first reader's order
+    names = clean_header(layout.names, name, log) if layout.has_header else list(layout.names)
     numeric = list(layout.numeric)
     capacity = _capacity(scan, layout)
     if capacity < 0:

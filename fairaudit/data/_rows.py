@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import MissingValueError, NonNumericColumnError, ParameterError, UnknownColumnError
+from ..errors import (
+    MissingValueError,
+    NonNumericColumnError,
+    ParameterError,
+    UnknownColumnError,
+)
 from ..vocabulary import term
 from ._prepare import describe_missing, suggest
 from ._sensitive import value_codes
