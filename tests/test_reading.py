@@ -382,3 +382,12 @@ def test_feature_rows_for_a_fitted_model_read_like_prepare():
     for scaling in ("none", "center", "standardize", "unit_norm"):
         center, scale = scaling_parameters(X, scaling)
         np.testing.assert_array_equal((X - center) / scale, scale_features(X, scaling))
+
+
+def test_long_text_cells_are_read_on_every_path():
+    import csv as csv_module
+
+    for raw in (b'a,b\n1,"' + b"x" * 200_000 + b'"\n2,y\n', b"a,b\n1," + b"x" * 200_000 + b"\n2,y\n"):
+        fast, slow = _both(raw)
+        assert _snapshot(fast) == _snapshot(slow) and len(fast.strings("b")[0].as_py()) == 200_000
+    assert csv_module.field_size_limit() == 131072  # the csv module's setting is restored

@@ -25,6 +25,7 @@ import csv
 import io
 import re
 from array import array
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +63,18 @@ _BINARY_SIGNATURES = {
 }
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
 _CONVERSION_ERROR = re.compile(r"In CSV column #(\d+): CSV conversion error")
+
+
+@contextmanager
+def no_field_limit():
+    """Let the ``csv`` module read fields of any length while we read (Arrow has no limit; the
+    module's default of 131,072 characters would reject a long text cell only on some paths)."""
+    previous = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)
+    try:
+        yield
+    finally:
+        csv.field_size_limit(previous)
 
 
 class Fallback(Exception):

@@ -259,15 +259,16 @@ def read_table(
         return _build(columns, name, scanned, encoding=None, delimiter=None, extra_log=[], format="parquet")
     encoding = _csv.text_encoding(scanned, name)
     extra_log = [] if encoding in ("utf-8", "utf-8-sig") else [f"read as {encoding} text (not valid UTF-8)"]
-    layout, fast = _csv.sniff(opened, scanned, encoding=encoding, skip_rows=skip_rows, header=header, delimiter=delimiter)
-    columns = None
-    if FAST_PATH and fast and not scanned.has_nul:
-        try:
-            columns = _csv.read_fast(opened, scanned, layout, name)
-        except _csv.Fallback:
-            columns = None
-    if columns is None:
-        columns = _csv.read_diagnostic(opened, layout, skip_rows=skip_rows, header=header, name=name)
+    with _csv.no_field_limit():
+        layout, fast = _csv.sniff(opened, scanned, encoding=encoding, skip_rows=skip_rows, header=header, delimiter=delimiter)
+        columns = None
+        if FAST_PATH and fast and not scanned.has_nul:
+            try:
+                columns = _csv.read_fast(opened, scanned, layout, name)
+            except _csv.Fallback:
+                columns = None
+        if columns is None:
+            columns = _csv.read_diagnostic(opened, layout, skip_rows=skip_rows, header=header, name=name)
     return _build(columns, name, scanned, encoding=encoding, delimiter=layout.delimiter, extra_log=extra_log)
 
 
