@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ParameterError
 from ..vocabulary import term
@@ -200,7 +201,7 @@ class RawTable:
         return {
             "column": column,
             "kind": "text",
-            "distinct": int(pa.compute.count_distinct(present).as_py()) if len(present) else 0,
+            "distinct": int(pc.count_distinct(present).as_py()) if len(present) else 0,
             "missing": int(missing.sum()),
             "example": present[0].as_py() if len(present) else "",
         }
