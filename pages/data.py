@@ -6,10 +6,10 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError, prepare, read_table
-from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
+from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, parse_merge, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
 from fairaudit.vocabulary import OPTIONS, render
-from pages.common import current_data, data_summary, plain, show_error
+from pages.common import current_data, data_summary, plain, set_data, show_error
 
 SMALL_GROUP_WARNING = 30
 MISSING_LABELS = OPTIONS["missing"].choices  # the words error messages use for these choices
@@ -19,10 +19,12 @@ st.title("Data")
 st.markdown(
     "Start from an embedded sample or upload your own CSV. The file is only read, never changed. "
     "Then say which column holds the **sensitive attribute** (several columns give intersectional "
-    "groups), which columns are **features**, and how to treat missing cells."
+    "groups), which columns are **features**, and how to treat missing cells. The data in use is "
+    "audited on the method pages: **PCA** first (seconds), then NMF, Feature selection and Tensor."
 )
 current = current_data()
 st.caption("In use now: " + data_summary(current))
+st.page_link("pages/pca.py", label="Audit the data in use with PCA", icon=":material/arrow_forward:")
 
 source = st.radio("Source", ["Embedded sample", "Upload a CSV file"], horizontal=True, key="data-source")
 
@@ -92,15 +94,15 @@ table = st.session_state.get("table")
 
 def preview(table):
     """The first rows and a per-column summary; returns the summary table."""
-    st.subheader(f"Preview of {table.name}")
-    st.caption(
-        f"{table.n_rows} rows × {len(table.columns)} columns · "
+    st.subheader(f"Preview of {plain(table.name)}")
+    st.caption(plain(
+        f"{table.n_rows:,} rows × {len(table.columns)} columns · "
         + (f"encoding {table.encoding} · delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
            if table.format == "csv" else "Parquet · ")
         + f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
-    )
+    ))
     for line in table.log:
-        st.caption(f"• {line}")
+        st.caption(f"• {plain(line)}")
     st.dataframe(table.head(50), width="stretch", height=240)
     summary = table.describe()
     with st.expander("Columns: type, distinct values, missing cells"):
@@ -108,8 +110,9 @@ def preview(table):
     return summary
 
 
-def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, dict]:
-    """Sensitive column(s); a numeric one with many values gets a threshold or quantile bins."""
+def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, dict, list[str]]:
+    """Sensitive column(s); a numeric one with many values gets a threshold or quantile bins, the
+    others can have values merged into groups (``merge`` items, parsed when the data are used)."""
     columns = table.columns
     numeric = set(summary.loc[summary.kind == "numeric", "column"])
     distinct = dict(zip(summary.column, summary.distinct, strict=True))
@@ -127,22 +130,32 @@ def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, d
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
             values = pd.Series(table.numbers(column))
             how = st.radio(
-                f"'{column}' is numeric with {distinct[column]} values: make groups by",
+                f"“{plain(column)}” is numeric with {distinct[column]} values: make groups by",
                 ["a threshold", "quantile bins"],
                 horizontal=True,
                 key=f"roles-how-{column}",
             )
             if how == "a threshold":
                 binarize[column] = st.number_input(
-                    f"Threshold for '{column}' (groups: below / at or above)",
+                    f"Threshold for “{plain(column)}” (groups: below / at or above)",
                     value=float(values.median()),
                     key=f"roles-threshold-{column}",
                 )
             else:
                 bins[column] = int(
-                    st.number_input(f"Number of quantile bins for '{column}'", 2, 10, 4, key=f"roles-bins-{column}")
+                    st.number_input(f"Number of quantile bins for “{plain(column)}”", 2, 10, 4, key=f"roles-bins-{column}")
                 )
-    return sensitive, binarize, bins
+    merges = []
+    for column in sensitive:
+        if column in binarize or column in bins:
+            continue
+        text = st.text_input(
+            f"Merge values into groups — “{plain(column)}” (optional)",
+            placeholder="e.g. 1,2:high; *:low   (* = every value not listed; others keep their own group)",
+            key=f"roles-merge-{column}",
+        )
+        merges += [f"{column}={part.strip()}" for part in text.split(";") if part.strip()]
+    return sensitive, binarize, bins, merges
 
 
 def group_size_inputs() -> tuple[int, str]:
@@ -161,7 +174,7 @@ def table_roles(table, summary, defaults: dict, sensitive: list[str]) -> dict:
     label_options = ["(none)"] + [c for c in columns if c not in sensitive]
     default_label = defaults.get("label") or "(none)"
     label = st.selectbox(
-        "Label (ground truth, optional — used for clustering accuracy in feature selection; never a feature)",
+        "Label (ground truth, optional) — used for clustering accuracy in feature selection; never a feature",
         label_options,
         index=label_options.index(default_label) if default_label in label_options else 0,
         key=f"roles-label-{table.sha256[:8]}",
@@ -225,9 +238,9 @@ def use_data(build) -> None:
     except FairAuditError as exc:
         show_error(exc)
         return
-    st.session_state["data"] = prepared
-    st.session_state["source"] = {"kind": "table", "name": prepared.source.get("name")}
+    set_data(prepared, {"kind": "table", "name": prepared.source.get("name")})
     st.success("Data ready. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
+    st.page_link("pages/pca.py", label="Audit it with PCA", icon=":material/arrow_forward:")
 
 
 def show_table_and_roles(table) -> None:
@@ -238,13 +251,13 @@ def show_table_and_roles(table) -> None:
     layout = st.radio(
         "Layout", layouts, index=1 if defaults.get("tensor_index") else 0, horizontal=True, key=f"roles-layout-{table.sha256[:8]}"
     )
-    sensitive, binarize, bins = sensitive_inputs(table, summary, defaults)
+    sensitive, binarize, bins, merges = sensitive_inputs(table, summary, defaults)
     if layout == layouts[0]:
         options = table_roles(table, summary, defaults, sensitive)
         minimum, small_groups = group_size_inputs()
         if st.button("Use this data", type="primary", key="roles-apply"):
             use_data(lambda: prepare(
-                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                table, sensitive=sensitive, binarize=binarize, bins=bins, merge=parse_merge(merges), min_group_size=minimum,
                 small_groups=small_groups, **options,
             ))
     else:
@@ -257,7 +270,7 @@ def show_table_and_roles(table) -> None:
         minimum, small_groups = group_size_inputs()
         if st.button("Use this data", type="primary", key="roles-apply"):
             use_data(lambda: prepare_tensor(
-                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                table, sensitive=sensitive, binarize=binarize, bins=bins, merge=parse_merge(merges), min_group_size=minimum,
                 small_groups=small_groups, **options,
             ))
 
@@ -268,20 +281,27 @@ if table is not None:
 data = current_data()
 st.subheader("Groups in the data in use")
 if data.tensor_shape:
-    st.caption(f"A tensor of shape {' × '.join(map(str, data.tensor_shape))} (modes: {', '.join(data.tensor_modes)}); groups are per entity.")
+    st.caption(
+        f"A tensor of shape {' × '.join(map(str, data.tensor_shape))} (modes: {plain(', '.join(data.tensor_modes))}); "
+        "groups are per entity."
+    )
 sizes = pd.DataFrame({"group": list(data.group_sizes()), "rows": list(data.group_sizes().values())})
 sizes["share"] = (sizes["rows"] / sizes["rows"].sum()).map(lambda v: f"{v:.1%}")
 st.dataframe(sizes, hide_index=True)
 small = sizes[sizes.rows < SMALL_GROUP_WARNING]
 for _, row in small.iterrows():
     st.warning(
-        f"Group {row['group']} has only {row['rows']} rows: its per-group metrics will be noisy. "
-        "Consider merging categories or fewer intersections."
+        f"Group {plain(row['group'])} has only {row['rows']} rows: its per-group metrics will be noisy. "
+        "Use fewer sensitive columns (fewer intersections), or drop the group with “Minimum group size” and "
+        "“Drop groups below the minimum instead of stopping” above."
     )
 with st.expander("Preprocessing record (goes into every report)"):
     fingerprint = data.fingerprint()
-    st.markdown(f"**{fingerprint['name']}** · sha256 `{fingerprint['sha256']}`")
-    st.markdown(f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: {', '.join(fingerprint['feature_names'])}")
+    st.markdown(f"**{plain(fingerprint['name'])}** · sha256 `{fingerprint['sha256']}`")
+    st.markdown(
+        f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: "
+        f"{plain(', '.join(map(str, fingerprint['feature_names'])))}"
+    )
     for line in fingerprint["preprocessing"]:
         st.markdown(f"- {plain(render(line, 'dashboard'))}")
 for warning in data.accounting.get("warnings", []):

@@ -330,7 +330,7 @@ def test_tensor_entity_column_not_first_is_diagnosed():
     with pytest.raises(SensitiveColumnError, match="constant for each 'user'") as caught:
         prepare_tensor(table, index=["item", "user"], value="v", sensitive="sex")
     assert "--tensor-index user,item" in caught.value.render("cli")
-    assert "“Index columns (entity first)” → “user,item”" in caught.value.render("dashboard")
+    assert "“Index columns, entity first” → “user,item”" in caught.value.render("dashboard")
 
 
 def test_tensor_duplicates_name_a_column_left_out_of_the_index():

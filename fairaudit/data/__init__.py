@@ -42,7 +42,8 @@ from ._csv import DELIMITERS
 from ._prepare import MISSING_POLICIES, SMALL_GROUP_POLICIES, prepare
 from ._rows import FeatureRows, feature_rows
 from ._scaling import SCALINGS, scale_features, scaling_parameters
-from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST
+from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST, parse_merge
+from ._source import check_path
 from ._table import DEFAULT_MAX_MB, RawTable, read_table
 from ._tensor import (
     MAX_TENSOR_CELLS,
@@ -80,8 +81,10 @@ __all__ = [
     "FeatureRows",
     "RawTable",
     "accounting_lines",
+    "check_path",
     "feature_rows",
     "load",
+    "parse_merge",
     "prepare",
     "prepare_tensor",
     "read_table",

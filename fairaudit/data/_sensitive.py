@@ -75,6 +75,26 @@ def normalise_merge(merge) -> dict[str, dict[str, list[str] | str]]:
     return out
 
 
+def parse_merge(items) -> dict[str, dict[str, list[str] | str]]:
+    """Merge items written ``COLUMN=V1,V2:GROUP`` (``*`` for every value not listed), as the
+    CLI's repeatable ``--merge`` and the Data page take them, as ``prepare``'s ``merge``:
+    ``["EDUCATION=1,2:high", "EDUCATION=*:low"]`` → ``{"EDUCATION": {"high": ["1", "2"], "low": "*"}}``."""
+    merges: dict[str, dict[str, list[str] | str]] = {}
+    for item in items or []:
+        column, equals, rest = str(item).partition("=")
+        values, colon, label = rest.rpartition(":")
+        column, values, label = column.strip(), values.strip(), label.strip()
+        if not equals or not colon or not column or not values or not label:
+            raise ParameterError(f"{term('merge')} expects COLUMN=VALUE1,VALUE2:GROUP (or COLUMN=*:GROUP), got {item!r}.")
+        group = merges.setdefault(column, {})
+        if label in group:
+            raise ParameterError(
+                f"{term('merge')} names group {label!r} of {column!r} twice; list its values once (VALUE1,VALUE2,…)."
+            )
+        group[label] = REST if values == REST else [v.strip() for v in values.split(",") if v.strip()]
+    return merges
+
+
 def _value_text(value) -> str:
     if isinstance(value, bool):
         return str(value)

@@ -36,9 +36,9 @@ _TAIL = 1 << 16
 
 _CP1252_UNDEFINED = (b"\x81", b"\x8d", b"\x8f", b"\x90", b"\x9d")
 _KINDS = (
-    (stat.S_ISFIFO, "a named pipe (FIFO)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a pipe (FIFO)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISDIR, "a folder"),
 )
@@ -85,7 +85,7 @@ class Source:
         info = os.fstat(descriptor)
         if not stat.S_ISREG(info.st_mode):  # swapped for something else since it was checked
             os.close(descriptor)
-            raise InputFileNotFound(f"{self.path} is {_kind(info.st_mode) or 'not a regular file'}, not a data file.")
+            raise InputFileNotFound(f"{self.path} is {_kind(info.st_mode) or 'not a regular file'}, not a regular file.")
         return os.fdopen(descriptor, "rb")
 
     def check_unchanged(self) -> None:
@@ -112,21 +112,27 @@ def open_source(source, max_bytes: int, name: str | None = None) -> Source:
     raise FairAuditError(f"cannot read a table from a {type(source).__name__}; pass a path or bytes.")
 
 
-def _open_path(path: Path, max_bytes: int, name: str | None) -> Source:
+def check_path(path) -> os.stat_result:
+    """Refuse, before it is opened, a path that is not a readable regular file: a missing path,
+    a folder, a FIFO (opening it would wait for a writer forever), a device or a socket."""
+    path = Path(path)
     try:
         info = os.stat(path)
     except FileNotFoundError:
         raise InputFileNotFound(f"file not found: {path}. Check the path.") from None
-    except (PermissionError, OSError) as exc:
+    except OSError as exc:
         raise InputFileNotFound(f"cannot open {path}: {exc.strerror or exc}. Check the path and its permissions.") from None
     if stat.S_ISDIR(info.st_mode):
-        raise InputFileNotFound(f"{path} is a folder, not a CSV file.")
+        raise InputFileNotFound(f"{path} is a folder; give the data file inside it.")
     if not stat.S_ISREG(info.st_mode):
-        raise InputFileNotFound(
-            f"{path} is {_kind(info.st_mode) or 'not a regular file'}, not a data file; save the data to a file and read that."
-        )
+        raise InputFileNotFound(f"{path} is {_kind(info.st_mode) or 'not a regular file'}, not a regular file; save the data to a file first.")
     if not os.access(path, os.R_OK):
         raise InputFileNotFound(f"cannot read {path}: permission denied.")
+    return info
+
+
+def _open_path(path: Path, max_bytes: int, name: str | None) -> Source:
+    info = check_path(path)
     shown = name or path.name
     if info.st_size > max_bytes:
         raise too_large(shown, info.st_size, max_bytes)
@@ -144,7 +150,7 @@ def _read_stream(stream, max_bytes: int, name: str | None) -> Source:
         except (OSError, ValueError, io.UnsupportedOperation):
             mode = None
         if mode is not None and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode) or stat.S_ISDIR(mode)):
-            raise InputFileNotFound(f"{shown} is {_kind(mode)}, not a data file; save the data to a file and read that.")
+            raise InputFileNotFound(f"{shown} is {_kind(mode)}, not a regular file; save the data to a file first.")
     parts: list[bytes] = []
     total = 0
     while total <= max_bytes:

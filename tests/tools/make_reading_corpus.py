@@ -18,7 +18,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 sys.path.insert(1, str(HERE))
 
-from reading_corpus import CASES, outcome
+from reading_corpus import CASES, outcome  # noqa: E402  (the tests folder is put on the path first)
 
 if __name__ == "__main__":
     expected = {case.id: outcome(case) for case in CASES}
