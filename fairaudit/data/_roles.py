@@ -74,6 +74,9 @@ def code_name(name: str) -> bool:
 def id_like_detail(table: RawTable, column: str) -> str | None:
     """Why numeric ``column`` looks like an identifier (the rules in this module's docstring),
     or None."""
+    named = id_name(column)
+    if not (named or table.is_integer(column)):
+        return None  # measurements with fractions: no sort needed
     values = table.numbers(column)
     present = values[~np.isnan(values)]
     m = present.size
@@ -81,7 +84,7 @@ def id_like_detail(table: RawTable, column: str) -> str | None:
         return None
     levels, counts = np.unique(present, return_counts=True)
     k = levels.size
-    if k == m and id_name(column):
+    if k == m and named:
         return f"its name and {m:,} distinct values (one per row) say it identifies rows"
     if not table.is_integer(column):
         return None
