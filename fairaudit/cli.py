@@ -240,6 +240,7 @@ def load_from_args(args):
         bins=_pairs(args.bins, "bins", int),
         merge=parse_merge(args.merge),
         missing=args.missing,
+        reuse_table=True,  # the table is not used again: the matrix may take over its memory
         scaling=_scaling(args),
         min_group_size=args.min_group_size,
         small_groups="drop" if args.drop_small_groups else "error",

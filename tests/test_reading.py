@@ -391,3 +391,19 @@ def test_long_text_cells_are_read_on_every_path():
         fast, slow = _both(raw)
         assert _snapshot(fast) == _snapshot(slow) and len(fast.strings("b")[0].as_py()) == 200_000
     assert csv_module.field_size_limit() == 131072  # the csv module's setting is restored
+
+
+def test_a_table_handed_over_gives_its_memory_to_the_matrix():
+    text = "x0,g,x1,x2,c\n" + "".join(f"{i * 0.5},{i % 2},{i % 7},{(i * i) % 11},5\n" for i in range(40))
+    shared = read_table(text.encode())
+    copied = prepare(shared, sensitive="g")  # x0 | g | x1 x2: not adjacent, so a copy
+    assert not np.shares_memory(copied.X_raw, shared.numbers("x0"))
+    expected = copied.X_raw.copy()
+    table = read_table(text.encode())
+    handed = prepare(table, sensitive="g", reuse_table=True)
+    assert handed.feature_names == ("x0", "x1", "x2") and any(e["reason"] == "constant" for e in handed.accounting["excluded"])
+    np.testing.assert_array_equal(handed.X_raw, expected)
+    assert handed.X_raw.base is not None and not handed.X_raw.flags.writeable
+    with pytest.raises(FairAuditError, match="reuse_table=True"):
+        table.numbers("x0")
+    assert table.name and table.n_rows == 40  # provenance stays readable

@@ -54,9 +54,10 @@ from ._tensor import (
 
 
 def load(source, *, sensitive, skip_rows: int = 0, header: bool | None = None, max_mb: float = DEFAULT_MAX_MB, **options) -> AuditData:
-    """:func:`read_table` then :func:`prepare` in one call."""
+    """:func:`read_table` then :func:`prepare` in one call (the table is handed over to
+    ``prepare``, so the feature matrix never needs a second copy of the numbers)."""
     table = read_table(source, skip_rows=skip_rows, header=header, max_mb=max_mb)
-    return prepare(table, sensitive=sensitive, **options)
+    return prepare(table, sensitive=sensitive, reuse_table=True, **options)
 
 
 __all__ = [

@@ -198,11 +198,15 @@ def group_warnings(entries: list[dict], min_size: int, unit: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- the matrix
-def _take(table: RawTable, chosen: FeatureColumns, rows: np.ndarray | None) -> np.ndarray:
-    """The feature matrix (Fortran order): a read-only view of the table when every row is
-    kept and the features are adjacent numeric columns, else a new array."""
+def _take(table: RawTable, chosen: FeatureColumns, rows: np.ndarray | None, reuse_table: bool) -> np.ndarray:
+    """The feature matrix (Fortran order). When every row is kept and the features are numeric
+    columns of the table's block: a read-only view — of the block as it is when the features are
+    adjacent, or of the block rearranged in place when ``reuse_table`` hands the table over.
+    Otherwise a new array with the chosen rows and columns."""
     if rows is None and chosen.plain_numeric():
         view = table.adjacent_block(chosen.names)
+        if view is None and reuse_table:
+            view = table.hand_over(chosen.names)
         if view is not None:
             return view
     n = table.n_rows if rows is None else int(rows.sum())
@@ -212,15 +216,23 @@ def _take(table: RawTable, chosen: FeatureColumns, rows: np.ndarray | None) -> n
     return X
 
 
-def _take_columns(X: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """Columns ``keep`` (a mask) of ``X``: a view when they are one run, else a copy."""
-    index = np.flatnonzero(keep)
-    if index.size and np.all(np.diff(index) == 1):
-        return X[:, index[0] : index[-1] + 1]
-    out = np.empty((X.shape[0], index.size), order="F")
-    for j, source in enumerate(index):
-        out[:, j] = X[:, source]
-    return out
+def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[str]) -> None:
+    """Leave out the features with one value on the kept rows (missing cells aside)."""
+    gone = []
+    for j, values in enumerate(chosen.values):
+        column = values if keep.all() else values[keep]
+        present = column[~np.isnan(column)] if np.isnan(column).any() else column
+        if present.size and present.min() == present.max():
+            gone.append(j)
+            chosen.exclude(chosen.names[j], "constant", f"the same value ({format_number(present[0])}) on every row kept")
+    if not gone:
+        return
+    names = [chosen.names[j] for j in gone]
+    log.append(f"left out constant feature(s): {', '.join(map(repr, names[:10]))}{' …' if len(names) > 10 else ''}")
+    if len(gone) == len(chosen.names):
+        raise NoFeaturesError("every feature is constant over the kept rows; nothing varies to analyse.")
+    for j in reversed(gone):
+        del chosen.names[j], chosen.values[j], chosen.sources[j]
 
 
 def _read_only(X: np.ndarray) -> np.ndarray:
@@ -245,6 +257,7 @@ def prepare(
     scaling: str = "standardize",
     min_group_size: int = 2,
     small_groups: str = "error",
+    reuse_table: bool = False,
 ) -> AuditData:
     """Validate a :class:`RawTable` for an audit and return :class:`AuditData`.
 
@@ -279,6 +292,12 @@ def prepare(
         Fewest rows a group may have (default 2).
     small_groups : {"error", "drop"}
         What to do with groups below ``min_group_size``.
+    reuse_table : bool
+        Hand the table over: when the features are numeric columns that are not adjacent in the
+        file, rearrange the table's memory in place so the matrix is a view of it rather than a
+        copy (peak memory ~1× the numbers instead of 2×). The table cannot be used afterwards;
+        :func:`load` and the command line do this, the dashboard (which prepares one table
+        several times) does not.
 
     Returns
     -------
@@ -356,7 +375,8 @@ def prepare(
     check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))}")
 
     # --- the matrix
-    X = _take(table, chosen, None if keep.all() else keep)
+    _drop_constant_features(chosen, keep, log)
+    X = _take(table, chosen, None if keep.all() else keep, reuse_table)
     if missing in ("mean", "median") and any_feature_missing[keep].any():
         X = np.array(X, order="F")
         fill = robust_fill(X, missing)
@@ -369,17 +389,6 @@ def prepare(
         holes = np.isnan(X)
         X[holes] = np.take(fill, np.nonzero(holes)[1])
     names = list(chosen.names)
-    constant = np.array([X[:, j].min() == X[:, j].max() for j in range(X.shape[1])], dtype=bool)
-    if constant.any():
-        gone = [n for n, c in zip(names, constant, strict=True) if c]
-        log.append(f"left out constant feature(s): {', '.join(map(repr, gone[:10]))}{' …' if len(gone) > 10 else ''}")
-        for j in np.flatnonzero(constant):
-            value = X[0, j]
-            chosen.exclude(names[j], "constant", f"the same value ({format_number(value)}) on every row kept")
-        if constant.all():
-            raise NoFeaturesError("every feature is constant over the kept rows; nothing varies to analyse.")
-        X = _take_columns(X, ~constant)
-        names = [n for n, c in zip(names, constant, strict=True) if not c]
     log.append(f"scaling: {scaling}")
 
     entries = group_entries(read_codes, list(read_labels), reasons)

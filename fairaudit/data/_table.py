@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ParameterError
+from ..errors import FairAuditError, ParameterError
 from ..vocabulary import term
 from . import _csv, _parquet
 from ._cells import Parsed, is_integer_valued, missing_mask, numeric_parsed, parse_text
@@ -101,32 +101,45 @@ class RawTable:
         return f"{self.line_word} {self.line_of(row)}"
 
     # -- columns -----------------------------------------------------------------------------
+    def _check_live(self) -> None:
+        if self._cache.get("spent"):
+            raise FairAuditError(
+                f"this table of {self.name} was handed over to prepare(..., reuse_table=True), which rearranged its "
+                "columns in place; read the file again to use it."
+            )
+
     def is_numeric(self, column: str) -> bool:
         """Every present cell of ``column`` is a finite number."""
+        self._check_live()
         return column in self._numeric
 
     def numbers(self, column: str) -> np.ndarray:
         """A numeric column's values (read-only float64; NaN where missing)."""
+        self._check_live()
         return self._numeric[column]
 
     def strings(self, column: str) -> pa.ChunkedArray:
         """A text column's stripped cells (Arrow strings)."""
+        self._check_live()
         return self._text[column]
 
     def parsed(self, column: str) -> Parsed:
         """``column`` read as numbers: values, missing cells, and text cells where numbers belong."""
+        self._check_live()
         if column in self._numeric:
             return numeric_parsed(self._numeric[column])
         return parse_text(self._text[column])
 
     def missing(self, column: str) -> np.ndarray:
         """Which cells of ``column`` are missing."""
+        self._check_live()
         if column in self._numeric:
             return np.isnan(self._numeric[column])
         return missing_mask(self._text[column])
 
     def cell(self, column: str, row: int) -> str:
         """The text of one cell (numbers formatted), for messages."""
+        self._check_live()
         if column in self._numeric:
             value = float(self._numeric[column][row])
             return "" if np.isnan(value) else _format_cell(value)
@@ -142,19 +155,40 @@ class RawTable:
     def adjacent_block(self, columns: list[str]) -> np.ndarray | None:
         """The numeric ``columns`` as one read-only view (no copy) when they are adjacent, in
         order, in the block the reader filled; else None."""
+        self._check_live()
+        index = self._block_index(columns)
+        if index is None or index != list(range(index[0], index[0] + len(columns))):
+            return None
+        return self._block[:, index[0] : index[0] + len(columns)]
+
+    def _block_index(self, columns: list[str]) -> list[int] | None:
         if self._block is None or not columns:
             return None
         index = {n: j for j, n in enumerate(self._block_names)}
         if any(c not in index or c not in self._numeric for c in columns):
             return None
-        first = index[columns[0]]
-        if [index[c] for c in columns] != list(range(first, first + len(columns))):
+        return [index[c] for c in columns]
+
+    def hand_over(self, columns: list[str]) -> np.ndarray | None:
+        """The numeric ``columns`` as one view, made adjacent by moving the block's columns in
+        place (one column of scratch memory, no copy of the table). The table is *spent*
+        afterwards: any further use raises. None when the columns are not all in the block."""
+        self._check_live()
+        index = self._block_index(columns)
+        if index is None:
             return None
-        return self._block[:, first : first + len(columns)]
+        order = index + [j for j in range(self._block.shape[1]) if j not in set(index)]
+        block = self._block
+        block.flags.writeable = True
+        _permute_columns(block, order)
+        block.flags.writeable = False
+        self._cache["spent"] = True
+        return block[:, : len(columns)]
 
     # -- previews ----------------------------------------------------------------------------
     def head(self, n: int = 50) -> pd.DataFrame:
         """The first ``n`` rows as a DataFrame (whole numbers shown as integers)."""
+        self._check_live()
         n = min(int(n), self._n_rows)
         data = {}
         for column in self._names:
@@ -169,6 +203,7 @@ class RawTable:
     def frame(self) -> pd.DataFrame:
         """The whole table as a DataFrame: numbers as float64, text as Arrow-backed strings.
         Builds a copy of every column; use :meth:`head` for a preview."""
+        self._check_live()
         data = {}
         for column in self._names:
             if column in self._numeric:
@@ -179,6 +214,7 @@ class RawTable:
 
     def describe(self) -> pd.DataFrame:
         """One row per column: kind (numeric/text), distinct values, missing cells, an example."""
+        self._check_live()
         if "describe" not in self._cache:
             self._cache["describe"] = pd.DataFrame([self._describe_column(c) for c in self._names])
         return self._cache["describe"].copy()
@@ -205,6 +241,27 @@ class RawTable:
             "missing": int(missing.sum()),
             "example": present[0].as_py() if len(present) else "",
         }
+
+
+def _permute_columns(block: np.ndarray, order: list[int]) -> None:
+    """Rearrange ``block``'s columns in place so that new column ``j`` is old column
+    ``order[j]`` (cycle by cycle, through one scratch column)."""
+    done = [False] * len(order)
+    scratch = np.empty(block.shape[0])
+    for start in range(len(order)):
+        if done[start] or order[start] == start:
+            done[start] = True
+            continue
+        scratch[:] = block[:, start]
+        j = start
+        while True:
+            source = order[j]
+            done[j] = True
+            if source == start:
+                block[:, j] = scratch
+                break
+            block[:, j] = block[:, source]
+            j = source
 
 
 def _format_cell(value: float) -> str:
