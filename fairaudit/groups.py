@@ -135,7 +135,7 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         only = groups.labels[0] if groups.labels else "(none)"
         raise SingleGroupError(
             f"{what} defines a single group ({only!r}); a fairness audit compares at least two. "
-            "Choose a sensitive column whose values differ across rows."
+            f"Choose a {term('sensitive')} column whose values differ across rows (or merge fewer values together)."
         )
     sizes = groups.sizes()
     small = [(label, int(size)) for label, size in zip(groups.labels, sizes, strict=True) if size < min_size]
@@ -143,6 +143,6 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         listed = ", ".join(f"{label!r} ({size} row{'s' if size != 1 else ''})" for label, size in small)
         raise SmallGroupError(
             f"group {listed} {'is' if len(small) == 1 else 'are'} smaller than the minimum group size "
-            f"of {min_size} rows. Use coarser categories, drop them ({term('small_groups', 'drop')}), or lower "
-            f"{term('min_group_size')}."
+            f"of {min_size} rows. Merge small categories into one group ({term('merge')}), drop them "
+            f"({term('small_groups', 'drop')}), or lower {term('min_group_size')}."
         )

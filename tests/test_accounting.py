@@ -286,7 +286,7 @@ def test_quantile_bin_labels_never_collide():
         ({"binarize": {"v": "high"}}, "finite number"),
         ({"bins": {"v": 10**9}}, "at most 12"),
         ({"bins": {"v": 2.5}}, "whole number"),
-        ({"bins": {"v": 3}, "merge": {"v": {"a": [1]}}}, "choose one"),
+        ({"bins": {"v": 3}, "merge": {"v": {"a": [1]}}}, "more than one way to make groups"),
         ({"min_group_size": 2.5}, "min_group_size"),
     ],
 )

@@ -63,12 +63,12 @@ def check_group_options(
     for col in list(binarize) + list(bins) + list(merge):
         if col not in sensitive:
             raise ParameterError(f"{col!r} is binarised/binned/merged but not a sensitive column; add it to {term('sensitive')}.")
-    for col in binarize:
-        if col in bins or col in merge:
-            raise ParameterError(f"sensitive column {col!r} is given more than one of binarize, bins and merge; choose one.")
-    for col in bins:
-        if col in merge:
-            raise ParameterError(f"sensitive column {col!r} is given both bins and merge; choose one.")
+    for col in set(binarize) | set(bins) | set(merge):
+        if (col in binarize) + (col in bins) + (col in merge) > 1:
+            raise ParameterError(
+                f"sensitive column {col!r} is given more than one way to make groups; keep one of "
+                f"{term('binarize', f'{col}=VALUE')}, {term('bins', f'{col}=N')} and {term('merge', col)}."
+            )
     for col, threshold in binarize.items():
         try:
             value = float(threshold)

@@ -250,6 +250,6 @@ def _bin_labels(column: str, edges: np.ndarray) -> list[str]:
         if len(set(shown)) == len(shown):
             break
     else:  # pragma: no cover - distinct doubles always differ at 17 significant digits
-        raise SensitiveColumnError(f"the quantile bins of {column!r} cannot be told apart; use fewer bins.")
+        raise SensitiveColumnError(f"the quantile bins of {column!r} cannot be told apart; use fewer ({term('bins', f'{column}=N')}).")
     last = len(edges) - 2
     return [f"{column}∈[{shown[i]}, {shown[i + 1]}{']' if i == last else ')'}" for i in range(len(edges) - 1)]
