@@ -33,7 +33,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import metrics
 from ._version import __version__
-from .data import AuditData
+from .data import AuditData, worded
 from .errors import ParameterError, RankError
 from .vocabulary import render, term
 
@@ -220,7 +220,7 @@ class AuditResult:
             "created": self.created,
             "seconds": self.seconds,
             "config": self.config,
-            "data": self.data,
+            "data": worded(self.data),
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
             "warnings": [render(str(w)) for w in self.warnings],

@@ -356,3 +356,13 @@ def test_arrays_are_accounted_for_whole():
         {"group": "b", "rows_read": 3, "rows_used": 3, "dropped": {}},
     ]
     assert data.fingerprint()["features"] == ["x0", "x1"]
+
+
+def test_the_json_carries_the_librarys_words(tmp_path, capsys):
+    path = tmp_path / "survey.csv"
+    path.write_bytes(survey())
+    report = tmp_path / "r.json"
+    assert main(["audit", str(path), "--sensitive", "sex", "--missing", "drop", "--ranks", "1", "--variants", "vanilla",
+                 "--json", str(report), "--quiet"]) == 0
+    text = report.read_text()
+    assert "\u27e6" not in text and "missing='median'" in text and "one_hot=True" in text

@@ -35,6 +35,7 @@ from ._accounting import (
     EXCLUSION_REASONS,
     NO_GROUP,
     accounting_lines,
+    worded,
 )
 from ._audit_data import NONNEGATIVE_POLICIES, AuditData
 from ._cells import MISSING_MARKERS
@@ -92,4 +93,5 @@ __all__ = [
     "scale_features",
     "scaling_parameters",
     "tensor_from_arrays",
+    "worded",
 ]

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..groups import GroupCodes
-from ..vocabulary import term
+from ..vocabulary import render, term
 
 NO_GROUP = "(no group value)"
 DROP_REASONS = ("no group value", "no label", "missing cells", "small group")
@@ -131,3 +131,17 @@ def accounting_lines(data: dict) -> list[str]:
     for entry in data.get("excluded") or []:
         lines.append(f"left out {entry['column']!r}: {entry['reason']} — {entry['detail']}")
     return lines
+
+
+def worded(fingerprint: dict, interface: str = "library") -> dict:
+    """A fingerprint (``AuditData.fingerprint()``) with the option mentions in its notes —
+    preprocessing log, warnings, excluded columns' details — worded for ``interface`` (the JSON
+    carries the library's words)."""
+    out = dict(fingerprint)
+    if "preprocessing" in out:
+        out["preprocessing"] = [render(str(line), interface) for line in out["preprocessing"]]
+    if "warnings" in out:
+        out["warnings"] = [render(str(line), interface) for line in out["warnings"]]
+    if "excluded" in out:
+        out["excluded"] = [{**entry, "detail": render(str(entry.get("detail", "")), interface)} for entry in out["excluded"]]
+    return out
