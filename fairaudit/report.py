@@ -37,6 +37,48 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 """
 
+PRINT_WIDTH_PX = 680
+"""Width (CSS px) charts are drawn at for printing: A4 (210 mm) and US Letter (8.5 in) pages with
+the 14 mm margins of :data:`PRINT_CSS` leave at least 182 mm ≈ 688 px."""
+
+PRINT_CSS = """
+@page{size:auto;margin:14mm}
+@media print{
+:root{color-scheme:light}
+html,body{background:#fff!important;color:#000!important;font-size:10pt}
+main{max-width:none;margin:0;padding:0}
+h2{break-before:page;page-break-before:always}
+main>h2:first-of-type{break-before:auto;page-break-before:auto}
+h2,h3,summary{break-after:avoid;page-break-after:avoid}
+.figure{break-inside:avoid;page-break-inside:avoid;border:none;padding:0;margin:3mm 0;overflow:hidden}
+html:not(.print-sized) .figure .js-plotly-plot{zoom:var(--print-zoom,1)}
+.modebar-container{display:none!important}
+table{font-size:8pt;max-width:100%}thead{display:table-header-group}tr,.finding{break-inside:avoid;page-break-inside:avoid}
+th,.finding,.changed-better,.changed-worse{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+td,th{overflow-wrap:anywhere}
+a{color:#000}
+}
+"""
+"""The print stylesheet: light theme, each section (``h2``) on a new page, charts kept whole and
+sized to the page (:data:`PRINT_SCRIPT`), table headers repeated on every page."""
+
+PRINT_SCRIPT = """
+(function(){
+var WIDTH=%d;
+function plots(){return Array.prototype.slice.call(document.querySelectorAll('.js-plotly-plot'));}
+function zoom(){var widest=Math.max.apply(null,[1].concat(plots().map(function(p){return p.getBoundingClientRect().width;})));
+document.documentElement.style.setProperty('--print-zoom',Math.min(1,WIDTH/widest).toFixed(4));}
+window.addEventListener('load',zoom);window.addEventListener('resize',zoom);
+window.addEventListener('beforeprint',function(){if(!window.Plotly)return;document.documentElement.classList.add('print-sized');
+plots().forEach(function(p){Plotly.relayout(p,{width:WIDTH,autosize:false});});});
+window.addEventListener('afterprint',function(){if(!window.Plotly)return;document.documentElement.classList.remove('print-sized');
+plots().forEach(function(p){Plotly.relayout(p,{width:null,autosize:true});});});
+})();
+""" % PRINT_WIDTH_PX
+"""Charts for print: when the browser prints (``beforeprint``) every chart is redrawn at
+:data:`PRINT_WIDTH_PX` and restored afterwards; where no such event comes (a headless PDF
+export), the print stylesheet scales the charts drawn for the screen by the same ratio."""
+
 
 def _e(value) -> str:
     return html.escape("" if value is None else str(value), quote=True)
@@ -55,7 +97,7 @@ def library_versions() -> dict[str, str]:
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
     out = ["<table>"]
     if header:
-        out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
+        out.append("<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr></thead>")
     for row in rows:
         cells = []
         for value in row:
@@ -223,12 +265,25 @@ def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) 
         + _config_section(result)
         + _records_section(result)
     )
+    return page_html(f"fairaudit report: {name}", body)
+
+
+def page_html(title: str, body: str, css: str = "") -> str:
+    """A self-contained HTML document: ``body`` (HTML) with the report's screen and print
+    stylesheets (plus ``css``), plotly.js inline and the print script; ``title`` is escaped."""
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>fairaudit report: {_e(name)}</title><style>{_CSS}</style>"
-        f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title>"
+        f"<style>{_CSS}{css}{PRINT_CSS}</style>"
+        f"<script type=\"text/javascript\">{get_plotlyjs()}\n{PRINT_SCRIPT}</script></head>"
         f"<body><main>{body}</main></body></html>"
     )
+
+
+escape = _e
+table_html = _table
+figure_html = _figure_html
+"""The report's building blocks, for other HTML documents of fairaudit (the comparison report)."""
 
 
 def report_files(result: AuditResult, found: dict[str, list[str]] | None = None) -> dict[str, str]:

@@ -178,3 +178,22 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# Taking the audit to action: exported models, new rows, your own representation (the Models page).
+register("keep_models", Option(
+    "keep_models", "--export-model", "Fitted models", "Models",
+    cli=lambda v: "--export-model DIR",
+    dashboard=lambda v: "an audit run on this data in this session (the Models page lists its fitted models)",
+))
+register("export_rank", Option("ranks", "--export-rank", "Rank", "Models"))
+register("transform_missing", Option(
+    "missing", "--missing", "Rows with a missing cell", "Models",
+    choices={"error": "stop and list them", "drop": "leave them out of the output"},
+))
+register("id_column", Option("id_column", "--id", "ID column", "Models"))
+register("components", Option("components", "--components", "Components file (rank × features)", "Models"))
+register("embedding", Option("embedding", "--embedding", "Embeddings file (one row per data row)", "Models"))
+register("yours_family", Option("methods", "--methods", "Audit it as", "Models", choices={"pca": "PCA", "nmf": "NMF"}))
+register("yours_ranks", Option("ranks", "--ranks", "Ranks", "Models"))
+register("out", Option("out", "--out", "Download the transformed rows", "Models",
+                       dashboard=lambda v: "“Download the transformed rows” (Models page)"))

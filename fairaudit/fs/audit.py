@@ -136,6 +136,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 sink.add(name, m, "alignment_protected", aligned[1])
                 sink.add_all(name, m, representation_metrics(Z, codes, config))
                 sink.add(name, m, "seconds", seconds)
+                sink.keep(name, m, estimator)
                 sink.detail(name, m, "selected", [str(n) for n in names[order]])
                 if name == "fufs":
                     proxies = estimator.sensitive_support_
