@@ -10,6 +10,7 @@ import argparse
 import os
 import sys
 import warnings
+from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, AuditConfig, run_audit
@@ -19,6 +20,7 @@ from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
 from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
 from .errors import FairAuditError, ParameterError
+from .vocabulary import term
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,12 +107,14 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success")
+    _add_action_options(audit)
 
     columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
     columns.add_argument("data")
     columns.add_argument("--skip-rows", type=int, default=0)
     columns.add_argument("--no-header", action="store_true")
     columns.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB)
+    _add_action_commands(commands)
     return parser
 
 
@@ -321,14 +325,24 @@ def _run_audit(args) -> int:
 
     data = load_from_args(args)
     config = config_from_args(args)
+    yours = _read_yours(args, data)  # before the audit: a bad file stops at once
+    if args.export_model:
+        config.keep_models = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
         result = run_audit(data, config)
+        if yours is not None:
+            from .yours import attach, audit_yours
+
+            result = attach(result, audit_yours(data, yours, config))
     written = write_reports(result, html_path=args.html, json_path=args.json, csv_path=args.csv)
+    models = _export_models(args, result, data)
     if not args.quiet:
         _print_summary(result, sys.stdout)
         for path in written:
             print(f"wrote {path}")
+        if models:
+            print(f"wrote {len(models)} model(s) to {args.export_model} (index: {args.export_model}/models.json)")
     return 0
 
 
@@ -343,9 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command == "audit":
-            return _run_audit(args)
-        return _run_columns(args)
+        commands = {"audit": _run_audit, "columns": _run_columns, "transform": _run_transform, "compare": _run_compare}
+        return commands[args.command](args)
     except (FairAuditError, _UsageError) as exc:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
         print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
@@ -362,6 +375,133 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+# ---------------------------------------------------------------------------- from audit to action
+def _add_action_options(audit: argparse.ArgumentParser) -> None:
+    action = audit.add_argument_group("take the result further")
+    action.add_argument("--export-model", metavar="DIR",
+                        help="write every fitted model (manifest.json + arrays.npz, no pickle) to DIR/<method>-<variant>-rank<r>/")
+    action.add_argument("--export-rank", metavar="RANKS", help="export only these ranks (1:3, 2,4; default every audited rank)")
+    yours = action.add_mutually_exclusive_group()
+    yours.add_argument("--components", metavar="FILE",
+                       help="audit your own components matrix (rank × features CSV with the features as header, or .npy) as variant 'yours'")
+    yours.add_argument("--embedding", metavar="FILE",
+                       help="audit your own embeddings (one row per audited data row) as variant 'yours': MMD² and leakage")
+
+
+def _add_action_commands(commands) -> None:
+    transform = commands.add_parser(
+        "transform", help="apply an exported model to new rows",
+        description="Apply a model written by --export-model to the rows of a CSV file; the file is only read.",
+    )
+    transform.add_argument("model", help="a model directory written by --export-model (holds manifest.json)")
+    transform.add_argument("data", help="CSV file with the model's feature columns (other columns are ignored)")
+    transform.add_argument("--out", required=True, help="output CSV (- for standard output); never the input file")
+    transform.add_argument("--id", dest="id_column", metavar="COL", help="copy this column into the output (default: the file line of each row)")
+    transform.add_argument("--missing", choices=("error", "drop"), default="error",
+                           help="rows with a missing feature cell: stop and list them (default) or leave them out")
+    transform.add_argument("--with-error", action="store_true", help="add each row's reconstruction error (PCA, NMF, CP models)")
+    transform.add_argument("--skip-rows", type=int, default=0, help="lines to skip before the header")
+    transform.add_argument("--no-header", action="store_true", help="the first line is data")
+    transform.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help=f"size limit in MB (default {DEFAULT_MAX_MB})")
+    transform.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+    compare = commands.add_parser(
+        "compare", help="compare two saved JSON reports",
+        description="Say per metric and group what changed between two audits (JSON reports written by --json).",
+    )
+    compare.add_argument("a", help="the first JSON report (e.g. before)")
+    compare.add_argument("b", help="the second JSON report (e.g. after)")
+    compare.add_argument("--names", metavar="A,B", help="what to call the two audits (default: their file names)")
+    compare.add_argument("--html", help="write the comparison as a self-contained HTML report here")
+    compare.add_argument("--json", help="write the comparison as JSON here")
+    compare.add_argument("--csv", help="write the matched values (one row per record key) as CSV here")
+    compare.add_argument("--top", type=int, default=10, help="changes to print (default 10)")
+    compare.add_argument("--quiet", action="store_true", help="print nothing on success")
+
+
+def _read_yours(args, data):
+    from .yours import read_components, read_embedding
+
+    if args.components:
+        return read_components(args.components, data, max_mb=args.max_mb)
+    if args.embedding:
+        return read_embedding(args.embedding, data, max_mb=args.max_mb)
+    return None
+
+
+def _export_models(args, result, data) -> list:
+    if args.export_rank and not args.export_model:
+        raise ParameterError(f"{term('export_rank')} chooses which models {term('keep_models', True)} writes; give both.")
+    if not args.export_model:
+        return []
+    from .models import export_models
+
+    ranks = parse_ranks(args.export_rank) if args.export_rank else None
+    return export_models(result, data, args.export_model, ranks=ranks)
+
+
+def _refuse_overwriting(out: str, *inputs: str) -> None:
+    """Never write over an input file."""
+    target = os.path.realpath(out)
+    for given in inputs:
+        if os.path.realpath(given) == target or (os.path.exists(out) and os.path.exists(given) and os.path.samefile(out, given)):
+            raise ParameterError(f"{term('out', out)} is the input file {given}; fairaudit never overwrites its input. Choose another path.")
+
+
+def _run_transform(args) -> int:
+    from .models import load_model, transform_table
+
+    model = load_model(args.model)
+    if args.out != "-":
+        _refuse_overwriting(args.out, args.data)
+    table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    frame, rows = transform_table(model, table, id_column=args.id_column, missing=args.missing, with_error=args.with_error)
+    if args.out == "-":
+        frame.to_csv(sys.stdout, index=False)
+        return 0
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    if not args.quiet:
+        print(f"model: {model.describe()}")
+        print(f"{table.name}: {len(table.frame)} rows read, {len(frame)} transformed"
+              + (f"; ignored columns: {', '.join(rows.unused)}" if rows.unused else ""))
+        if rows.encoded:
+            print(f"one-hot indicators rebuilt: {', '.join(rows.encoded)}")
+        for line in (*rows.log, *model.manifest.get("notes", [])):
+            print(f"note: {line}")
+        print(f"wrote {out} ({len(frame)} rows × {frame.shape[1]} columns)")
+    return 0
+
+
+def _run_compare(args) -> int:
+    from .compare import compare_files, write_comparison
+
+    names = None
+    if args.names:
+        names = tuple(_split(args.names) or [])
+        if len(names) != 2:
+            raise ParameterError(f"{term('compare_names', 'before,after')} takes two names separated by a comma; got {args.names!r}.")
+    for path in (args.html, args.json, args.csv):
+        if path:
+            _refuse_overwriting(path, args.a, args.b)
+    comparison = compare_files(args.a, args.b, names=names)
+    written = write_comparison(comparison, html_path=args.html, json_path=args.json, csv_path=args.csv)
+    if not args.quiet:
+        for line in comparison.summary():
+            print(line)
+        for difference in comparison.differences[:12]:
+            print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+        for row in comparison.largest_changes(args.top).itertuples(index=False):
+            interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
+            relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""
+            print(f"{row.method}/{row.variant} rank {row.rank} {row.metric}{f' [{row.group}]' if row.group else ''}: "
+                  f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
+        for path in written:
+            print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -53,8 +53,8 @@ from ._version import __version__
 from .audit import AuditResult, family_options
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
-from .data import AuditData, scaling_parameters
-from .errors import FeatureMismatchError, MissingValueError, ModelFileError, NegativeValueError, ParameterError
+from .data import AuditData, FeatureRows, RawTable, feature_rows, scaling_parameters
+from .errors import FeatureMismatchError, MissingValueError, ModelFileError, NegativeValueError, ParameterError, UnknownColumnError
 from .fs._selector import FittedSelector
 from .groups import encode_groups
 from .nmf import NMF
@@ -299,8 +299,9 @@ class PortableModel(TransformerMixin):
     def __sklearn_is_fitted__(self) -> bool:
         return True
 
-    def preprocess(self, X) -> np.ndarray:
-        """``X`` (raw values, the manifest's features) as the estimator saw its training rows."""
+    def preprocess(self, X, *, row_labels: Sequence[str] | None = None) -> np.ndarray:
+        """``X`` (raw values, the manifest's features) as the estimator saw its training rows.
+        ``row_labels`` name the rows in messages (e.g. file lines)."""
         return self.preprocessing.apply(_input_matrix(X, list(self.feature_names_in_), self.tensor_shape))
 
     def transform(self, X) -> np.ndarray:
@@ -442,14 +443,15 @@ class NMFModel(PortableModel):
         estimator.n_features_in_ = self.n_features_in_
         return estimator
 
-    def preprocess(self, X) -> np.ndarray:
+    def preprocess(self, X, *, row_labels: Sequence[str] | None = None) -> np.ndarray:
         Xp = super().preprocess(X)
         negative = Xp < 0
         if negative.any():
             row, col = np.argwhere(negative)[0]
+            where = row_labels[row] if row_labels is not None else f"row {row}"
             raise NegativeValueError(
-                f"{int(negative.any(axis=1).sum())} row(s) are negative after the model's preprocessing (first: row "
-                f"{row}, feature {self.feature_names_in_[col]!r} = {_raw_value(X, row, col)}): NMF needs non-negative "
+                f"{int(negative.any(axis=1).sum())} row(s) are negative after the model's preprocessing (first: {where}, "
+                f"feature {self.feature_names_in_[col]!r} = {_raw_value(X, row, col)}): NMF needs non-negative "
                 f"input, and these values lie below what the model was fitted on ({'; '.join(self.preprocessing.steps)}). "
                 "Leave those rows out, or refit the model on data that include such values."
             )
@@ -805,3 +807,40 @@ def load_model(source) -> PortableModel:
         if name not in arrays or list(arrays[name].shape) != list(spec.get("shape", [])):
             raise ModelFileError(f"{where}: array {name!r} is absent or has another shape than the manifest says.")
     return KINDS[manifest["kind"]](manifest, arrays)
+
+
+# ============================================================================ new rows from a file
+def transform_table(
+    model: PortableModel,
+    table: RawTable,
+    *,
+    id_column: str | None = None,
+    missing: str = "error",
+    with_error: bool = False,
+) -> tuple[pd.DataFrame, FeatureRows]:
+    """The model's representation of the rows of ``table`` (read by :func:`fairaudit.data.read_table`).
+
+    Features are found by name (one-hot indicators rebuilt, :func:`fairaudit.data.feature_rows`);
+    columns the model does not use are ignored (and listed in the returned ``FeatureRows.unused``).
+    The first output column is ``id_column``'s values when given, else the file ``line`` of each
+    row, so rows can be matched even when some were left out (``missing="drop"``);
+    ``with_error`` adds each row's ``reconstruction_error`` (:meth:`PortableModel.reconstruction_errors`).
+    """
+    if id_column is not None and id_column not in table.columns:
+        raise UnknownColumnError(
+            f"ID column {id_column!r} is not in {table.name}; choose one of {_listed(table.columns)} for {term('id_column')}."
+        )
+    if with_error and not model.reconstructs:
+        raise ParameterError(f"a {model.kind} model has no reconstruction, so no reconstruction error per row.")
+    rows = feature_rows(table, list(model.feature_names_in_), missing=missing)
+    Xp = model.preprocess(rows.X, row_labels=[f"line {line}" for line in rows.lines])
+    Z = model._represent(Xp)
+    key = (id_column, table.frame[id_column].to_numpy()[rows.rows]) if id_column else ("line", rows.lines)
+    outputs = [str(name) for name in model.get_feature_names_out()]
+    if key[0] in outputs:
+        raise ParameterError(f"the ID column {key[0]!r} has the name of an output column; rename it in the file.")
+    frame = pd.DataFrame(Z, columns=outputs)
+    frame.insert(0, key[0], key[1])
+    if with_error:
+        frame["reconstruction_error"] = np.sum((Xp - model._reconstruct(Z)) ** 2, axis=1)
+    return frame, rows

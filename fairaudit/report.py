@@ -53,9 +53,9 @@ h2,h3,summary{break-after:avoid;page-break-after:avoid}
 .figure{break-inside:avoid;page-break-inside:avoid;border:none;padding:0;margin:3mm 0;overflow:hidden}
 html:not(.print-sized) .figure .js-plotly-plot{zoom:var(--print-zoom,1)}
 .modebar-container{display:none!important}
-table{font-size:8pt;max-width:100%}thead{display:table-header-group}tr,.finding{break-inside:avoid;page-break-inside:avoid}
+table{font-size:7.5pt;max-width:100%}thead{display:table-header-group}tr,.finding{break-inside:avoid;page-break-inside:avoid}
 th,.finding,.changed-better,.changed-worse{-webkit-print-color-adjust:exact;print-color-adjust:exact}
-td,th{overflow-wrap:anywhere}
+td,th{overflow-wrap:break-word;padding:2px 4px}td.num{white-space:nowrap}th{hyphens:auto}
 a{color:#000}
 }
 """

@@ -197,3 +197,4 @@ register("yours_family", Option("methods", "--methods", "Audit it as", "Models",
 register("yours_ranks", Option("ranks", "--ranks", "Ranks", "Models"))
 register("out", Option("out", "--out", "Download the transformed rows", "Models",
                        dashboard=lambda v: "“Download the transformed rows” (Models page)"))
+register("compare_names", Option("names", "--names", "Names of the two audits", "Compare"))
