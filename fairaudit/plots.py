@@ -50,6 +50,8 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "fufs": "FUFS (fair)",
     },
 }
+for _titles in VARIANT_TITLES.values():
+    _titles["yours"] = "Your representation"  # a components matrix or embeddings the user brings (fairaudit.yours)
 """Per family, variant name → display title."""
 
 def safe(text) -> str:

@@ -66,7 +66,8 @@ PRINT_SCRIPT = """
 (function(){
 var WIDTH=%d;
 function plots(){return Array.prototype.slice.call(document.querySelectorAll('.js-plotly-plot'));}
-function zoom(){var widest=Math.max.apply(null,[1].concat(plots().map(function(p){return p.getBoundingClientRect().width;})));
+function drawn(p){var svg=p.querySelector('.main-svg');return (svg||p).getBoundingClientRect().width;}
+function zoom(){var widest=Math.max.apply(null,[1].concat(plots().map(drawn)));
 document.documentElement.style.setProperty('--print-zoom',Math.min(1,WIDTH/widest).toFixed(4));}
 window.addEventListener('load',zoom);window.addEventListener('resize',zoom);
 window.addEventListener('beforeprint',function(){if(!window.Plotly)return;document.documentElement.classList.add('print-sized');

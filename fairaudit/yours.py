@@ -101,6 +101,12 @@ def _read(source, name: str | None, max_mb: float) -> tuple[RawTable | np.ndarra
             raise InputFileError(f"{path.name} is not a plain NumPy array file ({exc}).") from None
         return np.asarray(array, dtype=float), name or path.name, hashlib.sha256(raw).hexdigest()
     table = read_table(source, name=name, max_mb=max_mb)
+    first = table.frame.iloc[0].tolist()
+    if not table.has_header and first == [str(i) for i in range(len(first))]:
+        # pandas' default column names 0, 1, … look like numbers, but they are a header
+        if hasattr(source, "seek"):
+            source.seek(0)
+        table = read_table(source, name=name, max_mb=max_mb, header=True)
     return table, table.name, table.sha256
 
 
