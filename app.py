@@ -24,6 +24,10 @@ PAGES = {
         st.Page("pages/data.py", title="Data", icon=":material/table:"),
         st.Page("pages/report.py", title="Report", icon=":material/description:"),
     ],
+    "Take it further": [
+        st.Page("pages/models.py", title="Models", icon=":material/deployed_code:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    ],
 }
 
 page = st.navigation(PAGES)

@@ -347,13 +347,19 @@ def _few(values: list, limit: int = 8) -> str:
 
 def compare_files(path_a, path_b, *, names: tuple[str, str] | None = None) -> Comparison:
     """:func:`compare` of two saved JSON reports, named by their file names (or ``names``)."""
-    (a, saved_a), (b, saved_b) = _read_report(path_a, None), _read_report(path_b, None)
+    (a, found_a), (b, found_b) = report_with_findings(path_a), report_with_findings(path_b)
     if names is None:
         names = (Path(str(path_a)).name, Path(str(path_b)).name)
         if names[0] == names[1]:
             names = (f"A ({names[0]})", f"B ({names[1]})")
-    found = tuple(saved_findings(saved) or finding_texts(result) for saved, result in ((saved_a, a), (saved_b, b)))
-    return compare(a, b, names=names, findings=found)
+    return compare(a, b, names=names, findings=(found_a, found_b))
+
+
+def report_with_findings(source, *, name: str | None = None) -> tuple[AuditResult, dict[str, list[str]]]:
+    """A saved report (:func:`read_report`) and its findings: as saved, or computed from its
+    records when it saved none."""
+    result, payload = _read_report(source, name)
+    return result, saved_findings(payload) or finding_texts(result)
 
 
 # ============================================================================ findings

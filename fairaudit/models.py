@@ -33,6 +33,7 @@ factors and the entity embedding's normalisation).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import hashlib
 import io
@@ -50,7 +51,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.metaestimators import available_if
 
 from ._version import __version__
-from .audit import AuditResult, family_options
+from .audit import AuditConfig, AuditResult, family_options, is_sweep_variant, run_audit, split_variant
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
 from .data import AuditData, FeatureRows, RawTable, feature_rows, scaling_parameters
@@ -718,6 +719,51 @@ def model_from_result(result: AuditResult, data: AuditData, method: str, variant
         estimator, data, method=method, variant=variant, rank=rank, options=family_options(result.config, method),
         records=records, fingerprint=result.data,
     )
+
+
+def refit_model(result: AuditResult, data: AuditData, method: str, variant: str, rank: int) -> PortableModel:
+    """The model of one fit of ``result``: the kept estimator when the audit kept models, else
+    that variant fitted again at that rank with the audit's own settings (seed, options; for the
+    CP family the λ sweep only where the audit ran it, so a continuation is repeated as it was).
+
+    The refit's records are checked against the audit's: the manifest's ``refit`` says how far
+    apart they are (``max_abs_difference``, timings excluded), so a model that is not exactly
+    the audited one says so.
+    """
+    key = (method, variant, int(rank))
+    if key in result.models:
+        return model_from_result(result, data, *key)
+    _check_same_data(result, data)
+    runs = result.config.get("runs", [result.config])
+    run = next((r for r in runs if method in r.get("methods", ())), result.config)
+    fields = {f.name for f in dataclasses.fields(AuditConfig)}
+    options = dict(family_options(result.config, method))
+    audited = result.records[(result.records.method == method)]
+    if method == "cpd":
+        swept = audited[audited.variant.map(is_sweep_variant)]
+        options["sweep"] = bool(len(swept)) and int(rank) == int(swept["rank"].max())
+        if options["sweep"]:
+            options["sweep_rank"] = int(rank)
+    settings = {k: v for k, v in run.items() if k in fields}
+    settings.update(methods=(method,), variants=(split_variant(variant)[0],), ranks=(int(rank),), keep_models=True, options={method: options})
+    refit = run_audit(data, AuditConfig(**settings))
+    if key not in refit.models:
+        reasons = "; ".join(s["reason"] for s in refit.skipped) or "the audit did not fit it"
+        raise ParameterError(f"{method}/{variant} at rank {rank} could not be fitted again: {reasons}")
+    model = model_from_result(refit, data, *key)
+    mine = _fit_values(refit.records, key)
+    theirs = _fit_values(result.records, key)
+    common = mine.index.intersection(theirs.index)
+    difference = float(np.nanmax(np.abs(mine[common] - theirs[common]))) if len(common) else float("nan")
+    model.manifest["refit"] = {"compared_values": int(len(common)), "max_abs_difference": _json_value(difference)}
+    return model
+
+
+def _fit_values(records: pd.DataFrame, key: tuple[str, str, int]) -> pd.Series:
+    method, variant, rank = key
+    rows = records[(records.method == method) & (records.variant == variant) & (records["rank"] == rank)]
+    rows = rows[~rows.metric.isin(("seconds", "estimate_seconds"))]
+    return rows.set_index(["group", "metric"]).value
 
 
 def model_directory_name(method: str, variant: str, rank: int) -> str:

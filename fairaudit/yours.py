@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import io
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -87,19 +88,20 @@ class Representation:
 
 def _read(source, name: str | None, max_mb: float) -> tuple[RawTable | np.ndarray, str, str]:
     """A table (CSV through the data boundary) or a ``.npy`` array, its name and sha256."""
-    if isinstance(source, str | Path) and str(source).lower().endswith(".npy"):
-        path = Path(source)
-        try:
-            raw = path.read_bytes()
-        except OSError as exc:
-            raise InputFileError(f"{path} cannot be read ({exc.strerror}).") from None
-        import io
-
+    shown = name or (Path(source).name if isinstance(source, str | Path) else getattr(source, "name", None))
+    if shown is not None and str(shown).lower().endswith(".npy"):
+        if isinstance(source, str | Path):
+            try:
+                raw = Path(source).read_bytes()
+            except OSError as exc:
+                raise InputFileError(f"{source} cannot be read ({exc.strerror}).") from None
+        else:
+            raw = bytes(source) if isinstance(source, bytes | bytearray) else source.read()
         try:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
-        except ValueError as exc:
-            raise InputFileError(f"{path.name} is not a plain NumPy array file ({exc}).") from None
-        return np.asarray(array, dtype=float), name or path.name, hashlib.sha256(raw).hexdigest()
+        except (ValueError, OSError) as exc:
+            raise InputFileError(f"{shown} is not a plain NumPy array file ({exc}).") from None
+        return np.asarray(array, dtype=float), str(shown), hashlib.sha256(raw).hexdigest()
     table = read_table(source, name=name, max_mb=max_mb)
     first = table.frame.iloc[0].tolist()
     if not table.has_header and first == [str(i) for i in range(len(first))]:
