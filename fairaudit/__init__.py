@@ -19,6 +19,7 @@ from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table
 from .errors import FairAuditError
 from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
 from .groups import encode_groups
+from .models import PortableModel, export_models, load_model
 from .nmf import NMF, FairerNMF
 from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
 
@@ -34,6 +35,7 @@ __all__ = [
     "CovFairPCA",
     "FairCPD",
     "FairAuditError",
+    "PortableModel",
     "FairerNMF",
     "FairPCA",
     "JEVDPCA",
@@ -41,7 +43,9 @@ __all__ = [
     "RawTable",
     "__version__",
     "encode_groups",
+    "export_models",
     "load",
+    "load_model",
     "prepare",
     "prepare_tensor",
     "read_table",

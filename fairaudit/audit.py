@@ -138,7 +138,8 @@ class AuditConfig:
         return variant in self.variants or f"{method}:{variant}" in self.variants
 
     def to_dict(self) -> dict:
-        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items()}
+        """The settings that determine the numbers (``keep_models`` does not, and is left out)."""
+        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"}
 
 
 # ============================================================================ results

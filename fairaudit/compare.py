@@ -43,7 +43,7 @@ from .audit import FAMILY_TITLES, RECORD_COLUMNS, AuditResult, is_sweep_variant
 from .errors import ReportFileError
 from .metrics import METRIC_DEFINITIONS
 from .plots import VANILLA_COLOUR, VARIANT_COLOURS, metric_title, panel_title, safe, variant_title
-from .report import escape, figure_html, page_html, table_html
+from .report import escape, figure_html, page_html, table_html, write_outputs
 
 KEY = ["method", "variant", "rank", "group", "metric"]
 
@@ -550,11 +550,4 @@ def _definitions(comparison: Comparison) -> str:
 
 def write_comparison(comparison: Comparison, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
     """Write whichever outputs were asked for; returns the paths written."""
-    written = []
-    for path, render in ((html_path, render_html), (json_path, Comparison.to_json), (csv_path, Comparison.to_csv)):
-        if path:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(comparison), encoding="utf-8")
-            written.append(path)
-    return written
+    return write_outputs(comparison, ((html_path, render_html), (json_path, Comparison.to_json), (csv_path, Comparison.to_csv)))

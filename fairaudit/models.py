@@ -388,7 +388,27 @@ class PortableModel(TransformerMixin):
         raise NotImplementedError
 
 
-class LinearMapModel(PortableModel):
+class _RestoredModel(PortableModel):
+    """A kind whose ``transform`` and ``inverse_transform`` are those of the family's own
+    estimator, restored from the arrays (:meth:`_estimator`)."""
+
+    def _estimator(self):  # pragma: no cover - per kind
+        raise NotImplementedError
+
+    def _represent(self, Xp):
+        return self._estimator().transform(Xp)
+
+    def _reconstruct(self, Z):
+        return self._estimator().inverse_transform(Z)
+
+
+def _relative_error(Xp: np.ndarray, residual: np.ndarray) -> float:
+    """``‖residual‖_F / ‖Xp‖_F`` (0 for an all-zero block)."""
+    norm = float(np.linalg.norm(Xp))
+    return float(np.linalg.norm(residual)) / norm if norm > 0 else 0.0
+
+
+class LinearMapModel(_RestoredModel):
     """The PCA family's map ``P = U diag(w) Uᵀ`` (Samadi et al.'s affine projection when
     ``w ≠ 1``) with its centring: ``transform = (x − mean) U diag(w)``,
     ``inverse_transform = z Uᵀ + mean`` (so ``inverse_transform(transform(x)) = (x − mean)P + mean``)."""
@@ -409,12 +429,6 @@ class LinearMapModel(PortableModel):
         estimator.n_features_in_ = self.n_features_in_
         return estimator
 
-    def _represent(self, Xp):
-        return self._estimator().transform(Xp)
-
-    def _reconstruct(self, Z):
-        return self._estimator().inverse_transform(Z)
-
     @staticmethod
     def _group_error(Xp, residual):
         return float(np.sum(residual * residual) / residual.shape[0])
@@ -425,7 +439,7 @@ class LinearMapModel(PortableModel):
         return arrays, {"outputs": [f"pc{j + 1}" for j in range(estimator.components_.shape[0])]}
 
 
-class NMFModel(PortableModel):
+class NMFModel(_RestoredModel):
     """NMF's dictionary ``H``: ``transform`` is the non-negative least-squares ``W`` of each row
     (:meth:`fairaudit.nmf.NMF.transform`), ``inverse_transform`` is ``W H``."""
 
@@ -458,16 +472,7 @@ class NMFModel(PortableModel):
             )
         return Xp
 
-    def _represent(self, Xp):
-        return self._estimator().transform(Xp)
-
-    def _reconstruct(self, W):
-        return self._estimator().inverse_transform(W)
-
-    @staticmethod
-    def _group_error(Xp, residual):
-        norm = float(np.linalg.norm(Xp))
-        return float(np.linalg.norm(residual)) / norm if norm > 0 else 0.0
+    _group_error = staticmethod(_relative_error)
 
     @classmethod
     def arrays_of(cls, estimator):
@@ -542,10 +547,7 @@ class CPModel(PortableModel):
         A = Z @ np.linalg.pinv(scale, hermitian=True) if scale.ndim == 2 else Z * np.where(scale > 0, 1.0 / np.where(scale > 0, scale, 1.0), 0.0)
         return A @ _tensor.khatri_rao(self._factors()).T
 
-    @staticmethod
-    def _group_error(Xp, residual):
-        norm = float(np.linalg.norm(Xp))
-        return float(np.linalg.norm(residual)) / max(norm, 1e-300)
+    _group_error = staticmethod(_relative_error)
 
     @classmethod
     def arrays_of(cls, estimator):

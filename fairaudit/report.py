@@ -308,11 +308,17 @@ def report_zip(result: AuditResult) -> bytes:
 
 def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
     """Write whichever of the three outputs were asked for; returns the paths written."""
+    return write_outputs(result, ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)))
+
+
+def write_outputs(item, outputs) -> list[Path]:
+    """For each ``(path, render)`` with a path, write ``render(item)`` there (UTF-8, folders
+    created); returns the paths written."""
     written = []
-    for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)):
+    for path, render in outputs:
         if path:
             path = Path(path)
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(result), encoding="utf-8")
+            path.write_text(render(item), encoding="utf-8")
             written.append(path)
     return written
