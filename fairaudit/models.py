@@ -55,7 +55,14 @@ from .audit import AuditConfig, AuditResult, family_options, is_sweep_variant, r
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
 from .data import AuditData, FeatureRows, RawTable, feature_rows, scaling_parameters
-from .errors import FeatureMismatchError, MissingValueError, ModelFileError, NegativeValueError, ParameterError, UnknownColumnError
+from .errors import (
+    FeatureMismatchError,
+    MissingValueError,
+    ModelFileError,
+    NegativeValueError,
+    ParameterError,
+    UnknownColumnError,
+)
 from .fs._selector import FittedSelector
 from .groups import encode_groups
 from .nmf import NMF

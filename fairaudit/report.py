@@ -64,7 +64,7 @@ sized to the page (:data:`PRINT_SCRIPT`), table headers repeated on every page."
 
 PRINT_SCRIPT = """
 (function(){
-var WIDTH=%d;
+var WIDTH=__WIDTH__;
 function plots(){return Array.prototype.slice.call(document.querySelectorAll('.js-plotly-plot'));}
 function drawn(p){var svg=p.querySelector('.main-svg');return (svg||p).getBoundingClientRect().width;}
 function zoom(){var widest=Math.max.apply(null,[1].concat(plots().map(drawn)));
@@ -75,7 +75,7 @@ plots().forEach(function(p){Plotly.relayout(p,{width:WIDTH,autosize:false});});}
 window.addEventListener('afterprint',function(){if(!window.Plotly)return;document.documentElement.classList.remove('print-sized');
 plots().forEach(function(p){Plotly.relayout(p,{width:null,autosize:true});});});
 })();
-""" % PRINT_WIDTH_PX
+""".replace("__WIDTH__", str(PRINT_WIDTH_PX))
 """Charts for print: when the browser prints (``beforeprint``) every chart is redrawn at
 :data:`PRINT_WIDTH_PX` and restored afterwards; where no such event comes (a headless PDF
 export), the print stylesheet scales the charts drawn for the screen by the same ratio."""

@@ -17,7 +17,14 @@ import pytest
 
 from fairaudit import AuditConfig, AuditData, load, run_audit
 from fairaudit.cli import main
-from fairaudit.errors import FeatureMismatchError, MissingValueError, ModelFileError, NegativeValueError, ParameterError, UnknownColumnError
+from fairaudit.errors import (
+    FeatureMismatchError,
+    MissingValueError,
+    ModelFileError,
+    NegativeValueError,
+    ParameterError,
+    UnknownColumnError,
+)
 from fairaudit.fs.audit import minmax
 from fairaudit.models import (
     ARRAYS_FILE,

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from fairaudit import AuditConfig, AuditData, run_audit
-from fairaudit.compare import compare, render_html as render_comparison
+from fairaudit.compare import compare
+from fairaudit.compare import render_html as render_comparison
 from fairaudit.report import PRINT_WIDTH_PX, render_html
 
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
