@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from sklearn.decomposition import PCA as SklearnPCA
 from streamlit.testing.v1 import AppTest
@@ -46,6 +47,15 @@ def test_export_a_fitted_model_from_the_models_page():
     again = load_model(prepared[0].to_zip())
     data = load_sample(DEFAULT_SAMPLE)
     assert again.transform(data.X_raw).shape[1] >= 2
+    # transform new rows with it, keeping an ID column the user marks
+    rows = pd.DataFrame(data.X_raw[:5], columns=data.feature_names).assign(person=[f"p{i}" for i in range(5)])
+    at.file_uploader(key="models-upload-rows").set_value(("new.csv", rows.to_csv(index=False).encode(), "text/csv")).run()
+    at.selectbox(key="models-id").set_value("person").run()
+    assert not at.exception and not at.error
+    shown = at.dataframe[0].value
+    assert shown.person.tolist() == [f"p{i}" for i in range(5)]
+    np.testing.assert_allclose(shown[["pc1", "pc2"]].to_numpy(), again.transform(data.X_raw[:5])[:, :2], atol=1e-12)
+    assert len(at.get("download_button")) == 2
 
 
 def test_upload_a_components_file_audits_it_next_to_vanilla():
