@@ -209,7 +209,8 @@ def _input_matrix(X, features: Sequence[str], tensor_shape: tuple[int, ...] | No
             shape = " × ".join(map(str, X.shape))
             raise FeatureMismatchError(
                 f"the data have shape {shape}, but the model was fitted on {n} features ({_listed(features)}); "
-                "give one row per sample with these columns in this order (or a DataFrame with these names)."
+                "give one row per sample with these columns in this order (or a DataFrame with these names)"
+                + (f", or an array of shape (entities, {', '.join(map(str, tensor_shape))})." if tensor_shape else ".")
             )
     if not np.isfinite(X).all():
         row, col = np.argwhere(~np.isfinite(X))[0]
