@@ -325,7 +325,8 @@ def _run_audit(args) -> int:
 
     data = load_from_args(args)
     config = config_from_args(args)
-    yours = _read_yours(args, data)  # before the audit: a bad file stops at once
+    yours = _read_yours(args, data)  # before the audit: a bad file or option stops at once
+    export_ranks = _export_ranks(args)
     if args.export_model:
         config.keep_models = True
     with warnings.catch_warnings():
@@ -336,7 +337,7 @@ def _run_audit(args) -> int:
 
             result = attach(result, audit_yours(data, yours, config))
     written = write_reports(result, html_path=args.html, json_path=args.json, csv_path=args.csv)
-    models = _export_models(args, result, data)
+    models = _export_models(args, result, data, export_ranks)
     if not args.quiet:
         _print_summary(result, sys.stdout)
         for path in written:
@@ -431,14 +432,23 @@ def _read_yours(args, data):
     return None
 
 
-def _export_models(args, result, data) -> list:
+def _export_ranks(args) -> list[int] | None:
+    """The ranks ``--export-rank`` names (checked before the audit runs)."""
     if args.export_rank and not args.export_model:
         raise ParameterError(f"{term('export_rank')} chooses which models {term('keep_models', True)} writes; give both.")
+    if not args.export_rank:
+        return None
+    try:
+        return parse_ranks(args.export_rank)
+    except ParameterError:
+        raise ParameterError(f"{term('export_rank', args.export_rank)} is not understood; write 3, 2,4 or 1:3.") from None
+
+
+def _export_models(args, result, data, ranks) -> list:
     if not args.export_model:
         return []
     from .models import export_models
 
-    ranks = parse_ranks(args.export_rank) if args.export_rank else None
     return export_models(result, data, args.export_model, ranks=ranks)
 
 
