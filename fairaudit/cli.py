@@ -340,6 +340,12 @@ def _run_audit(args) -> int:
     models = _export_models(args, result, data, export_ranks)
     if not args.quiet:
         _print_summary(result, sys.stdout)
+        if yours is not None:
+            from .yours import sentences
+
+            for method in dict.fromkeys(result.records.method):
+                for sentence in sentences(result, method):
+                    print(f"yours ({method}): {sentence}")
         for path in written:
             print(f"wrote {path}")
         if models:

@@ -401,3 +401,42 @@ def attach(result: AuditResult, yours: AuditResult) -> AuditResult:
         warnings=list(dict.fromkeys(result.warnings + yours.warnings)),
         seconds=round(result.seconds + yours.seconds, 3),
     )
+
+
+# ============================================================================ in words
+_GAP_METRICS = {"pca": ("max_loss", "loss_gap", ("fair_eig", "fair_sdp", "fair_mw")), "nmf": ("max_rel_loss", "rel_loss_gap", ("fair_mu", "fair_am"))}
+
+
+def sentences(result: AuditResult, method: str) -> list[str]:
+    """What the audit says about ``yours`` in ``method``, next to vanilla and the fair variant at
+    the same rank (the largest rank ``yours`` was audited at)."""
+    from .audit import whole_metrics
+    from .plots import variant_title
+
+    records = result.records
+    mine = records[(records.method == method) & (records.variant == YOURS)]
+    if mine.empty:
+        return []
+    rank = int(mine["rank"].max())
+    table = whole_metrics(records, method, rank)
+    if YOURS not in table.index:
+        return []
+    out = []
+    k = max(len(result.data.get("group_sizes", {})), 2)
+    if method in _GAP_METRICS:
+        worst, gap, fair_names = _GAP_METRICS[method]
+        others = [v for v in ("vanilla", *fair_names) if v in table.index][:2]
+        compared = "; ".join(f"{variant_title(method, v)} {table.loc[v, worst]:.3g} (gap {table.loc[v, gap]:.3g})" for v in others)
+        out.append(
+            f"At rank {rank}, your representation's largest group {worst.removeprefix('max_').replace('_', ' ')} is "
+            f"{table.loc[YOURS, worst]:.3g} (gap {table.loc[YOURS, gap]:.3g})" + (f"; {compared}." if compared else ".")
+        )
+    if "unfairness_balanced" in table.columns and np.isfinite(table.loc[YOURS, "unfairness_balanced"]):
+        line = f"From your rank-{rank} representation a classifier predicts the group with balanced accuracy {table.loc[YOURS, 'unfairness_balanced'] + 1.0 / k:.2f}"
+        if "vanilla" in table.index and np.isfinite(table.loc["vanilla", "unfairness_balanced"]):
+            line += f" ({variant_title(method, 'vanilla')}: {table.loc['vanilla', 'unfairness_balanced'] + 1.0 / k:.2f}"
+            line += f"; chance {1.0 / k:.2f})."
+        else:
+            line += f" (chance {1.0 / k:.2f})."
+        out.append(line)
+    return out

@@ -11,7 +11,7 @@ from fairaudit.audit import FAMILY_TITLES, AuditConfig, family_options, is_sweep
 from fairaudit.data import read_table
 from fairaudit.models import load_model, model_directory_name, refit_model, transform_table
 from fairaudit.plots import variant_title
-from fairaudit.yours import COMPONENT_METHODS, YOURS, attach, audit_yours, read_components, read_embedding
+from fairaudit.yours import COMPONENT_METHODS, YOURS, attach, audit_yours, read_components, read_embedding, sentences
 from pages.common import current_data, data_summary, plain, results_for, show_error, show_figures
 
 st.title("Models: take the result with you")
@@ -138,6 +138,8 @@ with yours:
                 st.info(f"Audit {FAMILY_TITLES.get(family, family)} on its page to see vanilla and fair next to yours.")
             for note in audited.warnings:
                 st.warning(plain(note))
+            for sentence in sentences(shown, family):
+                st.info(plain(sentence))
             show_figures(shown, family)
             st.dataframe(audited.records, hide_index=True)
         except FairAuditError as exc:

@@ -14,7 +14,7 @@ from fairaudit.cli import main
 from fairaudit.errors import InputFileError, ParameterError, RankError
 from fairaudit.nmf.audit import nmf_input
 from fairaudit.report import render_html
-from fairaudit.yours import YOURS, attach, audit_components, audit_embedding, read_components, read_embedding
+from fairaudit.yours import YOURS, attach, audit_components, audit_embedding, read_components, read_embedding, sentences
 
 PCA_METRICS = ["error", "loss", "max_loss", "loss_gap", "variance_explained", "mmd2", "mmd2_rbf", "unfairness", "unfairness_balanced", "effective_rank"]
 
@@ -144,6 +144,9 @@ def test_attach_puts_yours_next_to_the_variants(data, tmp_path):
     assert set(both.records.variant) == {"vanilla", "fair_eig", YOURS}
     assert both.config[YOURS]["name"] == "w.csv" and both.config[YOURS]["pca_ranks"] == [1, 2]
     assert "Your representation" in render_html(both)
+    said = sentences(both, "pca")
+    assert said[0].startswith("At rank 2, your representation's largest group loss is") and "Fair PCA" in said[0]
+    assert "balanced accuracy" in said[1]
     with pytest.raises(ParameterError, match="already holds a 'yours'"):
         attach(both, audit_components(data, components, config))
 
