@@ -18,7 +18,7 @@ from fairaudit.report import PRINT_WIDTH_PX, render_html
 
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed (apt-get install -y chromium)")
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("pytest_playwright")
 
 
 @pytest.fixture(scope="module")
@@ -36,11 +36,12 @@ def pages(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def chromium_browser():
-    with sync_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        yield launched
-        launched.close()
+def chromium_browser(playwright):
+    """Debian's chromium, driven through pytest-playwright's one Playwright instance (a second
+    sync_playwright() in the same session would clash with the browser tests' own)."""
+    launched = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+    yield launched
+    launched.close()
 
 
 DRAWN = "Array.from(document.querySelectorAll('.js-plotly-plot .main-svg:first-of-type')).map(s => Math.round(s.getBoundingClientRect().width))"
