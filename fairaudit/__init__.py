@@ -21,7 +21,7 @@ from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .models import PortableModel, export_models, load_model
 from .nmf import NMF, FairerNMF
-from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
+from .pca import JEVDPCA, PCA, CovFairPCA, FairPCA
 
 __all__ = [
     "NMF",

@@ -40,19 +40,14 @@ from plotly.subplots import make_subplots
 
 from ._version import __version__
 from .audit import FAMILY_TITLES, RECORD_COLUMNS, AuditResult, is_sweep_variant
-from .errors import ReportFileError
-from .metrics import METRIC_DEFINITIONS
-from .plots import VANILLA_COLOUR, VARIANT_COLOURS, metric_title, panel_title, safe, variant_title
-from .report import escape, figure_html, page_html, table_html, write_outputs
+from .errors import ParameterError, ReportFileError
+from .metrics import HELDOUT_PREFIX, METRIC_DEFINITIONS, better
+from .plots import TICK_FORMAT, VANILLA_COLOUR, VARIANT_COLOURS, metric_label, panel_title, rank_title, safe, variant_title
+from .report import escape, figure_html, page_html, spreadsheet_safe, table_html, write_outputs
+from .vocabulary import term
 
 KEY = ["method", "variant", "rank", "group", "metric"]
 
-LOWER_IS_BETTER = frozenset({
-    "error", "loss", "max_loss", "loss_gap", "mmd2", "mmd2_rbf", "unfairness", "unfairness_balanced",
-    "rel_error", "rel_loss", "max_rel_loss", "rel_loss_gap", "total_rel_error", "residual_fit",
-    "orthogonality", "nkhsic", "proportion", "alignment_protected",
-})
-HIGHER_IS_BETTER = frozenset({"variance_explained", "acc", "nmi", "balance", "alignment_data"})
 NOT_JUDGED = frozenset({
     "effective_rank", "dual_gap", "own_rel_error", "n_iter", "epochs", "lam", "seconds", "estimate_seconds",
     "acc_std", "nmi_std", "balance_std", "proportion_std",
@@ -73,14 +68,12 @@ TOLERANCE = 1e-6
 
 
 def direction(metric: str) -> str:
-    """``"lower"`` or ``"higher"`` (which is better) or ``""`` (not judged); a held-out metric
-    (``heldout_loss``) has its base metric's direction."""
-    base = metric.removeprefix("heldout_")
-    if base in LOWER_IS_BETTER:
-        return "lower"
-    if base in HIGHER_IS_BETTER:
-        return "higher"
-    return ""
+    """``"lower"`` or ``"higher"`` (which is better, :func:`fairaudit.metrics.better`: a held-out
+    metric such as ``heldout_loss`` has its base metric's direction) or ``""`` (not judged: no
+    direction, or in :data:`NOT_JUDGED`)."""
+    if metric.removeprefix(HELDOUT_PREFIX) in NOT_JUDGED:
+        return ""
+    return better(metric) or ""
 
 
 # ============================================================================ reading
@@ -213,7 +206,9 @@ class Comparison:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
     def to_csv(self) -> str:
-        return self.table.to_csv(index=False)
+        """The matched values, one row per record key; text cells a spreadsheet would run as a
+        formula are neutralised (:func:`fairaudit.report.spreadsheet_safe`)."""
+        return spreadsheet_safe(self.table).to_csv(index=False)
 
 
 def _json_safe(value):
@@ -277,6 +272,11 @@ def _judged(metric: str, change: float, status: str) -> str:
 def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B"), findings: tuple[dict, dict] | None = None) -> Comparison:
     """Match ``a``'s and ``b``'s records on their key and say what changed (module docstring).
     ``findings``: each audit's ``{family: [sentence, …]}`` (default: computed from its records)."""
+    names = tuple(str(n) for n in names)
+    if len(names) != 2 or names[0] == names[1] or not all(n.strip() for n in names):
+        raise ParameterError(
+            f"give the two audits two different names, e.g. {term('compare_names', 'before,after')}; got {', '.join(names) or 'none'}."
+        )
     left, right = _interval_columns(a.records, "a"), _interval_columns(b.records, "b")
     for frame, which in ((left, names[0]), (right, names[1])):
         if frame.duplicated(KEY).any():
@@ -411,7 +411,7 @@ def _change_rows(rows: pd.DataFrame, names: tuple[str, str]) -> str:
         beyond = {True: "yes", False: "no"}.get(r.beyond, "no interval")
         relative = f" ({100 * r.relative:+.1f} %)" if np.isfinite(r.relative) else ""
         cells = [
-            escape(variant_title(r.method, r.variant)), escape(r.rank), escape(r.group or "all"), escape(metric_title(r.metric)),
+            escape(variant_title(r.method, r.variant)), escape(r.rank), escape(r.group or "all"), escape(metric_label(r.metric)),
             escape(_value(r.a) + (" " + _interval(r.a_low, r.a_high) if _interval(r.a_low, r.a_high) else "")),
             escape(_value(r.b) + (" " + _interval(r.b_low, r.b_high) if _interval(r.b_low, r.b_high) else "")),
             escape(f"{r.change:+.3g}{relative}" if np.isfinite(r.change) else "—"), escape(beyond), escape(r.judged),
@@ -429,7 +429,8 @@ def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
     metrics = [m for m in HEADLINES.get(method, ()) if m in set(rows.metric)]
     if not metrics:
         return None
-    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[panel_title(metric_title(m), len(metrics)) for m in metrics], horizontal_spacing=0.08)
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[panel_title(metric_label(m), len(metrics)) for m in metrics],
+                        horizontal_spacing=0.08)
     variants = list(dict.fromkeys(rows.variant))
     colours = {v: VANILLA_COLOUR if v == "vanilla" else VARIANT_COLOURS[i % len(VARIANT_COLOURS)] for i, v in enumerate(v for v in variants if v != "vanilla")}
     colours["vanilla"] = VANILLA_COLOUR
@@ -456,11 +457,16 @@ def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
                     ),
                     row=1, col=col,
                 )
-        fig.update_xaxes(title_text="rank", row=1, col=col)
+        fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else "rank", dtick=1 if part["rank"].nunique() <= 12 else None,
+                         row=1, col=col)
+    title_lines = max([t.text.count("<br>") + 1 for t in fig.layout.annotations] or [1])
+    fig.update_annotations(font_size=13)
+    fig.update_yaxes(tickformat=TICK_FORMAT, exponentformat="e")
     fig.update_layout(
-        title=dict(text=safe(f"{FAMILY_TITLES.get(method, method)}: {comparison.names[0]} (dashed) and {comparison.names[1]} (solid)"), x=0.01),
-        height=440, margin=dict(l=50, r=20, t=90, b=40), template="plotly_white",
-        legend=dict(orientation="h", yanchor="top", y=-0.18), hovermode="x unified",
+        title=dict(text=safe(f"{FAMILY_TITLES.get(method, method)}: {comparison.names[0]} (dashed, open) and "
+                             f"{comparison.names[1]} (solid)"), x=0.01, yref="container", y=1, yanchor="top", pad=dict(t=14)),
+        height=440 + 16 * (title_lines - 1), margin=dict(l=60, r=20, t=70 + 16 * (title_lines - 1), b=110), template="plotly_white",
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"), hovermode="x unified",
     )
     return fig
 

@@ -33,6 +33,7 @@ factors and the entity embedding's normalisation).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as _dt
 import hashlib
@@ -357,10 +358,11 @@ class PortableModel(TransformerMixin):
         path = Path(path)
         if path.exists() and not path.is_dir():
             raise ParameterError(f"{path} is a file; a model is saved as a directory (manifest.json + arrays.npz).")
-        path.mkdir(parents=True, exist_ok=True)
+        from .report import write_outputs
+
         manifest, blob = self._payload()
-        (path / ARRAYS_FILE).write_bytes(blob)
-        (path / MANIFEST_FILE).write_text(_dumps(manifest), encoding="utf-8")
+        # each file whole (written beside itself, then renamed), both or neither
+        write_outputs(self, ((path / ARRAYS_FILE, lambda _: blob), (path / MANIFEST_FILE, lambda _: _dumps(manifest))))
         return path
 
     def to_zip(self) -> bytes:
@@ -685,14 +687,24 @@ def export_models(
         )
     _check_same_data(result, data)
     chosen = select_models(result, ranks=ranks, methods=methods, variants=variants)
+    from .report import write_outputs
+
     directory = Path(directory)
     written, index = [], []
-    for (method, variant, rank), estimator in chosen.items():
-        model = model_from_result(result, data, method, variant, rank, estimator)
-        name = model_directory_name(method, variant, rank)
-        written.append(model.save(directory / name))
-        index.append({"path": name, "method": method, "variant": variant, "rank": rank, "title": model.manifest["title"]})
-    (directory / INDEX_FILE).write_text(_dumps({"format": FORMAT, "models": index}), encoding="utf-8")
+    try:
+        for (method, variant, rank), estimator in chosen.items():
+            model = model_from_result(result, data, method, variant, rank, estimator)
+            name = model_directory_name(method, variant, rank)
+            written.append(model.save(directory / name))
+            index.append({"path": name, "method": method, "variant": variant, "rank": rank, "title": model.manifest["title"]})
+        write_outputs(index, ((directory / INDEX_FILE, lambda models: _dumps({"format": FORMAT, "models": models})),))
+    except BaseException:  # all or nothing: the models this call wrote go again
+        for path in written:
+            for name in (ARRAYS_FILE, MANIFEST_FILE):
+                (path / name).unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                path.rmdir()  # only if it is now empty (it held nothing else)
+        raise
     return written
 
 
@@ -731,14 +743,15 @@ def model_from_result(result: AuditResult, data: AuditData, method: str, variant
     )
 
 
-def refit_model(result: AuditResult, data: AuditData, method: str, variant: str, rank: int) -> PortableModel:
+def refit_model(result: AuditResult, data: AuditData, method: str, variant: str, rank: int, *, progress=None) -> PortableModel:
     """The model of one fit of ``result``: the kept estimator when the audit kept models, else
     that variant fitted again at that rank with the audit's own settings (seed, options; for the
     CP family the λ sweep only where the audit ran it, so a continuation is repeated as it was).
 
     The refit's records are checked against the audit's: the manifest's ``refit`` says how far
     apart they are (``max_abs_difference``, timings excluded), so a model that is not exactly
-    the audited one says so.
+    the audited one says so. ``progress`` is :func:`~fairaudit.audit.run_audit`'s callback for
+    the refit (an exception it raises aborts the refit and propagates).
     """
     key = (method, variant, int(rank))
     if key in result.models:
@@ -756,7 +769,7 @@ def refit_model(result: AuditResult, data: AuditData, method: str, variant: str,
             options["sweep_rank"] = int(rank)
     settings = {k: v for k, v in run.items() if k in fields}
     settings.update(methods=(method,), variants=(split_variant(variant)[0],), ranks=(int(rank),), keep_models=True, options={method: options})
-    refit = run_audit(data, AuditConfig(**settings))
+    refit = run_audit(data, AuditConfig(**settings), progress=progress)
     if key not in refit.models:
         reasons = "; ".join(s["reason"] for s in refit.skipped) or "the audit did not fit it"
         raise ParameterError(f"{method}/{variant} at rank {rank} could not be fitted again: {reasons}")

@@ -46,7 +46,7 @@ import pandas as pd
 from . import metrics
 from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, RecordSink, representation_metrics
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
-from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_table
+from .data import DEFAULT_MAX_MB, AuditData, RawTable, _read_bytes, feature_rows, read_table
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
 from .linalg import LowRankMap, orthonormal_basis
 from .nmf import NMF
@@ -90,13 +90,10 @@ def _read(source, name: str | None, max_mb: float) -> tuple[RawTable | np.ndarra
     """A table (CSV through the data boundary) or a ``.npy`` array, its name and sha256."""
     shown = name or (Path(source).name if isinstance(source, str | Path) else getattr(source, "name", None))
     if shown is not None and str(shown).lower().endswith(".npy"):
-        if isinstance(source, str | Path):
-            try:
-                raw = Path(source).read_bytes()
-            except OSError as exc:
-                raise InputFileError(f"{source} cannot be read ({exc.strerror}).") from None
-        else:
-            raw = bytes(source) if isinstance(source, bytes | bytearray) else source.read()
+        try:
+            raw, _ = _read_bytes(source, int(max_mb * 2**20))  # the data boundary's size limit, as for a CSV
+        except OSError as exc:
+            raise InputFileError(f"{source} cannot be read ({exc.strerror}).") from None
         try:
             array = np.load(io.BytesIO(raw), allow_pickle=False)
         except (ValueError, OSError) as exc:

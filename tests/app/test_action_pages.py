@@ -1,5 +1,6 @@
 """AppTests of the Models and Compare pages: export a fitted model, upload a components file,
-compare two reports."""
+compare two reports. The work the Models page starts is a session run (as an audit is): the
+tests let it go to the background (no quick wait) and wait for it as tests/app/test_app.py does."""
 
 from __future__ import annotations
 
@@ -8,14 +9,24 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.decomposition import PCA as SklearnPCA
 from streamlit.testing.v1 import AppTest
 
 from fairaudit import AuditConfig, run_audit
 from fairaudit.models import load_model
 from fairaudit.samples import DEFAULT_SAMPLE, load_sample
+from tests.app.test_app import wait_for_runs
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def background(monkeypatch):
+    """Runs the pages start are surely still going when the page is first drawn."""
+    import pages.common
+
+    monkeypatch.setattr(pages.common, "QUICK_WAIT_SECONDS", 0.0)
 
 
 def _app() -> AppTest:
@@ -27,10 +38,20 @@ def _app() -> AppTest:
 def _audited_pca(at: AppTest) -> None:
     """The PCA page audits the default sample (as on first open), so its result is in the session."""
     at.switch_page("pages/pca.py").run()
-    assert not at.exception
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and "pca" in at.session_state["runs"].latest(at.session_state["data-token"])
 
 
-def test_export_a_fitted_model_from_the_models_page():
+@pytest.mark.parametrize("page", ["pages/models.py", "pages/compare.py"])
+def test_the_pages_run_before_anything_is_audited_or_uploaded(page):
+    at = _app()
+    at.switch_page(page).run()
+    assert not at.exception and not at.error
+    assert any(("Run an audit first" in i.value) or ("Upload both reports" in i.value) for i in at.info)
+
+
+def test_export_a_fitted_model_from_the_models_page(background):
     at = _app()
     _audited_pca(at)
     at.switch_page("pages/models.py").run()
@@ -40,6 +61,13 @@ def test_export_a_fitted_model_from_the_models_page():
     at.selectbox(key="models-rank").set_value(2).run()
     at.button(key="models-prepare").click().run()
     assert not at.exception and not at.error
+    registry = at.session_state["runs"]
+    refit = [run for run in registry.runs if run.label.startswith("Model:")]
+    assert len(refit) == 1 and refit[0].methods == ()  # a session run, which is not the PCA family's audit
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error
+    assert registry.latest(at.session_state["data-token"])["pca"][1].variants != ("fair_eig",)  # the audit is still PCA's result
     prepared = list(at.session_state["models-prepared"].values())
     assert [(m.method, m.variant, m.rank) for m in prepared] == [("pca", "fair_eig", 2)]
     assert prepared[0].manifest["refit"]["max_abs_difference"] < 1e-9  # the audited model, fitted again exactly
@@ -47,18 +75,18 @@ def test_export_a_fitted_model_from_the_models_page():
     again = load_model(prepared[0].to_zip())
     data = load_sample(DEFAULT_SAMPLE)
     assert again.transform(data.X_raw).shape[1] >= 2
-    # transform new rows with it, keeping an ID column the user marks
-    rows = pd.DataFrame(data.X_raw[:5], columns=data.feature_names).assign(person=[f"p{i}" for i in range(5)])
+    # transform new rows with it, keeping an ID column the user marks (a formula-like ID stays text in the download)
+    rows = pd.DataFrame(data.X_raw[:5], columns=data.feature_names).assign(person=["=p0", *(f"p{i}" for i in range(1, 5))])
     at.file_uploader(key="models-upload-rows").set_value(("new.csv", rows.to_csv(index=False).encode(), "text/csv")).run()
     at.selectbox(key="models-id").set_value("person").run()
     assert not at.exception and not at.error
     shown = at.dataframe[0].value
-    assert shown.person.tolist() == [f"p{i}" for i in range(5)]
+    assert shown.person.tolist() == ["=p0", "p1", "p2", "p3", "p4"]
     np.testing.assert_allclose(shown[["pc1", "pc2"]].to_numpy(), again.transform(data.X_raw[:5])[:, :2], atol=1e-12)
     assert len(at.get("download_button")) == 2
 
 
-def test_upload_a_components_file_audits_it_next_to_vanilla():
+def test_upload_a_components_file_audits_it_next_to_vanilla(background):
     at = _app()
     _audited_pca(at)
     at.switch_page("pages/models.py").run()
@@ -68,11 +96,34 @@ def test_upload_a_components_file_audits_it_next_to_vanilla():
     pd.DataFrame(components, columns=data.feature_names).to_csv(buffer, index=False)
     at.file_uploader(key="models-yours-components").set_value(("mine.csv", buffer.getvalue().encode(), "text/csv")).run()
     assert not at.exception and not at.error
+    started = [run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]
+    assert len(started) == 1
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error
+    assert len([run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]) <= 1  # not started again
     assert any("mine" in c.value and "3 × " in c.value for c in at.caption)
-    frames = [f.value for f in at.dataframe]
-    yours = frames[-1]
+    assert any("your representation's largest group loss" in i.value for i in at.info)
+    yours = at.dataframe[-1].value
     assert set(yours.variant) == {"yours"} and sorted(set(yours["rank"])) == [1, 2, 3]
     assert len(at.get("plotly_chart")) >= 3
+    assert any("better" in c.value for c in at.caption)  # every chart says which way is better
+
+
+def test_a_failed_audit_of_your_representation_says_why_in_the_dashboards_words(background):
+    at = _app()
+    at.switch_page("pages/models.py").run()
+    data = load_sample(DEFAULT_SAMPLE)
+    negative = -np.abs(np.eye(2, data.n_features))
+    at.radio(key="models-yours-family").set_value("nmf").run()
+    content = pd.DataFrame(negative, columns=data.feature_names).to_csv(index=False).encode()
+    at.file_uploader(key="models-yours-components").set_value(("neg.csv", content, "text/csv")).run()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception
+    assert at.error and "“Audit it as” → “PCA” (Models page)" in at.error[0].value.replace("\\", "")
+    at.run()  # the failed run is not started again on the next rerun
+    assert len([run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]) <= 1
 
 
 def test_compare_two_reports():
@@ -87,5 +138,8 @@ def test_compare_two_reports():
     text = " ".join(m.value for m in at.markdown).replace("\\", "")  # user text is Markdown-escaped
     assert "values in both audits" in text and "only in after.json" in text
     assert len(at.get("plotly_chart")) == 1 and len(at.get("download_button")) == 2
+    at.text_input(key="compare-names").set_value("same, same").run()
+    assert not at.exception and "“Names of the two audits” → “before,after” (Compare page)" in at.error[0].value.replace("\\", "")
+    at.text_input(key="compare-names").set_value("before, after").run()
     at.file_uploader(key="compare-b").set_value(("notes.json", b'{"rows": []}', "application/json")).run()
     assert not at.exception and "not a fairaudit JSON report" in at.error[0].value
