@@ -431,7 +431,7 @@ def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
         return None
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[panel_title(metric_label(m), len(metrics)) for m in metrics],
                         horizontal_spacing=0.08)
-    variants = list(dict.fromkeys(rows.variant))
+    variants = sorted(dict.fromkeys(rows.variant), key=lambda v: v != "vanilla")  # the reference first, as in every chart
     colours = {v: VANILLA_COLOUR if v == "vanilla" else VARIANT_COLOURS[i % len(VARIANT_COLOURS)] for i, v in enumerate(v for v in variants if v != "vanilla")}
     colours["vanilla"] = VANILLA_COLOUR
     for col, metric in enumerate(metrics, start=1):

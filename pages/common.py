@@ -106,6 +106,33 @@ def data_summary(data) -> str:
     )
 
 
+# ---------------------------------------------------------------- uploads that stay
+def kept_upload(label: str, key: str, types: list[str], **options) -> tuple[str, bytes] | None:
+    """A file uploader whose file stays with the session when the user opens another page and
+    comes back (Streamlit forgets a widget's value while its page is not shown): ``(name, bytes)``
+    of the latest upload, or None. Removing the file in the widget forgets it."""
+    kept: dict = st.session_state.setdefault("kept-uploads", {})
+
+    def changed() -> None:  # the user's own change: a new file, or the file removed
+        value = st.session_state.get(key)
+        if value is None:
+            kept.pop(key, None)
+        else:
+            kept[key] = (value.name, value.getvalue())
+
+    upload = st.file_uploader(label, type=types, key=key, on_change=changed, **options)
+    if upload is not None:
+        kept[key] = (upload.name, upload.getvalue())
+    elif key in kept:
+        name, _ = kept[key]
+        note, forget = st.columns([4, 1.4], vertical_alignment="center")
+        note.caption(f"Using **{plain(name)}**, uploaded earlier in this session; upload another file to replace it.")
+        if forget.button("Forget", key=f"{key}-forget", help="Forget this file (as removing it from the upload box would)"):
+            kept.pop(key, None)
+            st.rerun()
+    return kept.get(key)
+
+
 # ---------------------------------------------------------------- runs
 @st.cache_resource(show_spinner=False)
 def result_store() -> ResultStore:

@@ -14,7 +14,7 @@ from fairaudit.compare import Comparison, compare, comparison_figure, render_htm
 from fairaudit.errors import ParameterError
 from fairaudit.plots import metric_label, variant_title
 from fairaudit.vocabulary import term
-from pages.common import plain, show_error, words
+from pages.common import kept_upload, plain, show_error, words
 
 st.title("Compare two audits")
 st.markdown(
@@ -45,20 +45,23 @@ def changes_view(comparison: Comparison, method: str, limit: int | None = None) 
 
 
 left, right = st.columns(2)
-first = left.file_uploader("First report (JSON)", type=["json"], key="compare-a")
-second = right.file_uploader("Second report (JSON)", type=["json"], key="compare-b")
+with left:
+    first = kept_upload("First report (JSON)", "compare-a", ["json"])
+with right:
+    second = kept_upload("Second report (JSON)", "compare-b", ["json"])
 if first is None or second is None:
     st.info("Upload both reports to compare them.")
     st.stop()
 
-default = f"{first.name}, {second.name}" if first.name != second.name and "," not in first.name + second.name else "A, B"
+first_name, second_name = first[0], second[0]
+default = f"{first_name}, {second_name}" if first_name != second_name and "," not in first_name + second_name else "A, B"
 names_text = st.text_input("Names of the two audits", default, key="compare-names",
                            help="Two names separated by a comma, e.g. before, after; they label the values everywhere below.")
 try:
     names = tuple(part.strip() for part in names_text.split(",") if part.strip())
     if len(names) != 2:
         raise ParameterError(f"give two names separated by a comma, e.g. {term('compare_names', 'before,after')}.")
-    (a, found_a), (b, found_b) = (report_with_findings(f.getvalue(), name=f.name) for f in (first, second))
+    (a, found_a), (b, found_b) = (report_with_findings(raw, name=name) for name, raw in (first, second))
     comparison = compare(a, b, names=names, findings=(found_a, found_b))
 except FairAuditError as exc:
     show_error(exc)

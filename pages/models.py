@@ -10,13 +10,22 @@ keeps each run it started (``models-runs``) and takes its output when it ends.""
 from __future__ import annotations
 
 import hashlib
+import json
 
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, family_options, is_sweep_variant
+from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, family_options
 from fairaudit.data import read_table
-from fairaudit.models import load_model, model_directory_name, refit_model, transform_table
+from fairaudit.models import (
+    GAP_METRICS,
+    exportable,
+    load_model,
+    model_directory_name,
+    refit_model,
+    suggested_export,
+    transform_table,
+)
 from fairaudit.plots import variant_title
 from fairaudit.report import spreadsheet_safe
 from fairaudit.yours import COMPONENT_METHODS, YOURS, attach, audit_yours, read_components, read_embedding, sentences
@@ -24,6 +33,7 @@ from pages.common import (
     current_data,
     data_summary,
     data_token,
+    kept_upload,
     plain,
     results_for,
     runs_panel,
@@ -67,6 +77,10 @@ def start(key, label: str, method: str, work) -> None:
     runs[key] = start_work(label, method, AuditConfig(methods=(method,)), work)
 
 
+REFIT_TOLERANCE = 1e-9
+"""A refit whose audit values differ from the audit's by more than this is called out (refits
+replay the audit's settings and rank path: 0 difference for every family on the default sample)."""
+
 fitted, transform, yours = st.tabs(["Fitted models", "Transform new rows", "Your representation"])
 
 # ---------------------------------------------------------------- download a fitted model
@@ -83,11 +97,16 @@ with fitted:
     else:
         columns = st.columns(3)
         method = columns[0].selectbox("Family", families, format_func=FAMILY_TITLES.get, key="models-family")
-        records = results[method].records
-        variants = [v for v in dict.fromkeys(records[records.method == method].variant) if v != YOURS and not is_sweep_variant(v)]
-        variant = columns[1].selectbox("Variant", variants, format_func=lambda v: variant_title(method, v), key="models-variant")
-        ranks = sorted(int(r) for r in set(records[(records.method == method) & (records.variant == variant)]["rank"]))
-        rank = int(columns[2].selectbox("Rank", ranks, index=len(ranks) - 1, key="models-rank"))
+        fits = exportable(results[method], method)
+        suggested_variant, suggested_rank = suggested_export(results[method], method)
+        variant = columns[1].selectbox("Variant", list(fits), index=list(fits).index(suggested_variant),
+                                       format_func=lambda v: variant_title(method, v), key=f"models-variant-{method}")
+        ranks = fits[variant]
+        rank = int(columns[2].selectbox("Rank", ranks, index=ranks.index(suggested_rank) if suggested_rank in ranks else len(ranks) // 2,
+                                        key=f"models-rank-{method}-{variant}"))
+        st.caption(f"Suggested: {plain(variant_title(method, suggested_variant))} at rank {suggested_rank}"
+                   + (" (where vanilla's gap between groups is largest)" if method in GAP_METRICS else "")
+                   + ". Any audited fit can be taken away.")
         key = (method, variant, rank, token)
         collect(key, prepared)
         run = runs.get(key)
@@ -106,8 +125,9 @@ with fitted:
             st.success(plain(model.describe()))
             refit = model.manifest.get("refit") or {}
             difference = refit.get("max_abs_difference")
-            if difference is not None and difference > 1e-9:
-                st.warning(f"Fitted again, its audit values differ from the audit's by up to {difference:.3g}.")
+            if difference is not None and difference > REFIT_TOLERANCE:
+                st.warning(f"Fitted again with the audit's settings, its audit values differ from the audit's by up to "
+                           f"{difference:.3g}: the model is close to, not exactly, the audited fit.")
             elif difference is not None:
                 st.caption(f"Fitted again with the audit's settings: its {refit.get('compared_values', 0)} audit values match "
                            f"the audit's (largest difference {difference:.1g}).")
@@ -132,20 +152,21 @@ with transform:
                       key="models-source")
     model = None
     if source.startswith("Upload"):
-        upload = st.file_uploader("Model (ZIP)", type=["zip"], key="models-upload-model")
+        upload = kept_upload("Model (ZIP)", "models-upload-model", ["zip"])
         if upload is not None:
             try:
-                model = load_model(upload.getvalue())
+                model = load_model(upload[1])
             except FairAuditError as exc:
                 show_error(exc)
     elif choices:
         model = choices[st.selectbox("Prepared model", list(choices), key="models-prepared-choice")]
     else:
         st.info("Prepare a model under “Fitted models”, or upload one.")
-    rows = st.file_uploader("Rows to transform (CSV)", type=["csv", "txt", "tsv"], key="models-upload-rows")
+    rows = kept_upload("Rows to transform (CSV)", "models-upload-rows", ["csv", "txt", "tsv"])
     if model is not None and rows is not None:
+        rows_name, rows_bytes = rows
         try:
-            table = read_table(rows.getvalue(), name=rows.name)
+            table = read_table(rows_bytes, name=rows_name)
             left, right = st.columns(2)
             id_column = left.selectbox("ID column", [None, *table.columns], format_func=lambda c: "(none: the file line)" if c is None else c,
                                        key="models-id")
@@ -159,7 +180,7 @@ with transform:
             st.dataframe(frame.head(200), hide_index=True)
             st.download_button(
                 "Download the transformed rows", spreadsheet_safe(frame).to_csv(index=False).encode("utf-8"),
-                file_name=f"{rows.name.rsplit('.', 1)[0]}_{model.method}_{model.variant}_rank{model.rank}.csv", mime="text/csv",
+                file_name=f"{rows_name.rsplit('.', 1)[0]}_{model.method}_{model.variant}_rank{model.rank}.csv", mime="text/csv",
                 key="models-download-rows", on_click="ignore",
                 help="Text cells a spreadsheet would run as a formula get a leading ' (as the Report page's CSV).",
             )
@@ -181,19 +202,20 @@ with yours:
     if components:
         family = st.radio("Audit it as", list(COMPONENT_METHODS), format_func=FAMILY_TITLES.get, horizontal=True,
                           key="models-yours-family")
-        upload = st.file_uploader("Components file (rank × features)", type=["csv", "txt", "npy"], key="models-yours-components")
+        upload = kept_upload("Components file (rank × features)", "models-yours-components", ["csv", "txt", "npy"])
     else:
         options = [m for m in FAMILIES if m in results] or ["pca"]
         family = st.selectbox("Show it with", options, format_func=FAMILY_TITLES.get, key="models-yours-with")
-        upload = st.file_uploader("Embeddings file (one row per data row)", type=["csv", "txt", "npy"], key="models-yours-embedding")
+        upload = kept_upload("Embeddings file (one row per data row)", "models-yours-embedding", ["csv", "txt", "npy"])
     if upload is not None:
         base = results.get(family)
-        raw = upload.getvalue()
-        key = ("components" if components else "embedding", family, hashlib.sha256(raw).hexdigest(), id(base), token)
+        name, raw = upload
+        audit_id = None if base is None else (base.created, base.seconds, json.dumps(base.config, sort_keys=True, default=str))
+        key = ("components" if components else "embedding", family, hashlib.sha256(raw).hexdigest(), audit_id, token)
         collect(key, audited_yours)
         try:
             reader = read_components if components else read_embedding
-            representation = reader(raw, data, name=upload.name)
+            representation = reader(raw, data, name=name)
             if base is not None:
                 config = AuditConfig(methods=(family,), ranks=base.config.get("ranks"), random_state=base.config.get("random_state", 0),
                                      leakage_classifier=base.config.get("leakage_classifier", AuditConfig.leakage_classifier),
