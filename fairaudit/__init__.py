@@ -17,7 +17,7 @@ from .audit import AuditConfig, AuditResult, run_audit
 from .cpd import FairCPD
 from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table, scale_features, tensor_from_arrays
 from .errors import FairAuditError
-from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
+from .fs import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .models import PortableModel, export_models, load_model
 from .nmf import NMF, FairerNMF
@@ -27,8 +27,10 @@ __all__ = [
     "NMF",
     "FUFS",
     "MCFS",
+    "NDFS",
     "PCA",
     "SPEC",
+    "UDFS",
     "AuditConfig",
     "AuditData",
     "AuditResult",

@@ -120,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
     _add_nmf_options(audit)
+    _add_fs_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
                      help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
@@ -293,6 +294,17 @@ def _cpd_options(args) -> dict:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def _add_fs_options(parser: argparse.ArgumentParser) -> None:
+    """FUFS's options (``--methods fs``); ``--clusters`` and ``--kmeans-runs`` are in "what to run"."""
+    from .fs.fufs import FORMULATIONS
+
+    fs = parser.add_argument_group("feature selection (--methods fs)")
+    fs.add_argument("--fufs-formulation", default=None, choices=FORMULATIONS,
+                    help="FUFS as printed (paper: Xing et al. 2021 eq. 6, the default) or our normalised-alignment version (alignment)")
+    fs.add_argument("--fufs-alpha", type=float, default=None, help="FUFS's fairness weight α (default 1, the paper's CRIME/GOOGLE+ setting)")
+    fs.add_argument("--fufs-beta", type=float, default=None, help="FUFS's ℓ1 sparsity weight β (paper formulation; default 0.1)")
+
+
 def _fs_options(args) -> dict:
     """Feature-selection options from the command line (``AuditConfig.options["fs"]``)."""
     fs = {}
@@ -304,6 +316,13 @@ def _fs_options(args) -> dict:
         if args.kmeans_runs < 1:
             raise ParameterError(f"{term('fs_kmeans_runs')} must be at least 1, got {args.kmeans_runs}.")
         fs["kmeans_runs"] = args.kmeans_runs
+    if args.fufs_formulation is not None:
+        fs["formulation"] = args.fufs_formulation
+    for option, key, value in (("fs_alpha", "alpha", args.fufs_alpha), ("fs_beta", "beta", args.fufs_beta)):
+        if value is not None:
+            if not value >= 0:
+                raise ParameterError(f"{term(option)} must be a number ≥ 0, got {value}.")
+            fs[key] = value
     return fs
 
 

@@ -65,6 +65,8 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "lapscore": "Laplacian Score",
         "spec": "SPEC",
         "mcfs": "MCFS",
+        "udfs": "UDFS",
+        "ndfs": "NDFS",
         "fufs": "FUFS (fair)",
     },
 }

@@ -220,6 +220,12 @@ register("output", Option(
 # Family options (``AuditConfig.options[family][key]``, written ``family.key``).
 register("fs_clusters", Option("fs.n_clusters", "--clusters", "k-means clusters K", "Feature selection"))
 register("fs_kmeans_runs", Option("fs.kmeans_runs", "--kmeans-runs", "k-means runs per selection (mean ± std)", "Feature selection"))
+register("fs_formulation", Option(
+    "fs.formulation", "--fufs-formulation", "FUFS formulation", "Feature selection",
+    choices={"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"},
+))
+register("fs_alpha", Option("fs.alpha", "--fufs-alpha", "FUFS fairness weight α", "Feature selection"))
+register("fs_beta", Option("fs.beta", "--fufs-beta", "FUFS sparsity weight β", "Feature selection"))
 register("nonnegative", Option(
     "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
     choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
