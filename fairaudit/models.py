@@ -64,7 +64,7 @@ from .errors import (
     ParameterError,
     UnknownColumnError,
 )
-from .fs._selector import FittedSelector
+from .fs._selector import FittedSelector, SweepSelection
 from .groups import encode_groups
 from .nmf import NMF
 from .nmf._base import NMFBase
@@ -512,6 +512,8 @@ class SelectionModel(PortableModel):
 
     @classmethod
     def arrays_of(cls, estimator):
+        if isinstance(estimator, SweepSelection):  # what the audit kept: the columns of one size
+            return {"selected": estimator.order_.astype(np.int64)}, {}
         m = int(np.count_nonzero(estimator.support_))
         order = np.argsort(estimator.ranking_, kind="stable")[:m].astype(np.int64)
         return {"selected": order}, {}

@@ -210,16 +210,20 @@ def test_nmf_export_applies_the_papers_preprocessing_and_nnls(rng, tmp_path):
 
 
 def test_selection_export_keeps_the_audits_columns(rng, tmp_path):
+    """At every size of the sweep — where one fit serves every size (the baselines, MCFS's LARS
+    paths), the model is that size's selection, not the fit's largest."""
     data = _data(rng)
-    result = run_audit(data, AuditConfig(methods=("fs",), ranks=(2,), variants=("variance", "fufs"), keep_models=True,
+    variants = ("variance", "mcfs", "fufs")
+    result = run_audit(data, AuditConfig(methods=("fs",), ranks=(2, 4), variants=variants, keep_models=True,
                                          options={"fs": {"kmeans_runs": 2}}))
-    for variant in ("variance", "fufs"):
-        model = load_model(model_from_result(result, data, "fs", variant, 2).save(tmp_path / variant))
-        selected = result.details["fs"][variant]["2"]["selected"]
-        assert model.get_feature_names_out().tolist() == selected
-        index = [data.feature_names.index(name) for name in selected]
-        np.testing.assert_array_equal(model.transform(data.X_raw), minmax(data.X_raw)[:, index])
-        assert not hasattr(model, "inverse_transform")
+    for variant in variants:
+        for rank in (2, 4):
+            model = load_model(model_from_result(result, data, "fs", variant, rank).save(tmp_path / f"{variant}{rank}"))
+            selected = result.details["fs"][variant][str(rank)]["selected"]
+            assert model.get_feature_names_out().tolist() == selected and len(selected) == rank, (variant, rank)
+            index = [data.feature_names.index(name) for name in selected]
+            np.testing.assert_array_equal(model.transform(data.X_raw), minmax(data.X_raw)[:, index])
+            assert not hasattr(model, "inverse_transform")
 
 
 def test_cp_export_embeds_entities_like_the_fit(rng, tmp_path):

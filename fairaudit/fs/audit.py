@@ -40,6 +40,7 @@ from ..data import AuditData
 from ..errors import ParameterError
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
+from ._selector import SweepSelection
 from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
 from .fufs import FORMULATIONS, FUFS, _resolve_gamma
@@ -182,7 +183,7 @@ def _audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 sink.add(name, m, "alignment_protected", aligned[1])
                 sink.add_all(name, m, representation_metrics(Z, codes, config))
                 sink.add(name, m, "seconds", seconds)
-                sink.keep(name, m, estimator)
+                sink.keep(name, m, SweepSelection(estimator, order).fit())  # this size's columns, not the fit's largest
                 sink.detail(name, m, "selected", [str(n) for n in names[order]])
                 if name == "fufs":
                     sink.detail(name, m, "formulation", FORMULATION_NAMES[estimator.formulation])
