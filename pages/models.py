@@ -227,10 +227,18 @@ with yours:
         else:
             source = representation.source
             st.caption(plain(f"{source['name']}: {' × '.join(map(str, source['shape']))}, {source['layout']}."))
-            if key not in audited_yours and key not in runs:  # the upload is the request: audit it once
-                start(key, f"Your representation ({FAMILY_TITLES.get(family, family)})", family,
-                      lambda progress: audit_yours(data, representation, config, progress=progress))
+            label = f"Your representation ({FAMILY_TITLES.get(family, family)})"
+
+            def audit_it():
+                start(key, label, family, lambda progress: audit_yours(data, representation, config, progress=progress))
                 collect(key, audited_yours)
+
+            if key not in audited_yours and key not in runs:  # the upload is the request: audit it once
+                audit_it()
+            elif key not in audited_yours and not runs[key].active and st.button(
+                "Audit it again", key="models-yours-again", help="The last audit of this file was cancelled or stopped."
+            ):
+                audit_it()
             if key in runs and runs[key].active:
                 runs_panel("page-models-yours", runs=[runs[key]])
             if key in audited_yours:

@@ -152,3 +152,39 @@ def test_compare_two_reports():
     at.text_input(key="compare-names").set_value("before, after").run()
     at.file_uploader(key="compare-b").set_value(("notes.json", b'{"rows": []}', "application/json")).run()
     assert not at.exception and "not a fairaudit JSON report" in at.error[0].value
+
+
+def test_cancelling_the_audit_of_your_representation_keeps_nothing_and_offers_it_again(background, monkeypatch):
+    import threading
+
+    import fairaudit.yours
+
+    started = threading.Event()
+
+    def slow(data, representation, config=None, *, progress=None):  # reports progress until cancelled
+        started.set()
+        for done in range(1, 10_000):
+            progress({"method": "pca", "variant": "yours", "rank": 1, "done": done, "total": 10_000, "seconds": 0.01, "stage": "fit"})
+            threading.Event().wait(0.01)
+        raise AssertionError("never cancelled")
+
+    monkeypatch.setattr(fairaudit.yours, "audit_yours", slow)
+    at = _app()
+    at.switch_page("pages/models.py").run()
+    data = load_sample(DEFAULT_SAMPLE)
+    content = pd.DataFrame(np.eye(2, data.n_features), columns=data.feature_names).to_csv(index=False).encode()
+    at.file_uploader(key="models-yours-components").set_value(("mine.csv", content, "text/csv")).run()
+    assert started.wait(30)
+    [run] = [r for r in at.session_state["runs"].runs if r.label.startswith("Your representation")]
+    assert run.active and run.methods == ()
+    run.cancel()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and run.state == "cancelled"
+    assert any("was cancelled; nothing from it was kept" in w.value for w in at.warning)
+    assert not at.session_state["models-yours"] and not at.get("plotly_chart")
+    monkeypatch.undo()  # the real audit from here
+    at.button(key="models-yours-again").click().run()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error and len(at.session_state["models-yours"]) == 1
