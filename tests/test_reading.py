@@ -264,7 +264,7 @@ def test_devices_are_refused():
 def test_folders_and_missing_files(tmp_path):
     with pytest.raises(InputFileNotFound, match="folder"):
         read_table(tmp_path)
-    with pytest.raises(InputFileNotFound, match="not found"):
+    with pytest.raises(InputFileNotFound, match="no such file"):
         read_table(tmp_path / "absent.csv")
 
 

@@ -44,7 +44,7 @@ from ._prepare import MISSING_POLICIES, SMALL_GROUP_POLICIES, prepare
 from ._rows import FeatureRows, feature_rows
 from ._scaling import SCALINGS, scale_features, scaling_parameters
 from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST, parse_merge
-from ._source import check_path
+from ._source import check_path, read_bytes
 from ._table import DEFAULT_MAX_MB, RawTable, read_table
 from ._tensor import (
     MAX_TENSOR_CELLS,
@@ -89,6 +89,7 @@ __all__ = [
     "parse_merge",
     "prepare",
     "prepare_tensor",
+    "read_bytes",
     "read_table",
     "scale_features",
     "scaling_parameters",

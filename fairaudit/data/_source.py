@@ -119,7 +119,7 @@ def check_path(path) -> os.stat_result:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise InputFileNotFound(f"file not found: {path}. Check the path.") from None
+        raise InputFileNotFound(f"{path}: no such file. Check the path.") from None
     except OSError as exc:
         raise InputFileNotFound(f"cannot open {path}: {exc.strerror or exc}. Check the path and its permissions.") from None
     if stat.S_ISDIR(info.st_mode):
@@ -165,6 +165,21 @@ def _read_stream(stream, max_bytes: int, name: str | None) -> Source:
         raise too_large(shown, total, max_bytes, at_least=True)
     data = b"".join(parts)
     return Source(name=shown, size=len(data), data=data)
+
+
+def read_bytes(source, max_mb, name: str | None = None) -> tuple[bytes, str]:
+    """All bytes of ``source`` (a path, bytes or a file object) and its display name, with the
+    data boundary's checks: regular files only, at most ``max_mb`` MB read (for files that are
+    not tables, e.g. a ``.npy`` array)."""
+    max_bytes = max_bytes_for(max_mb)
+    opened = open_source(source, max_bytes, name)
+    if opened.data is not None:
+        return opened.data, opened.name
+    with opened.open() as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise too_large(opened.name, len(data), max_bytes, at_least=True)
+    return data, opened.name
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,18 @@ class RawTable:
             return "" if np.isnan(value) else _format_cell(value)
         return self._text[column][int(row)].as_py()
 
+    def texts(self, column: str) -> np.ndarray:
+        """The cells of ``column`` as text (an object array of ``str``; numbers written as in
+        messages, missing cells as ``""``) — for identifiers in an output and for small tables;
+        it makes a Python string per distinct value."""
+        self._check_live()
+        if column in self._numeric:
+            values = self._numeric[column]
+            distinct, inverse = np.unique(values, return_inverse=True)
+            shown = np.array(["" if np.isnan(v) else _format_cell(float(v)) for v in distinct], dtype=object)
+            return shown[inverse.ravel()]
+        return np.asarray(self._text[column].to_numpy(zero_copy_only=False), dtype=object)
+
     def is_integer(self, column: str) -> bool:
         """A numeric column whose values are all whole numbers (identifiers, codes, counts)."""
         key = ("integer", column)
