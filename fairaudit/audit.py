@@ -77,6 +77,9 @@ class AuditConfig:
         (with the reason recorded): their cost grows steeply with the dimension.
     options : dict
         Family-specific options, e.g. ``{"nmf": {"max_iter": 500}}``.
+    engine : str
+        How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
+        default, in-process) computes the group moments in one pass over the in-memory rows.
     """
 
     methods: Sequence[str] = ("pca",)
@@ -89,6 +92,7 @@ class AuditConfig:
     sdp_max_features: int = 30
     mw_max_features: int = 300
     options: dict = field(default_factory=dict)
+    engine: str = "local"
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -103,6 +107,10 @@ class AuditConfig:
                 raise ParameterError(
                     f"unknown method {method!r}; available: {', '.join(FAMILIES)}."
                 )
+        from .engine import ENGINES
+
+        if self.engine not in ENGINES:
+            raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}.")
         if self.leakage_classifier not in metrics.LEAKAGE_CLASSIFIERS:
             raise ParameterError(
                 f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "

@@ -14,12 +14,12 @@ from .jevd import JEVDPCA
 from .vanilla import PCA
 
 __all__ = [
+    "JEVDPCA",
     "PCA",
     "CovFairPCA",
     "FairPCA",
     "GroupPCABase",
     "GroupProblem",
-    "JEVDPCA",
     "rank_sweep",
     "rank_sweep_problem",
 ]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import LowRankMap, top_eigh
+from ..linalg import LowRankMap
 from ._base import GroupPCABase
 from ._problem import GroupProblem
 
@@ -64,8 +64,8 @@ class CovFairPCA(GroupPCABase):
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:
         pooled = problem.pooled
-        _, vanilla = top_eigh(pooled, d)
-        vanilla_errors = problem.errors(LowRankMap(vanilla, np.ones(d)))
+        _, vanilla = problem.top_eigenvectors(pooled, d)
+        vanilla_errors = problem.errors(LowRankMap(vanilla, np.ones(vanilla.shape[1])))
         worse, better = int(np.argmax(vanilla_errors)), int(np.argmin(vanilla_errors))
         difference = problem.covariances[worse] - problem.covariances[better]
         ceiling = float(vanilla_errors.max()) + 1e-6
@@ -74,9 +74,9 @@ class CovFairPCA(GroupPCABase):
 
         def evaluate(alpha: float):
             if alpha not in cache:
-                _, vectors = top_eigh(alpha * pooled + (1 - alpha) * difference, d, v0=previous[0])
+                _, vectors = problem.top_eigenvectors(alpha * pooled + (1 - alpha) * difference, d, v0=previous[0])
                 previous[0] = vectors
-                errors = problem.errors(LowRankMap(vectors, np.ones(d)))
+                errors = problem.errors(LowRankMap(vectors, np.ones(vectors.shape[1])))
                 cache[alpha] = (float((errors.max() - errors.min()) ** 2), errors, vectors)
             return cache[alpha]
 
@@ -99,4 +99,4 @@ class CovFairPCA(GroupPCABase):
         self.worse_group_ = problem.labels[worse]
         self.better_group_ = problem.labels[better]
         self.n_iter_ = iterations
-        return LowRankMap(vectors, np.ones(d))
+        return LowRankMap(vectors, np.ones(vectors.shape[1]))
