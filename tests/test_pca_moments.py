@@ -232,3 +232,27 @@ def test_wide_audit_records_equal_the_dense_fit(rng):
         fair = FairPCA(rank)._fit_problem(dense_problem)
         for label, value in zip(fair.groups_, fair.group_losses_, strict=True):
             assert losses[("fair_eig", rank, label)] == pytest.approx(value, rel=1e-6, abs=1e-9)
+
+
+# ---------------------------------------------------------------- group encoding
+@settings(max_examples=60, deadline=None)
+@given(
+    kind=st.sampled_from(["int", "float", "str", "bool", "object_str", "list"]),
+    values=st.lists(st.integers(-3, 3), min_size=1, max_size=40),
+)
+def test_the_fast_group_encoding_equals_the_general_one(kind, values):
+    """PCA.fit encodes plain arrays with np.unique; codes and labels must equal pandas' path."""
+    import pandas as pd
+
+    array = {
+        "int": np.array(values),
+        "float": np.array(values, dtype=float) / 2,
+        "str": np.array([f"g{v}" for v in values]),
+        "bool": np.array(values) > 0,
+        "object_str": np.array([f"é{v}" for v in values], dtype=object),
+        "list": [f"x{v}" for v in values],
+    }[kind]
+    fast = encode_groups(array)
+    general = encode_groups(pd.Series(array))
+    assert fast.labels == general.labels
+    np.testing.assert_array_equal(fast.codes, general.codes)
