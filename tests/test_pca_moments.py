@@ -6,6 +6,8 @@ same fits as the dense path.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -47,7 +49,7 @@ def test_any_chunking_gives_the_same_moments(n, d, k, cuts, seed, offset):
     X = rng.normal(size=(n, d)) * rng.uniform(0.1, 10, size=d) + offset
     codes = rng.integers(0, k, size=n)
     bounds = sorted({0, n, *(c for c in cuts if c < n)})
-    chunks = [(X[a:b], codes[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    chunks = [(X[a:b], codes[a:b]) for a, b in pairwise(bounds)]
     whole = GroupMoments.from_rows(X, codes, n_groups=k)
     streamed = GroupMoments.from_chunks(chunks, n_groups=k)
     assert streamed.allclose(whole, rtol=1e-9, atol=1e-9 * max(1.0, offset))
