@@ -178,3 +178,10 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# The PCA family (the PCA page).
+register("jevd_solver", Option(
+    "pca.jevd_solver", "--jevd-solver", "JEVD-PCA scheme", "PCA",
+    choices={"jacobi": "orthogonal Jacobi (stable; the audit's default)", "paper": "Algorithm 1 as printed",
+             "damped": "Algorithm 1 with a backtracking step"},
+))

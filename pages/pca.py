@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import streamlit as st
+
 from fairaudit.audit import AuditConfig
+from fairaudit.pca.audit import DEFAULT_OPTIONS
+from fairaudit.pca.jevd import SOLVERS as JEVD_SOLVERS
 from fairaudit.plots import VARIANT_TITLES
+from fairaudit.vocabulary import OPTIONS
 from pages.common import current_data, method_page
 
 data = current_data()
@@ -21,6 +26,18 @@ if data.n_features > limits.mw_max_features:
 # approximately for mw): they are offered, not run by default.
 defaults = [v for v in titles if v not in ("fair_sdp", "fair_mw")]
 
+
+
+def options(data) -> dict:
+    scheme = OPTIONS["jevd_solver"]
+    solver = st.selectbox(
+        scheme.widget, JEVD_SOLVERS, index=JEVD_SOLVERS.index(DEFAULT_OPTIONS["jevd_solver"]),
+        format_func=scheme.choices.get, key="pca-jevd-solver",
+        help="The paper's Algorithm 1 diverges on most real data; the report names the scheme that ran.",
+    )
+    return {"jevd_solver": solver}
+
+
 method_page(
     "pca",
     title="PCA: does the projection serve every group equally?",
@@ -35,4 +52,5 @@ method_page(
     heavy=heavy,
     rank_limit=data.n_features,
     auto_run_max_cells=2_000_000,  # a PCA audit of 30,000 × 24 takes a few seconds
+    options_ui=options,
 )

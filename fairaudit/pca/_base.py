@@ -11,9 +11,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import GroupMoments
 from ..groups import GroupCodes, check_groups, encode_groups
-from ..linalg import LowRankMap
+from ..linalg import LowRankMap, blas_threads
 from ..validation import check_rank
-from ._problem import GroupProblem
+from ._problem import BLAS_THREADS, GroupProblem
 
 
 class GroupPCABase(TransformerMixin, BaseEstimator):
@@ -71,7 +71,8 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
 
     def _fit_problem(self, problem: GroupProblem, warm_start=None):
         d = check_rank(self.n_components, problem.n_features)
-        solved = self._solve(problem, min(d, problem.dim), warm_start)  # in problem coordinates
+        with blas_threads(BLAS_THREADS):
+            solved = self._solve(problem, min(d, problem.dim), warm_start)  # in problem coordinates
         projection = problem.lift(solved, d)
         self.mean_ = problem.mean
         self.groups_ = np.asarray(problem.labels, dtype=object)

@@ -23,6 +23,7 @@ from ..audit import AuditConfig, RecordSink, merged_options, representation_metr
 from ..data import AuditData
 from ..engine import get_engine
 from ..errors import ParameterError
+from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import GroupProblem
 from .covfair import CovFairPCA
@@ -61,7 +62,10 @@ def pca_options(config: AuditConfig) -> dict:
     """``config.options["pca"]`` with defaults filled in, checked."""
     options = merged_options(config, "pca", DEFAULT_OPTIONS, "PCA")
     if options["jevd_solver"] not in JEVD_SOLVERS:
-        raise ParameterError(f"jevd_solver must be one of {', '.join(JEVD_SOLVERS)}; got {options['jevd_solver']!r}.")
+        raise ParameterError(
+            f"unknown JEVD-PCA scheme {options['jevd_solver']!r}; choose {term('jevd_solver', 'jacobi')}, "
+            f"{term('jevd_solver', 'paper')} or {term('jevd_solver', 'damped')}."
+        )
     return options
 
 
