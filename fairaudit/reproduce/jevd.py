@@ -31,6 +31,7 @@ rises above vanilla PCA's (``NOTES`` explains why).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -138,7 +139,12 @@ def _table(problem: GroupProblem, ranks, log) -> tuple[list[Row], dict[str, floa
     weights = problem.sizes / problem.sizes.sum()
     for method, (column, estimator) in METHODS.items():
         total = 0.0
-        for rank, fitted, fit_seconds in rank_sweep_problem(estimator, problem, ranks):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fits = list(rank_sweep_problem(estimator, problem, ranks))
+        for message in dict.fromkeys(str(w.message) for w in caught):
+            log(f"jevd: {method}: {message}")
+        for rank, fitted, fit_seconds in fits:
             total += fit_seconds
             projection = problem.reduce(fitted.map_)
             paper = PAPER_TABLE_4.get(rank, {}).get(column, (None, None, None))
