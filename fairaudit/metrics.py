@@ -108,8 +108,9 @@ def median_distance(Z: np.ndarray) -> float | None:
 
 
 def _median_of_squared(squared: np.ndarray) -> float | None:
-    """:func:`median_distance` from the squared pairwise distances (any order): ``np.median`` of
-    their square roots, by selection on the squares (no square root or sort of all of them)."""
+    """:func:`median_distance` from the squared pairwise distances (any order; the array is
+    reordered): ``np.median`` of their square roots, by selection on the squares (no square root
+    or sort of all of them)."""
     if squared.size == 0 or not np.any(squared > 0):
         return None
     median = _median_sqrt(squared)
@@ -117,11 +118,15 @@ def _median_of_squared(squared: np.ndarray) -> float | None:
 
 
 def _median_sqrt(squared: np.ndarray) -> float:
+    """``np.median(np.sqrt(squared))`` with one selection: the upper middle value by
+    ``np.partition`` (one kth; two kths, as ``np.median`` asks for, cost 3.7× as much on 2 million
+    values) and, for an even count, the lower middle value as the largest of the lower part."""
     half = squared.size // 2
+    squared.partition(half)  # in place: callers pass arrays of their own
+    upper = np.sqrt(squared[half])
     if squared.size % 2:
-        return float(np.sqrt(np.partition(squared, half)[half]))
-    part = np.partition(squared, [half - 1, half])
-    return float((np.sqrt(part[half - 1]) + np.sqrt(part[half])) / 2)
+        return float(upper)
+    return float((np.sqrt(squared[:half].max()) + upper) / 2)
 
 
 def mmd2_rbf(
