@@ -103,14 +103,8 @@ def per_fit(data: AuditData, label: str) -> None:
 # ---------------------------------------------------------------- 3. RBF MMD²
 def mmd2_rbf_reference(Z, groups, *, max_rows_per_group=1000, max_rows=4000, random_state=0):
     """The implementation before: pooled pdist + np.median, full cdist kernel, block means."""
-    rng = np.random.default_rng(random_state)
-    k = int(groups.max()) + 1
-    sizes = np.bincount(groups, minlength=k)
-    cap = max_rows_per_group
-    if cap is not None:
-        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
-            cap = int(cap * 0.8)
-    members = [metrics._subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
+    members = metrics.rbf_members(groups, max_rows_per_group, max_rows, random_state)
+    k = len(members)
     pooled = Z[np.concatenate(members)]
     distances = pdist(pooled)
     sigma = float(np.median(distances))

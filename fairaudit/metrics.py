@@ -129,6 +129,19 @@ def _median_sqrt(squared: np.ndarray) -> float:
     return float((np.sqrt(squared[:half].max()) + upper) / 2)
 
 
+def rbf_members(groups: np.ndarray, max_rows_per_group: int | None, max_rows: int, random_state) -> list[np.ndarray]:
+    """The rows of each group that enter :func:`mmd2_rbf`'s kernel (seeded subsamples)."""
+    rng = np.random.default_rng(random_state)
+    k = int(groups.max()) + 1
+    sizes = np.bincount(groups, minlength=k)
+    cap = max_rows_per_group
+    if cap is not None:
+        # the largest per-group cap c with Σ min(m_g, c) ≤ max_rows (at least 50 rows per group)
+        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
+            cap = int(cap * 0.8)
+    return [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
+
+
 def mmd2_rbf(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -147,15 +160,8 @@ def mmd2_rbf(
     cap shrinks so that at most ``max_rows`` rows enter the O(N²) kernel; ``None`` uses every row.
     """
     Z = np.asarray(Z, dtype=float)
-    rng = np.random.default_rng(random_state)
-    k = int(groups.max()) + 1
-    sizes = np.bincount(groups, minlength=k)
-    cap = max_rows_per_group
-    if cap is not None:
-        # the largest per-group cap c with Σ min(m_g, c) ≤ max_rows (at least 50 rows per group)
-        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
-            cap = int(cap * 0.8)
-    members = [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
+    members = rbf_members(groups, max_rows_per_group, max_rows, random_state)
+    k = len(members)
     # squared distances within each group (condensed: each pair once) and between groups
     within = [pdist(Z[m], "sqeuclidean") for m in members]
     between = {(a, b): cdist(Z[members[a]], Z[members[b]], "sqeuclidean") for a, b in combinations(range(k), 2)}

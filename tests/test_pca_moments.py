@@ -148,6 +148,7 @@ def test_the_sample_is_the_leakage_metrics_own_subsample(rng):
 ESTIMATORS = [PCA(3), FairPCA(3), FairPCA(3, solver="mw"), JEVDPCA(3, solver="jacobi"), JEVDPCA(3), CovFairPCA(3)]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # Algorithm 1 as printed
 @pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{getattr(e, 'solver', '')}")
 def test_fit_from_moments_equals_fit_from_rows(rng, estimator):
     X, groups = random_groups_data(rng, 3, 7, rows_per_group=80)
