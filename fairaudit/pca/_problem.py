@@ -45,8 +45,9 @@ BLAS_THREADS: int | None = 1
 LAPACK's symmetric eigensolver and QR suffer most when the cores are shared: measured side by
 side in one process with two cores busy with other work, ``eigh`` of a 1,000 × 1,000 matrix took
 0.37–0.48 s with one OpenBLAS thread and 1.5–10.3 s with two, ``eigh`` of LFW's 1,764 × 1,764
-covariance 1.8–1.9 s against 8.5–9.1 s, a QR of 1,764 × 999 0.4 s against 2.6 s. The moments'
-matrix products keep BLAS's own setting."""
+covariance 1.8–1.9 s against 8.5–9.1 s, a QR of 1,764 × 999 0.4 s against 2.6 s; the whole PCA
+audit of 1,000,000 × 20 rows (its per-fit leakage classifier included) 5.3–6.4 s against
+12.3–13.5 s. The moments' matrix products keep BLAS's own setting."""
 
 
 def row_space(rows: np.ndarray) -> np.ndarray:

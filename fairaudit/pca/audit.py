@@ -23,9 +23,10 @@ from ..audit import AuditConfig, RecordSink, merged_options, representation_metr
 from ..data import AuditData
 from ..engine import get_engine
 from ..errors import ParameterError
+from ..linalg import blas_threads
 from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
-from ._problem import GroupProblem
+from ._problem import BLAS_THREADS, GroupProblem
 from .covfair import CovFairPCA
 from .fair import FairPCA
 from .jevd import JEVDPCA
@@ -146,7 +147,8 @@ def _record_fit(sink, name, rank, fitted, seconds, problem, centred_sample, samp
     projection = fitted.map_
     in_problem = problem.reduce(projection)
     sink.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
-    row_metrics = representation_metrics(projection.coordinates(centred_sample), sample_codes, config)
+    with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
+        row_metrics = representation_metrics(projection.coordinates(centred_sample), sample_codes, config)
     row_metrics["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
     sink.add_all(name, rank, row_metrics)
     sink.add(name, rank, "effective_rank", fitted.n_components_)
