@@ -259,3 +259,11 @@ def test_the_fast_group_encoding_equals_the_general_one(kind, values):
     general = encode_groups(pd.Series(array))
     assert fast.labels == general.labels
     np.testing.assert_array_equal(fast.codes, general.codes)
+
+
+def test_fit_moments_refuses_an_empty_group(rng):
+    from fairaudit.errors import SmallGroupError
+
+    moments = GroupMoments.from_rows(rng.normal(size=(10, 3)), np.zeros(10, dtype=int), n_groups=2, labels=["a", "b"])
+    with pytest.raises(SmallGroupError, match="'b' \\(0 rows\\)"):
+        PCA(1).fit_moments(moments)

@@ -63,7 +63,8 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         """Learn the map from per-group moments alone (:class:`fairaudit.engine.GroupMoments`:
         count, mean and scatter of each group's rows, e.g. computed chunk by chunk or on a
         cluster). The result equals ``fit`` on the rows the moments summarise."""
-        check_groups(GroupCodes(np.arange(moments.n_groups), moments.labels), min_size=1)
+        present = (moments.counts > 0).astype(int)  # one stand-in row per non-empty group
+        check_groups(GroupCodes(np.repeat(np.arange(moments.n_groups), present), moments.labels), min_size=1)
         check_rank(self.n_components, moments.n_features)
         self._fit_problem(GroupProblem.from_moments(moments))
         self.n_features_in_ = moments.n_features

@@ -16,8 +16,20 @@ For a rank ``r``, with ``C_M = XᵀX/m`` (all rows, globally centred) and ``C_i 
 4. the constrained variant only moves towards a probe ``α`` when no group's error there
    exceeds the worst group's vanilla-PCA error (plus 1e-6) — the variant the authors run.
 
+Source: the paper's body was not retrievable here (only its abstract is stored), so steps 1–4
+were checked against the authors' published code (``main_goldenFPCA.m`` and
+``golden_section_function_constr.m`` in GuilhermePelegrina/FPCA), which the tests re-implement
+literally: each new probe pair ``a = high − (high − low)/φ``, ``b = low + (high − low)/φ``; move
+``high`` to ``b`` when ``F(a) < F(b)`` and (constrained) both errors at ``a`` are within 10⁻⁶ of
+vanilla PCA's worst error, otherwise ``low`` to ``a``; stop when ``high − low ≤ 10⁻⁶``; ``α`` is
+the final midpoint. The method equalises reconstruction *errors*; it does not look at Samadi's
+losses, so the better-served group's loss can end above vanilla PCA's worst loss
+(``docs/architecture.md``, "covFairPCA").
+
 For k > 2 groups (not covered by the paper) we use the groups with the largest and smallest
-vanilla error as *worse* and *better*, and ``F = (max_i error_i − min_i error_i)²``.
+vanilla error as *worse* and *better*, and ``F = (max_i error_i − min_i error_i)²``. For wide data
+(row space, see ``_problem``) the top-``r`` eigenvectors rank the zero eigenvalues outside the
+row space above negative ones, as the full ``d × d`` matrix would.
 """
 
 from __future__ import annotations
