@@ -199,13 +199,6 @@ class GroupMoments:
             self.labels,
         )
 
-    def project(self, basis: np.ndarray, origin: np.ndarray | None = None) -> GroupMoments:
-        """The moments of the coordinates ``(x − origin) @ basis``."""
-        origin = np.zeros(self.n_features) if origin is None else origin
-        means = (self.means - origin) @ basis
-        scatter = np.einsum("da,kde,eb->kab", basis, self.scatter, basis, optimize=True)
-        return GroupMoments(self.counts.copy(), means, (scatter + np.swapaxes(scatter, 1, 2)) / 2, self.labels)
-
     def allclose(self, other: GroupMoments, *, rtol: float = 1e-9, atol: float = 1e-9) -> bool:
         """Equal up to rounding (scatter compared relative to its largest entry)."""
         scale = max(1.0, float(np.abs(self.scatter).max(initial=0.0)))
