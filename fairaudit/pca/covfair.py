@@ -85,6 +85,9 @@ class CovFairPCA(GroupPCABase):
         previous = [vanilla]
 
         def evaluate(alpha: float):
+            # a golden-section probe recomputed from the new interval is the previous probe up to
+            # rounding (the authors' code recomputes it; the projection is the same): reuse it
+            alpha = next((seen for seen in cache if abs(seen - alpha) <= 1e-12), alpha)
             if alpha not in cache:
                 _, vectors = problem.top_eigenvectors(alpha * pooled + (1 - alpha) * difference, d, v0=previous[0])
                 previous[0] = vectors
