@@ -61,7 +61,7 @@ NOTES = {
     ),
     "claims": (
         "Holds. Theorem 4.5: Fair PCA's two losses are equal at every d on both data sets (gap ≤ 4·10⁻⁹ of the "
-        "largest group variance, the solver's certified tolerance). Theorem 5.1: at most one extra dimension, used only where "
+        "largest group variance). Theorem 5.1: at most one extra dimension, used only where "
         "the optimum needs it (credit d = 9 and 11; never on LFW). Credit's error is 0 for both groups at d = 21 with "
         "the paper's 21 features. LFW: the female–male error gap is 7.1 % of the average error at d = 20 and "
         "6.7–12.5 % over d = 1–20 — \"at the scale of up to 10 %\", as §6 says (a figure read off a plot)."
