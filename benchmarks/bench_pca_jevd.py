@@ -14,13 +14,12 @@ import time
 import warnings
 
 import numpy as np
+from _common import SHARED, machine
 
 from fairaudit.groups import encode_groups
 from fairaudit.pca import JEVDPCA, PCA, FairPCA, GroupProblem, rank_sweep_problem
 from fairaudit.reproduce import jevd as jevd_reproduction
 from fairaudit.reproduce import samadi
-
-from _common import SHARED, machine
 
 RANKS = list(range(1, 6))
 

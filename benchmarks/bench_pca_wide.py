@@ -14,12 +14,11 @@ import argparse
 import time
 
 import numpy as np
+from _common import machine, peak_rss_mb
 
 from fairaudit import AuditConfig, AuditData, run_audit
 from fairaudit.engine import GroupMoments
 from fairaudit.pca import FairPCA, GroupProblem
-
-from _common import machine, peak_rss_mb
 
 
 def main() -> None:

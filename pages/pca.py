@@ -36,10 +36,9 @@ if data.n_features > limits.mw_max_features:
 
 
 def options(data) -> dict:
-    scheme = OPTIONS["jevd_solver"]
     solver = st.selectbox(
-        scheme.widget, JEVD_SOLVERS, index=JEVD_SOLVERS.index(DEFAULT_OPTIONS["jevd_solver"]),
-        format_func=scheme.choices.get, key="pca-jevd-solver",
+        "JEVD-PCA scheme", JEVD_SOLVERS, index=JEVD_SOLVERS.index(DEFAULT_OPTIONS["jevd_solver"]),
+        format_func=OPTIONS["jevd_solver"].choices.get, key="pca-jevd-solver",
         help="The paper's Algorithm 1 diverges on most real data; the report names the scheme that ran.",
     )
     return {"jevd_solver": solver}

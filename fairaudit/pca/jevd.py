@@ -180,7 +180,7 @@ def jacobi_jevd(matrices: np.ndarray, *, tol: float = 1e-12, max_sweeps: int = 1
         return JointDecomposition(U, M, 0, history, converged=True)
     negligible = (4 * np.finfo(float).eps * max(float(np.abs(M).max()), np.finfo(float).tiny)) ** 2 * M.shape[0]
     sweeps, converged = 0, False
-    for sweeps in range(1, max_sweeps + 1):
+    for sweeps in range(1, max_sweeps + 1):  # noqa: B007 - reported
         largest = 0.0
         for p, q in rounds:
             h1 = M[:, p, p] - M[:, q, q]  # (k, pairs)
