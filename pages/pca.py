@@ -35,9 +35,9 @@ if data.n_features > limits.mw_max_features:
     heavy["fair_mw"] = "hundreds of large eigen-decompositions per rank; expect minutes."
 
 
-def options(data) -> dict:
+def options(data, saved: dict) -> dict:
     solver = st.selectbox(
-        "JEVD-PCA scheme", JEVD_SOLVERS, index=JEVD_SOLVERS.index(DEFAULT_OPTIONS["jevd_solver"]),
+        "JEVD-PCA scheme", JEVD_SOLVERS, index=JEVD_SOLVERS.index(saved.get("jevd_solver", DEFAULT_OPTIONS["jevd_solver"])),
         format_func=OPTIONS["jevd_solver"].choices.get, key="pca-jevd-solver",
         help="The paper's Algorithm 1 diverges on most real data; the report names the scheme that ran.",
     )
