@@ -185,6 +185,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     def record(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
             _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config)
+        sink.keep(variant, rank, model)
         sink.progress(variant, rank, seconds)
 
     for rank in rank_list:

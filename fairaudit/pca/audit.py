@@ -122,6 +122,7 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         with sink.collect_warnings(name) as caps:
             for rank, fitted, seconds in rank_sweep_problem(template, problem, ranks):
                 _record_fit(sink, name, rank, fitted, seconds, problem, centred_sample, sample.codes, config)
+                sink.keep(name, rank, fitted)
                 if name == "jevd":
                     sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
                 if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
