@@ -68,3 +68,18 @@ def test_the_cli_passes_the_jevd_scheme():
 def test_an_unknown_engine_is_refused():
     with pytest.raises(FairAuditError, match="engine must be one of local"):
         AuditConfig(engine="spark")
+
+
+def test_your_components_on_wide_data_are_measured_in_the_row_space(rng):
+    """fairaudit.yours reads GroupProblem's losses: for wide data they are in the row space."""
+    from fairaudit import PCA
+    from fairaudit.yours import Representation, audit_components
+
+    X = rng.normal(size=(30, 60))
+    groups = np.repeat(["a", "b"], 15)
+    data = AuditData.from_arrays(X, groups)
+    ours = PCA(3).fit(data.X, sensitive_features=groups)
+    mine = Representation("components", ours.components_, {"name": "components"})
+    result = audit_components(data, mine, AuditConfig(methods=("pca",), ranks=(3,)))
+    losses = result.metric("loss").set_index("group").value
+    np.testing.assert_allclose([losses["a"], losses["b"]], ours.group_losses_, rtol=1e-8)
