@@ -106,6 +106,9 @@ class AuditConfig:
         Keep every fitted estimator in :attr:`AuditResult.models` (for
         :func:`fairaudit.models.export_models`); off by default, since NMF and CP estimators hold
         a row per data row.
+    engine : str
+        How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
+        default, in-process) computes the group moments in one pass over the in-memory rows.
     """
 
     methods: Sequence[str] = ("pca",)
@@ -119,6 +122,7 @@ class AuditConfig:
     mw_max_features: int = 300
     options: dict = field(default_factory=dict)
     keep_models: bool = False
+    engine: str = "local"
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -131,6 +135,10 @@ class AuditConfig:
         for method in self.methods:
             if method not in FAMILIES:
                 raise ParameterError(f"unknown method {method!r} in {term('methods')}; available: {', '.join(FAMILIES)}.")
+        from .engine import ENGINES
+
+        if self.engine not in ENGINES:
+            raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}.")
         if self.leakage_classifier not in metrics.LEAKAGE_CLASSIFIERS:
             raise ParameterError(
                 f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "

@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
+    _add_pca_options(audit)
     _add_nmf_options(audit)
     _add_fs_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
@@ -188,6 +189,20 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     scaling.add_argument("--scaling", choices=SCALINGS, default=None, help="feature scaling (default standardize)")
     scaling.add_argument("--standardize", dest="standardize", action="store_true", default=None, help="same as --scaling standardize")
     scaling.add_argument("--no-standardize", dest="standardize", action="store_false", help="same as --scaling center")
+
+
+def _add_pca_options(parser: argparse.ArgumentParser) -> None:
+    from .pca.audit import DEFAULT_OPTIONS as PCA_DEFAULTS
+    from .pca.jevd import SOLVERS as JEVD_SOLVERS
+
+    pca = parser.add_argument_group("PCA (--methods pca)")
+    pca.add_argument("--jevd-solver", choices=JEVD_SOLVERS, default=None,
+                     help=f"JEVD-PCA's scheme (default {PCA_DEFAULTS['jevd_solver']}: orthogonal Jacobi, stable; paper: "
+                          "Algorithm 1 as printed, which diverges on most real data; damped: Algorithm 1 with a backtracking step)")
+
+
+def _pca_options(args) -> dict:
+    return {"jevd_solver": args.jevd_solver} if args.jevd_solver else {}
 
 
 def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
@@ -357,7 +372,7 @@ def config_from_args(args) -> AuditConfig:
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
         mw_max_features=args.mw_max_features,
-        options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
+        options={name: given for name, given in (("pca", _pca_options(args)), ("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
     )
     config.check_variants()
     return config

@@ -104,12 +104,42 @@ def _subsample(indices: np.ndarray, max_rows: int | None, rng: np.random.Generat
 def median_distance(Z: np.ndarray) -> float | None:
     """The median pairwise distance between the rows of ``Z`` (the median bandwidth heuristic,
     [Gretton12]), or of the non-zero distances when that is 0; ``None`` when every row is the same."""
-    distances = pdist(Z)
-    positive = distances[distances > 0]
-    if positive.size == 0:
+    return _median_of_squared(pdist(Z, "sqeuclidean"))
+
+
+def _median_of_squared(squared: np.ndarray) -> float | None:
+    """:func:`median_distance` from the squared pairwise distances (any order; the array is
+    reordered): ``np.median`` of their square roots, by selection on the squares (no square root
+    or sort of all of them)."""
+    if squared.size == 0 or not np.any(squared > 0):
         return None
-    median = float(np.median(distances))
-    return median if median > 0 else float(np.median(positive))
+    median = _median_sqrt(squared)
+    return median if median > 0 else _median_sqrt(squared[squared > 0])
+
+
+def _median_sqrt(squared: np.ndarray) -> float:
+    """``np.median(np.sqrt(squared))`` with one selection: the upper middle value by
+    ``np.partition`` (one kth; two kths, as ``np.median`` asks for, cost 3.7× as much on 2 million
+    values) and, for an even count, the lower middle value as the largest of the lower part."""
+    half = squared.size // 2
+    squared.partition(half)  # in place: callers pass arrays of their own
+    upper = np.sqrt(squared[half])
+    if squared.size % 2:
+        return float(upper)
+    return float((np.sqrt(squared[:half].max()) + upper) / 2)
+
+
+def rbf_members(groups: np.ndarray, max_rows_per_group: int | None, max_rows: int, random_state) -> list[np.ndarray]:
+    """The rows of each group that enter :func:`mmd2_rbf`'s kernel (seeded subsamples)."""
+    rng = np.random.default_rng(random_state)
+    k = int(groups.max()) + 1
+    sizes = np.bincount(groups, minlength=k)
+    cap = max_rows_per_group
+    if cap is not None:
+        # the largest per-group cap c with Σ min(m_g, c) ≤ max_rows (at least 50 rows per group)
+        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
+            cap = int(cap * 0.8)
+    return [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
 
 
 def mmd2_rbf(
@@ -130,26 +160,28 @@ def mmd2_rbf(
     cap shrinks so that at most ``max_rows`` rows enter the O(N²) kernel; ``None`` uses every row.
     """
     Z = np.asarray(Z, dtype=float)
-    rng = np.random.default_rng(random_state)
-    k = int(groups.max()) + 1
-    sizes = np.bincount(groups, minlength=k)
-    cap = max_rows_per_group
-    if cap is not None:
-        # the largest per-group cap c with Σ min(m_g, c) ≤ max_rows (at least 50 rows per group)
-        while cap > 50 and np.minimum(sizes, cap).sum() > max_rows:
-            cap = int(cap * 0.8)
-    members = [_subsample(np.flatnonzero(groups == g), cap, rng) for g in range(k)]
-    rows = np.concatenate(members)
-    pooled = Z[rows]
-    sigma = median_distance(pooled)
+    members = rbf_members(groups, max_rows_per_group, max_rows, random_state)
+    k = len(members)
+    # squared distances within each group (condensed: each pair once) and between groups
+    within = [pdist(Z[m], "sqeuclidean") for m in members]
+    between = {(a, b): cdist(Z[members[a]], Z[members[b]], "sqeuclidean") for a, b in combinations(range(k), 2)}
+    sigma = _median_of_squared(np.concatenate([*within, *(block.ravel() for block in between.values())]))
     if sigma is None:
         return 0.0  # every row identical: no difference between the groups
-    kernel = np.exp(-cdist(pooled, pooled, "sqeuclidean") / (2.0 * sigma * sigma))
-    bounds = np.cumsum([0] + [len(m) for m in members])
-    block = np.array(
-        [[kernel[bounds[a] : bounds[a + 1], bounds[b] : bounds[b + 1]].mean() for b in range(k)] for a in range(k)]
+    scale = -1.0 / (2.0 * sigma * sigma)
+
+    def kernel_sum(squared: np.ndarray) -> float:
+        squared *= scale
+        return float(np.exp(squared, out=squared).sum())
+
+    sizes = np.array([len(m) for m in members], dtype=float)
+    mean_within = [(n + 2.0 * kernel_sum(w)) / (n * n) for w, n in zip(within, sizes, strict=True)]  # K_ii = 1
+    return float(
+        max(
+            mean_within[a] + mean_within[b] - 2.0 * kernel_sum(block) / (sizes[a] * sizes[b])
+            for (a, b), block in between.items()
+        )
     )
-    return float(max(block[a, a] + block[b, b] - 2.0 * block[a, b] for a, b in combinations(range(k), 2)))
 
 
 # ---------------------------------------------------------------- leakage

@@ -298,3 +298,10 @@ register("out", Option("out", "--out", "Download the transformed rows", "Models"
                        dashboard=lambda v: "“Download the transformed rows” (Models page)"))
 register("compare_names", Option("names", "--names", "Names of the two audits", "Compare",
                                  library=lambda v: f"names={tuple(part.strip() for part in v.split(','))!r}"))
+
+# The PCA family (the PCA page).
+register("jevd_solver", Option(
+    "pca.jevd_solver", "--jevd-solver", "JEVD-PCA scheme", "PCA",
+    choices={"jacobi": "orthogonal Jacobi (stable; the audit's default)", "paper": "Algorithm 1 as printed",
+             "damped": "Algorithm 1 with a backtracking step"},
+))

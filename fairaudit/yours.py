@@ -285,7 +285,7 @@ def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, si
         if basis.shape[1] < d:
             deficient.append(d)
         projection = LowRankMap(basis, np.ones(basis.shape[1]))
-        errors = problem.errors(projection)
+        errors = problem.errors(problem.reduce(projection))  # problem coordinates (the row space for wide data)
         losses = errors - problem.best_errors(d)
         sink.add_groups(YOURS, d, "error", labels, errors)
         sink.add_groups(YOURS, d, "loss", labels, losses)
