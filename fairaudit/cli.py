@@ -13,7 +13,7 @@ import warnings
 
 from . import __version__
 from .audit import FAMILIES, AuditConfig, run_audit
-from .cpd.estimator import KERNELS
+from .cpd.estimator import FORMULATIONS, KERNELS
 from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
@@ -87,19 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
     _add_nmf_options(audit)
-    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
-    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
-                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
-    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
-    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
-    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
-    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
-    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
-    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
-    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
-    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
-                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
-    cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
+    _add_cpd_options(audit)
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
@@ -222,6 +210,26 @@ def _load_tensor(args, table):
     )
 
 
+def _add_cpd_options(audit) -> None:
+    """The CP family's flags (``AuditConfig.options["cpd"]``; read back by :func:`_cpd_options`)."""
+    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
+    cpd.add_argument("--cpd-formulation", default=None, choices=FORMULATIONS,
+                     help="fairaudit (default: scale-free penalties, median-heuristic γ, λ scaled to the data, fast) or paper "
+                     "(Kim & Gittens' Algorithm 1 as printed, with the paper's λ values; slow)")
+    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
+                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
+    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
+    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
+    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
+    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
+    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
+    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
+    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
+    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
+                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
+    cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
+
+
 def _cpd_options(args) -> dict:
     lambdas = None
     if args.cpd_lambdas:
@@ -230,6 +238,7 @@ def _cpd_options(args) -> dict:
         except ValueError:
             raise ParameterError(f"--cpd-lambdas {args.cpd_lambdas!r} is not a list of numbers such as 0.1,1,10.") from None
     options = {
+        "formulation": args.cpd_formulation,
         "leakage_classifier": args.cpd_classifier,
         "lambdas": lambdas,
         "n_lambdas": args.cpd_points,

@@ -178,3 +178,17 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# Family options (``AuditConfig.options[family][key]``, written ``family.key``).
+register("cpd_kernel", Option(
+    "cpd.khsic_kernel", "--cpd-kernel", "KHSIC kernel", "Tensor",
+    choices={"auto": "automatic", "exact": "exact", "nystrom": "Nyström approximation"},
+))
+register("cpd_epochs", Option("cpd.n_epochs", "--cpd-epochs", "Largest number of epochs per fit", "Tensor"))
+register("cpd_khsic_max_rows", Option(
+    "cpd.khsic_max_rows", "--cpd-khsic-max-rows", "Run KHSIC anyway", "Tensor",
+))
+register("cpd_formulation", Option(
+    "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",
+    choices={"fairaudit": "fairaudit (scale-free, λ scaled to the data; fast)", "paper": "paper (Kim & Gittens as printed)"},
+))

@@ -15,7 +15,10 @@ from fairaudit.audit import split_variant
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.plots import family_figures, frontier
-from fairaudit.samples import fair_cpd_tensor, load_sample
+from fairaudit.samples import load_sample
+from fairaudit.vocabulary import render
+
+from .conftest import two_population_tensor
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "cpd_tensor.csv"
@@ -24,7 +27,7 @@ FAST = {"leakage_classifier": "qda", "n_lambdas": 4, "n_epochs": 60}
 
 @pytest.fixture(scope="module")
 def small_result():
-    X, groups = fair_cpd_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, random_state=2)
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
     data = AuditData.from_tensor(X, groups)
     return run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST)}))
 
@@ -94,8 +97,9 @@ def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": options}))
     assert set(result.records.variant) == {"vanilla", "fatr", "hsic"}
     reason = result.skipped[0]["reason"]
-    assert result.skipped[0]["variant"] == "khsic" and "khsic_max_rows=50" in reason
-    assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows" in reason  # the exact kernel: memory
+    assert result.skipped[0]["variant"] == "khsic" and "KHSIC limit of 50 entities" in reason
+    assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows 60" in render(reason, "cli")  # the exact kernel: memory
+    assert "khsic_max_rows=60" in render(reason, "library") and "Run KHSIC anyway" in render(reason, "dashboard")
     nystrom = dict(options, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="khsic", options={"cpd": nystrom}))
     assert "Nyström kernel (20 landmarks)" in result.skipped[0]["reason"]  # Nyström: time, not an n×n matrix
@@ -195,7 +199,7 @@ def test_sweep_is_a_continuation_along_lambda(small_result):
 
 
 def test_nystrom_kernel_is_recorded_as_a_warning():
-    X, groups = fair_cpd_tensor(shape=(60, 5, 4), true_rank=2, shift=1.5, spread=3.0, random_state=3)
+    X, groups = two_population_tensor(shape=(60, 5, 4), true_rank=2, random_state=3)
     data = AuditData.from_tensor(X, groups)
     options = dict(FAST, sweep=False, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,khsic", options={"cpd": options}))

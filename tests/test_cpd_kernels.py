@@ -9,9 +9,18 @@ import pytest
 
 from fairaudit import FairCPD, metrics
 from fairaudit.cpd import _kernels, _tensor
+from fairaudit.cpd.estimator import FORMULATIONS
 from fairaudit.cpd.estimator import embedding_gradient, median_gamma, normalised_embedding
 from fairaudit.cpd.metrics import nkhsic, penalty
 from fairaudit.cpd.sweep import lambda_grid, lambda_reference
+
+from .conftest import two_population_tensor
+
+
+def Ours(**params):
+    """FairCPD with our formulation (the CP audit's default), which these tests check."""
+    return FairCPD(**{**FORMULATIONS["fairaudit"], **params})
+
 
 
 def two_group_matrix(n=200, p=6, seed=0):
@@ -26,7 +35,7 @@ def two_group_matrix(n=200, p=6, seed=0):
 
 
 def shell(method, groups, gamma=0.25, whiten=False, landmarks=None):
-    model = FairCPD(method=method, lam=1.0)
+    model = Ours(method=method, lam=1.0)
     model._S = _kernels.one_hot(groups)
     model._St = _kernels.centred(model._S)
     model.gamma_ = gamma
@@ -77,10 +86,10 @@ def test_khsic_on_a_matrix_settles_instead_of_drifting():
     collinear columns (penalty → 0 at constant fit, groups as predictable as from vanilla CP).
     Whitened, it settles: a tight stopping rule is met, and running 3× longer changes nothing."""
     X, groups = two_group_matrix()
-    vanilla = FairCPD(rank=6, method="none").fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=6, method="none").fit(X, sensitive_features=groups)
     gamma = median_gamma(X, 6, 0)
     lam = float(lambda_reference(X, vanilla, groups, "khsic", gamma))
-    fit = lambda epochs, tol: FairCPD(rank=6, method="khsic", lam=lam, gamma=gamma, init=vanilla.factors_, n_epochs=epochs, tol=tol).fit(  # noqa: E731
+    fit = lambda epochs, tol: Ours(rank=6, method="khsic", lam=lam, gamma=gamma, init=vanilla.factors_, n_epochs=epochs, tol=tol).fit(  # noqa: E731
         X, sensitive_features=groups
     )
     settled = fit(300, 1e-9)
@@ -116,7 +125,7 @@ def test_reported_penalty_and_objective_are_recomputed_exactly(shape):
     rng = np.random.default_rng(4)
     X = rng.normal(size=shape)
     groups = np.arange(shape[0]) % 2
-    model = FairCPD(rank=3, method="khsic", lam=5.0, n_epochs=30, random_state=0).fit(X, sensitive_features=groups)
+    model = Ours(rank=3, method="khsic", lam=5.0, n_epochs=30, random_state=0).fit(X, sensitive_features=groups)
     A = model.factors_[0]
     exact = penalty(A, groups, "khsic", model.gamma_, whiten=len(shape) == 2)
     assert model.penalty_ == pytest.approx(exact, rel=1e-9)
@@ -180,7 +189,7 @@ def test_nystrom_fits_follow_the_exact_frontier():
     fit, nkhsic and leakage as the exact kernel — including at large λ, where a fixed landmark
     set was exploited (the approximate penalty fell while the exact one grew)."""
     X, groups = two_group_matrix(n=600, p=8, seed=7)
-    vanilla = FairCPD(rank=6, method="none").fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=6, method="none").fit(X, sensitive_features=groups)
     gamma = median_gamma(X, 6, 0)
     grid = lambda_grid(lambda_reference(X, vanilla, groups, "khsic", gamma), 4, span=(-1.0, 1.0))
     rows = {"exact": [], "nystrom": []}
@@ -188,7 +197,7 @@ def test_nystrom_fits_follow_the_exact_frontier():
     for kernel, row in rows.items():
         init = vanilla.factors_
         for lam in grid:
-            model = FairCPD(rank=6, method="khsic", lam=float(lam), gamma=gamma, kernel=kernel, n_landmarks=150, init=init, tol=1e-5, random_state=0)
+            model = Ours(rank=6, method="khsic", lam=float(lam), gamma=gamma, kernel=kernel, n_landmarks=150, init=init, tol=1e-5, random_state=0)
             model.fit(X, sensitive_features=groups)
             init = model.factors_
             exact_penalty = _kernels.khsic(model.embedding_, St, gamma)
@@ -206,16 +215,16 @@ def test_nystrom_fits_follow_the_exact_frontier():
 
 def test_kernel_choice_and_parameters():
     X, groups = two_group_matrix(n=60)
-    model = FairCPD(rank=2, method="khsic", lam=1.0, kernel="auto", n_epochs=3).fit(X, sensitive_features=groups)
+    model = Ours(rank=2, method="khsic", lam=1.0, kernel="auto", n_epochs=3).fit(X, sensitive_features=groups)
     assert model.kernel_ == "exact" and model.landmarks_ is None  # 60 ≤ NYSTROM_ROWS
-    model = FairCPD(rank=2, method="khsic", lam=1.0, kernel="nystrom", n_landmarks=20, n_epochs=3, random_state=0)
+    model = Ours(rank=2, method="khsic", lam=1.0, kernel="nystrom", n_landmarks=20, n_epochs=3, random_state=0)
     model.fit(X, sensitive_features=groups)
     assert model.kernel_ == "nystrom" and len(model.landmarks_) == 20
-    assert FairCPD(rank=2, method="hsic", kernel="nystrom", n_epochs=2).fit(X, sensitive_features=groups).kernel_ is None
+    assert Ours(rank=2, method="hsic", kernel="nystrom", n_epochs=2).fit(X, sensitive_features=groups).kernel_ is None
     with pytest.raises(Exception, match="kernel must be one of"):
-        FairCPD(rank=2, kernel="rff").fit(X, sensitive_features=groups)
+        Ours(rank=2, kernel="rff").fit(X, sensitive_features=groups)
     with pytest.raises(Exception, match="n_landmarks"):
-        FairCPD(rank=2, n_landmarks=0).fit(X, sensitive_features=groups)
+        Ours(rank=2, n_landmarks=0).fit(X, sensitive_features=groups)
 
 
 def test_embedding_gradient_diagonal_case_matches_the_old_chain_rule():
@@ -230,9 +239,7 @@ def test_embedding_gradient_diagonal_case_matches_the_old_chain_rule():
 # ---------------------------------------------------------------- frontier(): the notebook API
 def test_frontier_continuation_and_restarts():
     from fairaudit.cpd.sweep import frontier
-    from fairaudit.samples import fair_cpd_tensor
-
-    X, groups = fair_cpd_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, random_state=2)
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
     lambdas = [30.0, 3.0, 300.0]  # sorted by frontier()
     common = dict(methods=("khsic",), lambdas=lambdas, classifier="qda", n_epochs=60, random_state=0)
     path = frontier(X, groups, 2, **common)
@@ -242,9 +249,9 @@ def test_frontier_continuation_and_restarts():
         assert np.all(np.diff(table.nkhsic.to_numpy()[1:]) < 0)
     # without continuation every point is the fit from vanilla; with it, the first point still is
     codes = np.unique(groups, return_inverse=True)[1]
-    vanilla = FairCPD(rank=2, method="none", random_state=0).fit(X, sensitive_features=codes)
+    vanilla = Ours(rank=2, method="none", random_state=0).fit(X, sensitive_features=codes)
     for lam, row in zip([3.0, 30.0], [1, 2], strict=True):
-        direct = FairCPD(rank=2, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=60, random_state=0).fit(X, sensitive_features=codes)
+        direct = Ours(rank=2, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=60, random_state=0).fit(X, sensitive_features=codes)
         assert restarts.residual_fit[row] == pytest.approx(direct.residual_fit_, rel=1e-9)
         if row == 1:
             assert path.residual_fit[row] == pytest.approx(direct.residual_fit_, rel=1e-9)

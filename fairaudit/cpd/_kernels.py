@@ -1,21 +1,22 @@
 """Independence penalties on the sensitive factor ``A`` and their analytic gradients.
 
 ``S`` is the one-hot matrix of the groups (``n × k``), ``H = I − 11ᵀ/n`` the centring matrix,
-``Ã = HA`` and ``S̃ = HS``. The penalties (each *per unit λ*; Kim & Gittens 2021, §4 and
-Algorithm 1; Zhu, Hu & Caverlee 2018 for FATR):
+``Ã = HA`` and ``S̃ = HS``. The penalties, each *per unit λ* (Kim & Gittens 2021 [Kim21] §2,
+eq. (2), App. A.3, footnote 4; Zhu, Hu & Caverlee 2018 for FATR, as [Kim21] §1 writes it):
 
 * ``"fatr"``: ``‖AᵀS‖²_F`` (the orthogonality term; the ℓ2 term ``‖A‖²_F`` has its own weight);
-* ``"hsic"``: ``‖ÃᵀS̃‖²_F / n²`` — the biased HSIC estimate with linear kernels;
-* ``"khsic"``: ``⟨K̃_A, K̃_S⟩ / n² = tr(K_A H K_S H) / n²`` — the biased HSIC estimate
-  (Gretton et al. 2005) with the RBF kernel ``K_A[i, j] = exp(−γ‖a_i − a_j‖²)`` on the rows of
-  ``A``.
+* ``"hsic"``: ``‖ÃᵀS̃‖²_F / n² = ⟨HAAᵀH, HSSᵀH⟩ / n²`` — eq. (2) with linear kernels;
+* ``"khsic"``: ``⟨K̃_A, K̃_S⟩ / n² = tr(K_A H K_S H) / n²`` — eq. (2), the biased HSIC estimate
+  (Gretton et al. 2005), with the RBF kernel ``K[i, j] = exp(−γ‖x_i − x_j‖²)`` (App. A.3) on
+  the rows of ``A`` and of ``S``.
 
-The kernel on the sensitive side. The groups are categorical, so ``s_i`` is a one-hot row and any
+The kernel on the sensitive side. The groups are categorical, so ``s_i`` is a one-hot row and the
 RBF kernel on ``S`` takes two values: ``exp(−γ_S‖s_i − s_j‖²) = e^{−2γ_S} + (1 − e^{−2γ_S})·[g_i =
-g_j]``. Centring removes the constant, so ``K̃_S = (1 − e^{−2γ_S}) · H S Sᵀ H`` for *every* γ_S.
-We use ``K_S = S Sᵀ`` (the γ_S → ∞ limit): it fixes the otherwise arbitrary factor in front of
-λ, and the normalised alignment ``nkhsic`` does not depend on it at all. (Our statement; the
-paper's γ_S is thereby absorbed into λ.)
+g_j]``. Centring removes the constant, so ``K̃_S = c_S · H S Sᵀ H`` with
+``c_S = 1 − e^{−2γ_S}``; [Kim21] uses ``γ = 1`` (App. A.8, A.9), so ``c_S = 1 − e^{−2} ≈ 0.865``
+(:data:`GROUP_KERNEL_SCALE`), which :func:`penalty` applies so that λ means what it means in the
+paper. The functions below compute the ``S Sᵀ`` form; the normalised alignment ``nkhsic`` does
+not depend on ``c_S`` at all.
 
 With ``P = S̃ S̃ᵀ`` (``P[i, j] = [g_i = g_j] − p_{g_i} − p_{g_j} + ‖p‖²``, ``p`` the group
 proportions) the KHSIC is ``Σ_ij P_ij K_ij / n²`` and its gradient with respect to row ``a_i`` is
@@ -23,8 +24,9 @@ proportions) the KHSIC is ``Σ_ij P_ij K_ij / n²`` and its gradient with respec
     ∂/∂a_i = −(4γ / n²) Σ_j P_ij K_ij (a_i − a_j),
 
 i.e. ``∇_A = −(4γ/n²)(diag(W1) A − W A)`` with ``W = P ∘ K_A`` (our derivation; the factor 4 is
-2 from the symmetric double sum times 2 from the square). It is computed in row blocks so that
-memory stays ``O(block · n)``; the time is ``O(n² k R)`` per evaluation.
+2 from the symmetric double sum times 2 from the square; checked against finite differences and
+a dense reference in the tests). It is computed in row blocks so that memory stays
+``O(block · n)``; the time is ``O(n² k R)`` per evaluation.
 """
 
 from __future__ import annotations
@@ -33,6 +35,12 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .. import linalg, metrics
+
+GROUP_GAMMA = 1.0
+"""γ of the RBF kernel on the one-hot group rows ([Kim21] App. A.8, A.9: γ = 1)."""
+
+GROUP_KERNEL_SCALE = 1.0 - float(np.exp(-2.0 * GROUP_GAMMA))
+"""``c_S``: the centred RBF kernel on one-hot rows is ``c_S · HSSᵀH`` (module docstring)."""
 
 BLOCK_BYTES = 64 * 2**20
 """Largest kernel block held in memory (bytes)."""
@@ -251,11 +259,15 @@ def orthogonality_sq(A: np.ndarray, S: np.ndarray, *, gradient: bool = False):
 
 
 def penalty(method: str, Z: np.ndarray, S: np.ndarray, St: np.ndarray, gamma: float | None = None, *, gradient: bool = False, landmarks=None):
-    """The unweighted penalty of ``method`` at the normalised embedding ``Z`` (and its gradient in
-    ``Z``): KHSIC (:func:`khsic`), HSIC (:func:`hsic_linear`) or FATR's ``‖ZᵀS‖²``
-    (:func:`orthogonality_sq`); ``S`` is the one-hot group matrix, ``St`` its centred copy."""
+    """The unweighted penalty of ``method`` at the embedding ``Z`` (and its gradient in ``Z``):
+    KHSIC with the RBF kernel on both sides (:func:`khsic` times :data:`GROUP_KERNEL_SCALE`),
+    HSIC (:func:`hsic_linear`) or FATR's ``‖ZᵀS‖²`` (:func:`orthogonality_sq`); ``S`` is the
+    one-hot group matrix, ``St`` its centred copy."""
     if method == "khsic":
-        return khsic(Z, St, gamma, gradient=gradient, landmarks=landmarks)
+        result = khsic(Z, St, gamma, gradient=gradient, landmarks=landmarks)
+        if gradient:
+            return GROUP_KERNEL_SCALE * result[0], GROUP_KERNEL_SCALE * result[1]
+        return GROUP_KERNEL_SCALE * result
     if method == "hsic":
         return hsic_linear(Z, St, gradient=gradient)
     if method == "fatr":
