@@ -196,6 +196,13 @@ NYSTROM_ROWS = 2000
 NYSTROM_LANDMARKS = 500
 """Default number of Nyström landmarks."""
 
+NYSTROM_DTYPE = np.float32
+"""Precision of the Nyström kernel block ``C`` (entities × landmarks) and of the two products with
+it; the landmarks' own kernel, its Cholesky factor and everything after are float64. Measured on
+two cores (load ≈ 10): the block and its products 7.1–7.5 ms in float32 against 16.4–17.9 ms in
+float64 at 4,165 entities × 500 landmarks, rank 10; the value and gradient agree with float64's
+to ~1e-6 relative (tests), far below the approximation's own error (~1 %)."""
+
 NYSTROM_JITTER = 1e-8
 """Ridge added to the landmarks' kernel, times the number of landmarks (raised tenfold until the
 Cholesky factorisation succeeds)."""
@@ -210,15 +217,24 @@ def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndar
     with ``B = W⁻¹F``, ``d value = (2⟨UBᵀ, dC⟩ − ⟨BBᵀ, dK_LL⟩)/n²``; each kernel entry's
     derivative is ``−2γ k(x, y)(x − y)ᵀ(dx − dy)``, so with ``Γ = UBᵀ ∘ C`` and
     ``Ω = BBᵀ ∘ K_LL`` the rows get ``−(4γ/n²)(diag(Γ1)A − ΓL)`` and the landmarks in addition
-    ``−(4γ/n²)(diag(Γᵀ1)L − ΓᵀA − diag(Ω1)L + ΩL)``. Cost ``O(n m (R + k) + m³)``.
+    ``−(4γ/n²)(diag(Γᵀ1)L − ΓᵀA − diag(Ω1)L + ΩL)``. Cost ``O(n m k (R + 1) + m³)``: the kernel
+    block ``C`` and two products with it, in :data:`NYSTROM_DTYPE`.
     """
-    n = A.shape[0]
+    n, rank = A.shape
+    k = U.shape[1]
     m = len(landmarks)
     L = A[landmarks]
-    sq = gamma * np.einsum("ij,ij->i", A, A)
-    C = rbf(A, L, gamma, sq, sq[landmarks])
-    K_LL = C[landmarks]
-    F = C.T @ U
+    dtype = NYSTROM_DTYPE
+    A_low, U_low = A.astype(dtype, copy=False), U.astype(dtype, copy=False)
+    sq = gamma * np.einsum("ij,ij->i", A_low, A_low)
+    C = rbf(A_low, A_low[landmarks], dtype(gamma), sq, sq[landmarks])
+    K_LL = rbf(L, L, gamma)
+    # Γ = UBᵀ ∘ C is never formed (it would be an n × m temporary per term): with u_c, b_c the
+    # columns of U and B, Γ1 = Σ_c u_c ∘ C b_c, ΓL = Σ_c u_c ∘ C(b_c ∘ L), Γᵀ1 = Σ_c b_c ∘ F_c and
+    # ΓᵀA = Σ_c b_c ∘ Cᵀ(u_c ∘ A): two products with C, one of them also giving F = CᵀU.
+    left = np.hstack([U_low, (U_low[:, :, None] * A_low[:, None, :]).reshape(n, k * rank)]) if gradient else U_low
+    P = (C.T @ left).astype(float)
+    F = P[:, :k]
     jitter = NYSTROM_JITTER * m
     while True:
         try:
@@ -231,10 +247,14 @@ def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndar
     if not gradient:
         return value
     B = solve_triangular(factor.T, half, lower=False)
-    Gamma = (U @ B.T) * C
+    Q = (C @ np.hstack([B, (B[:, :, None] * L[:, None, :]).reshape(m, k * rank)]).astype(dtype)).astype(float)
+    gamma_rows = np.einsum("ic,ic->i", U, Q[:, :k])
+    gamma_l = np.einsum("ic,icr->ir", U, Q[:, k:].reshape(n, k, rank))
+    gamma_cols = np.einsum("jc,jc->j", B, F)
+    gamma_t_a = np.einsum("jc,jcr->jr", B, P[:, k:].reshape(m, k, rank))
     Omega = (B @ B.T) * K_LL
-    grad = Gamma.sum(axis=1)[:, None] * A - Gamma @ L
-    grad[landmarks] += Gamma.sum(axis=0)[:, None] * L - Gamma.T @ A - (Omega.sum(axis=1)[:, None] * L - Omega @ L)
+    grad = gamma_rows[:, None] * A - gamma_l
+    grad[landmarks] += gamma_cols[:, None] * L - gamma_t_a - (Omega.sum(axis=1)[:, None] * L - Omega @ L)
     grad *= -4.0 * gamma / (n * n)
     return value, grad
 

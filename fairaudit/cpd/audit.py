@@ -282,17 +282,16 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             "exact kernel, O(n²) per step."
         )
     fitter = _Fitter(X, codes, options, config, sink, kernel)
-    metric_gamma = PAPER_GAMMA if fitter.paper else None
     described: set[str] = set()
+    metric_gamma: float | None = None
 
     def record(variant: str, fitted, lam: float, rank: int) -> None:
         if fitted is None:
             sink.progress(variant, rank, 0.0)
             return
         model, seconds = fitted
-        base = variant.split(SWEEP_SEPARATOR)[0]
-        if base not in described:
-            described.add(base)
+        if SWEEP_SEPARATOR not in variant and variant not in described:
+            described.add(variant)
             sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
             _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, metric_gamma)
@@ -300,6 +299,12 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
 
     for rank in rank_list:
         vanilla = fitter.fit("none", 0.0, rank)
+        # nkhsic's kernel, once per rank for every variant (comparable values, one median instead
+        # of one per fit): γ = 1 on A for the paper, the median heuristic on vanilla's Â for ours.
+        if fitter.paper:
+            metric_gamma = PAPER_GAMMA
+        else:
+            metric_gamma = _kernels.median_gamma(vanilla[0].embedding_, random_state=config.random_state) if vanilla else None
         if run_vanilla:
             record("vanilla", vanilla, 0.0, rank)
         start = vanilla[0].factors_ if vanilla is not None else None

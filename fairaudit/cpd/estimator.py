@@ -114,6 +114,10 @@ PAPER_INNER_STEPS = 200
 LBFGS_INNER_STEPS = 5
 """L-BFGS steps per A-step of ``solver="lbfgs"`` (ours)."""
 
+NOISY_WINDOW = 3
+"""Epochs per window of the stopping rule for fits whose penalty is sampled (the Nyström kernel
+with fresh landmarks every epoch): :meth:`FairCPD._settled`."""
+
 FORMULATIONS = {
     "paper": {"solver": "bcd", "embedding": "factor", "gamma": PAPER_GAMMA, "init": "uniform", "l2": PAPER_L2},
     "fairaudit": {"solver": "lbfgs", "embedding": "normalized", "gamma": "median", "init": "svd", "l2": 0.0},
@@ -701,12 +705,34 @@ class FairCPD(TransformerMixin, BaseEstimator):
                 penalty = self._penalty(factors[0], evaluation=True)
             objective = fit + self._objective_parts(factors[0], penalty)
             history.append((epoch, objective, fit, penalty, np.sqrt(sq_residual / xx) if xx > 0 else 0.0))
-            if abs(previous - objective) <= self.tol * max(abs(objective), 1e-300):
+            if self.kernel_ == "nystrom" and penalised:
+                if self._settled([row[1] for row in history]):
+                    self.converged_ = True
+                    break
+            elif abs(previous - objective) <= self.tol * max(abs(objective), 1e-300):
                 self.converged_ = True
                 break
             previous = objective
         self._finish(X, factors, groups, history, xx)
         return self
+
+    def _settled(self, objectives: list[float]) -> bool:
+        """Stopping rule when the penalty is sampled (ours): stop once the mean objective over the
+        last :data:`NOISY_WINDOW` epochs is lower than over the window before by no more than the
+        epoch-to-epoch noise (the recent epochs' standard deviation) or ``tol`` (relative).
+
+        With fresh Nyström landmarks every epoch each A-step follows a different approximation, so
+        the objective (on the fixed evaluation landmarks) carries sampling noise — measured ±0.5–2 %
+        from epoch to epoch on a 4,165-entity table at rank 10 — and the relative-change rule
+        fires only when two noisy values happen to agree (fits ran 30–75 epochs, and to the cap at
+        large λ, for changes of a few per cent below the noise).
+        """
+        window = NOISY_WINDOW
+        if len(objectives) < 2 * window:
+            return False
+        earlier, recent = np.asarray(objectives[-2 * window : -window]), np.asarray(objectives[-window:])
+        noise = float(np.std(recent, ddof=1))
+        return float(earlier.mean() - recent.mean()) <= max(self.tol * abs(float(recent.mean())), noise)
 
     def _finish(self, X, factors, groups, history, xx) -> None:
         n, N = X.shape[0], X.size
