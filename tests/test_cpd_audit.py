@@ -226,3 +226,46 @@ def test_cli_speed_option_errors(extra, message, capsys):
     code = main(["audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context", "--tensor-value", "score", "--methods", "cpd", *extra])
     err = capsys.readouterr().err
     assert code == 2 and message in err
+
+
+# ---------------------------------------------------------------- formulation: the paper's or ours
+def test_the_papers_formulation_in_the_audit_and_which_one_ran():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0.0, 1.0, size=(40, 3))
+    data = AuditData.from_arrays(X, np.repeat(["a", "b"], 20), scaling="none")
+    options = {"formulation": "paper", "n_epochs": 2, "inner_steps": 5, "n_lambdas": 2, "leakage_classifier": "qda"}
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,hsic,khsic", options={"cpd": options}))
+    table = result.records[result.records.group == ""].pivot_table(index="variant", columns="metric", values="value")
+    np.testing.assert_allclose(table.loc[["hsic@0", "hsic@1"], "lam"], [0.005, 0.01])  # Fig. 2a's range (0, 0.01]
+    np.testing.assert_allclose(table.loc[["khsic@0", "khsic@1"], "lam"], [0.2, 0.4])  # (0, 0.4]
+    assert table.loc["hsic", "lam"] == 0.01 and table.loc["khsic", "lam"] == 0.04  # Fig. 2b's weights
+    details = result.details["cpd"]
+    assert details["vanilla"]["2"]["formulation"].startswith("paper: Kim & Gittens' Algorithm 1 as printed")
+    ours = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla", options={"cpd": dict(FAST)}))
+    assert ours.details["cpd"]["vanilla"]["2"]["formulation"].startswith("fairaudit:")
+
+
+def test_the_papers_steps_diverging_is_a_skip_that_names_the_way_out():
+    data = load_sample("cpd_tensor")  # 120 × 10 × 6: App. A.8's step sizes overflow on it
+    options = {"formulation": "paper", "n_epochs": 3, "sweep": False}
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,fatr", options={"cpd": options}))
+    assert {s["variant"] for s in result.skipped} == {"vanilla", "fatr"}
+    reason = next(s["reason"] for s in result.skipped if s["variant"] == "fatr")
+    assert "A update with step 3 overflowed at epoch 1" in reason
+    assert "--cpd-formulation fairaudit" in render(reason, "cli") and "formulation='fairaudit'" in render(reason, "library")
+    assert "“Formulation”" in render(reason, "dashboard")
+    with pytest.raises(ParameterError, match="formulation must be one of"):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": {"formulation": "theirs"}}))
+
+
+def test_cli_formulation_flag(tmp_path):
+    out = tmp_path / "r.json"
+    code = main([
+        "audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context", "--tensor-value", "score",
+        "--methods", "cpd", "--ranks", "2", "--variants", "vanilla", "--cpd-formulation", "paper", "--cpd-epochs", "2",
+        "--json", str(out), "--quiet",
+    ])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["config"]["options"]["cpd"] == {"formulation": "paper", "n_epochs": 2}
+    assert payload["skipped"][0]["variant"] == "vanilla"

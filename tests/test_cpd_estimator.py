@@ -76,12 +76,7 @@ def test_block_computation_matches_single_block(monkeypatch):
 
 
 def _fitted_shell(method, groups, gamma=0.25, l2=0.0):
-    model = Ours(method=method, lam=1.0, l2=l2)
-    model._S = _kernels.one_hot(groups)
-    model._St = _kernels.centred(model._S)
-    model.gamma_ = gamma
-    model._whiten = False
-    return model
+    return Ours(method=method, lam=1.0, l2=l2)._bind_groups(groups, gamma=gamma)
 
 
 @pytest.mark.parametrize("method", ["khsic", "hsic", "fatr"])
@@ -218,13 +213,16 @@ def test_estimator_contract_and_transform():
     assert model.group_residual_fit_.shape == (2,)
 
 
-def test_plain_gradient_steps_with_a_learning_rate():
+def test_gradient_steps_on_the_normalised_embedding():
+    """Algorithm 1's fixed steps (``solver="bcd"``) with our normalised embedding: a combination of
+    options that runs and lowers the penalty from vanilla's."""
     X, groups, _ = theorem1_tensor(n_per=20)
     vanilla = Ours(rank=3, method="none").fit(X, sensitive_features=groups)
-    model = Ours(rank=3, method="khsic", lam=100.0, learning_rate=1e-3, init=vanilla.factors_, n_epochs=30).fit(
-        X, sensitive_features=groups
-    )
-    assert np.isfinite(model.objective_)
+    model = Ours(
+        rank=3, method="khsic", lam=100.0, solver="bcd", learning_rate=1e-3, learning_rate_others=1e-3, inner_steps=20,
+        init=vanilla.factors_, n_epochs=30,
+    ).fit(X, sensitive_features=groups)
+    assert np.isfinite(model.objective_) and model.learning_rate_ == 1e-3 and model.inner_steps_ == 20
     assert model.penalty_ < penalty(vanilla.factors_[0], groups, "khsic", model.gamma_)
 
 
@@ -236,6 +234,10 @@ def test_plain_gradient_steps_with_a_learning_rate():
         ({"n_epochs": 0}, np.ones((4, 3, 2)), "n_epochs"),
         ({"gamma": "auto"}, np.ones((4, 3, 2)), "gamma"),
         ({"learning_rate": -1.0}, np.ones((4, 3, 2)), "learning_rate"),
+        ({"solver": "adam"}, np.ones((4, 3, 2)), "solver must be one of"),
+        ({"embedding": "raw"}, np.ones((4, 3, 2)), "embedding must be one of"),
+        ({"inner_steps": 0}, np.ones((4, 3, 2)), "inner_steps"),
+        ({"learning_rate_others": 0.0}, np.ones((4, 3, 2)), "learning_rate_others"),
         ({"init": "nope"}, np.ones((4, 3, 2)), "init must be"),
         ({}, np.ones(4), "at least two modes"),
         ({}, np.full((4, 3), np.nan), "missing or infinite"),

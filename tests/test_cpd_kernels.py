@@ -35,13 +35,7 @@ def two_group_matrix(n=200, p=6, seed=0):
 
 
 def shell(method, groups, gamma=0.25, whiten=False, landmarks=None):
-    model = Ours(method=method, lam=1.0)
-    model._S = _kernels.one_hot(groups)
-    model._St = _kernels.centred(model._S)
-    model.gamma_ = gamma
-    model._whiten = whiten
-    model._landmarks = landmarks
-    return model
+    return Ours(method=method, lam=1.0)._bind_groups(groups, gamma=gamma, whiten=whiten, landmarks=landmarks)
 
 
 def numeric_gradient(function, A, step=1e-6):

@@ -76,13 +76,7 @@ def reference_penalty(method, A, S, gamma=1.0):
 
 
 def paper_shell(method, groups, gamma=1.0):
-    model = FairCPD(method=method)
-    model._S = _kernels.one_hot(groups)
-    model._St = _kernels.centred(model._S)
-    model.gamma_ = gamma
-    model._whiten = False
-    model._landmarks = None
-    return model
+    return FairCPD(method=method)._bind_groups(groups, gamma=gamma)
 
 
 @pytest.mark.parametrize("method", ["khsic", "hsic", "fatr"])
@@ -111,8 +105,7 @@ def test_the_paper_penalty_is_not_scale_free_and_ours_is():
     for method in ("khsic", "hsic", "fatr"):
         paper = paper_shell(method, groups)
         assert paper._penalty(0.1 * A) < paper._penalty(A)
-        ours = FairCPD(method=method, **FORMULATIONS["fairaudit"])
-        ours._S, ours._St, ours.gamma_, ours._whiten, ours._landmarks = paper._S, paper._St, 0.3, False, None
+        ours = FairCPD(method=method, **FORMULATIONS["fairaudit"])._bind_groups(groups, gamma=0.3)
         assert ours._penalty(0.1 * A) == pytest.approx(ours._penalty(A), rel=1e-10)
 
 

@@ -418,6 +418,15 @@ class FairCPD(TransformerMixin, BaseEstimator):
         return _tensor.normalise(factors) if self._unit_columns else factors
 
     # ------------------------------------------------------------------ penalties
+    def _bind_groups(self, codes, n_groups=None, *, gamma=None, whiten=False, landmarks=None) -> FairCPD:
+        """Set what :meth:`_penalty` reads — the one-hot and centred group matrices, γ, whether the
+        embedding is whitened, this epoch's landmarks. :meth:`fit` does it before fitting; the
+        tests use it to evaluate a penalty without a fit."""
+        self._S = _kernels.one_hot(np.asarray(codes), n_groups)
+        self._St = _kernels.centred(self._S)
+        self.gamma_, self._whiten, self._landmarks = gamma, whiten, landmarks
+        return self
+
     def _penalty(self, A: np.ndarray, gradient: bool = False, evaluation: bool = False):
         """Unweighted penalty of ``A`` (or of ``normalised_embedding(A)``), and its gradient in ``A``.
 
@@ -652,15 +661,12 @@ class FairCPD(TransformerMixin, BaseEstimator):
         """Resolved parameters, the group matrices, γ, the kernel choice and the initial factors."""
         self._resolve()
         self.group_labels_ = groups.labels
-        self._S = _kernels.one_hot(groups.codes, groups.n_groups)
-        self._St = _kernels.centred(self._S)
-        self._whiten = self.embedding == "normalized" and X.ndim == 2
+        self._bind_groups(groups.codes, groups.n_groups, whiten=self.embedding == "normalized" and X.ndim == 2)
         self._unit_columns = self.solver == "lbfgs" and self.embedding == "normalized"
         self._ridge = self.l2 if self.method == "fatr" else 0.0
         rng = np.random.default_rng(self.random_state)
         factors = self._initial_factors(X, rank, rng)
-        self.gamma_ = None
-        self.kernel_ = self.landmarks_ = self._landmarks = None
+        self.kernel_ = self.landmarks_ = None
         if self.method == "khsic":
             if self.gamma != "median":
                 self.gamma_ = float(self.gamma)
