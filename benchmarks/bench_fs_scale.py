@@ -108,7 +108,7 @@ def main() -> None:
         targets = [judge.target_weights(np.ones(active.size), active.size),
                    judge.target_factor((group[:, None] == np.unique(group)[None, :]).astype(float))]
 
-        def exact_alignments(support):
+        def exact_alignments(support, active=active, judge=judge, targets=targets):
             mask = np.isin(active, support).astype(float)
             return judge.value_grad(mask, mask.sum(), np.zeros(2), targets, gradient=False)[2]
 

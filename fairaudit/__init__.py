@@ -20,7 +20,7 @@ from .errors import FairAuditError
 from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .nmf import NMF, FairerNMF
-from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
+from .pca import JEVDPCA, PCA, CovFairPCA, FairPCA
 
 __all__ = [
     "NMF",

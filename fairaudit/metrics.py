@@ -617,3 +617,29 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "source": "Xing et al. 2021, eqs. 1–2",
     },
 }
+
+
+METRIC_BETTER: dict[str, str | None] = {
+    "error": "lower", "loss": "lower", "max_loss": "lower", "loss_gap": "lower",
+    "variance_explained": "higher", "mmd2": "lower", "mmd2_rbf": "lower",
+    "unfairness": "lower", "unfairness_balanced": "lower",
+    "effective_rank": None, "dual_gap": "lower",
+    "rel_error": "lower", "rel_loss": "lower", "own_rel_error": None, "max_rel_loss": "lower",
+    "rel_loss_gap": "lower", "total_rel_error": "lower", "n_iter": None, "estimate_seconds": "lower",
+    "residual_fit": "lower", "orthogonality": "lower", "nkhsic": "lower", "lam": None, "epochs": None,
+    "seconds": "lower",
+    "acc": "higher", "acc_std": "lower", "nmi": "higher", "nmi_std": "lower",
+    "balance": "higher", "balance_std": "lower", "proportion": "lower", "proportion_std": "lower",
+    "alignment_data": "higher", "alignment_protected": "lower",
+}
+"""Which way is better for each metric of :data:`METRIC_DEFINITIONS`: ``"lower"``, ``"higher"``, or
+``None`` for a quantity with no better direction (a parameter, an iteration count). Charts and
+tables print it as “↓ better” / “↑ better”."""
+
+HELDOUT_PREFIX = "heldout_"
+
+
+def better(metric: str) -> str | None:
+    """``"lower"``, ``"higher"`` or ``None`` for ``metric`` (held-out variants as their metric)."""
+    base = metric[len(HELDOUT_PREFIX):] if metric.startswith(HELDOUT_PREFIX) else metric
+    return METRIC_BETTER.get(base)

@@ -143,20 +143,20 @@ register("max_mb", Option(
 register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
 register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
 register("features", Option("features", "--features", "Features", "Data"))
-register("ignore", Option("ignore", "--ignore", "Columns to ignore", "Data"))
+register("ignore", Option("ignore", "--ignore", "Ignore", "Data"))
 register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
 register("binarize", Option(
-    "binarize", "--binarize", "Split at a threshold", "Data",
-    library=lambda v: "binarize={%r: %s}" % _pair(v),
+    "binarize", "--binarize", "make groups by", "Data",
+    library=lambda v: "binarize={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--binarize {v}",
-    dashboard=lambda v: f"“Split at a threshold” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “a threshold” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("bins", Option(
-    "bins", "--bins", "Quantile bins", "Data",
-    library=lambda v: "bins={%r: %s}" % _pair(v),
+    "bins", "--bins", "make groups by", "Data",
+    library=lambda v: "bins={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--bins {v}",
-    dashboard=lambda v: f"“Quantile bins” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “quantile bins” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("missing", Option(
     "missing", "--missing", "Missing cells", "Data",
@@ -175,11 +175,67 @@ register("small_groups", Option(
     dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
                          else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
 ))
-register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
+register("tensor_index", Option("index", "--tensor-index", "Index columns, entity first", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
 
+# What to run (every method page).
+register("methods", Option(
+    "methods", "--methods", "the method pages", "PCA, NMF, Feature selection and Tensor",
+    dashboard=lambda v: "the PCA, NMF, Feature selection and Tensor pages (one family each)",
+))
+register("variants", Option(
+    "variants", "--variants", "Variants", "each method",
+    dashboard=lambda v: "“Variants” (on the method's page)" + (f" → “{v}”" if v else ""),
+))
+register("ranks", Option(
+    "ranks", "--ranks", "Ranks to sweep", "each method",
+    dashboard=lambda v: "the rank slider (on the method's page)",
+))
+register("seed", Option("random_state", "--seed", "Random seed", "each method"))
+register("leakage_classifier", Option(
+    "leakage_classifier", "--leakage-classifier", "Classifier for the leakage (unfairness) metrics", "each method",
+    choices={"qda": "QDA", "logistic": "logistic regression", "hgb": "gradient boosting", "mlp": "neural network"},
+    dashboard=lambda v: "“Classifier for the leakage (unfairness) metrics” (on the method's page)",
+))
+register("sdp_max_features", Option(
+    "sdp_max_features", "--sdp-max-features", "Fair PCA (SDP + LP, Samadi Alg. 1)", "PCA",
+    dashboard=lambda v: "“Fair PCA (SDP + LP, Samadi Alg. 1)” among the Variants (PCA page; it then runs at any size)",
+))
+register("mw_max_features", Option(
+    "mw_max_features", "--mw-max-features", "Fair PCA (multiplicative weights)", "PCA",
+    dashboard=lambda v: "“Fair PCA (multiplicative weights)” among the Variants (PCA page; it then runs at any size)",
+))
+register("allow_slow", Option(
+    "allow_slow", "--allow-slow", "Run audit", "each method",
+    library=lambda v: "the audit anyway (nothing stops a library call)",
+    dashboard=lambda v: "“Run audit” (on the method's page) to start it anyway",
+))
+register("output", Option(
+    "output", "--html/--json/--csv", "the Report page's downloads", "Report",
+    library=lambda v: "another output path",
+    cli=lambda v: "another --html/--json/--csv path",
+))
+
 # Family options (``AuditConfig.options[family][key]``, written ``family.key``).
+register("fs_clusters", Option("fs.n_clusters", "--clusters", "k-means clusters K", "Feature selection"))
+register("fs_kmeans_runs", Option("fs.kmeans_runs", "--kmeans-runs", "k-means runs per selection (mean ± std)", "Feature selection"))
+register("nonnegative", Option(
+    "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
+    choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
+             "clip": "set negative cells to 0"},
+))
+register("zero_rows", Option(
+    "nmf.zero_rows", "--zero-rows", "Rows that are all zero", "NMF",
+    choices={"error": "stop and name them", "drop": "leave them out"},
+))
+register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
+register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
+register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
+register("am_max_cells", Option(
+    "nmf.am_max_cells", "--am-max-cells", "Fairer-NMF (alternating minimisation, Alg. 2)", "NMF",
+    dashboard=lambda v: "“Fairer-NMF (alternating minimisation, Alg. 2)” among the Variants (NMF page; it then runs at any size)",
+))
 register("cpd_kernel", Option(
     "cpd.khsic_kernel", "--cpd-kernel", "KHSIC kernel", "Tensor",
     choices={"auto": "automatic", "exact": "exact", "nystrom": "Nyström approximation"},
@@ -187,7 +243,15 @@ register("cpd_kernel", Option(
 register("cpd_epochs", Option("cpd.n_epochs", "--cpd-epochs", "Largest number of epochs per fit", "Tensor"))
 register("cpd_khsic_max_rows", Option(
     "cpd.khsic_max_rows", "--cpd-khsic-max-rows", "Run KHSIC anyway", "Tensor",
+    dashboard=lambda v: "“Run KHSIC anyway” ticked (Tensor page)",
 ))
+register("cpd_points", Option("cpd.n_lambdas", "--cpd-points", "λ values in the sweep", "Tensor"))
+register("cpd_sweep_rank", Option("cpd.sweep_rank", "--cpd-sweep-rank", "CP rank of the sweep", "Tensor"))
+register("cpd_lambdas", Option("cpd.lambdas", "--cpd-lambdas", "λ values in the sweep", "Tensor"))
+register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSIC kernel", "Tensor",
+                                 dashboard=lambda v: "“KHSIC kernel” (Tensor page; the Nyström choice uses 500 landmarks)"))
+register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per fit", "Tensor",
+                           dashboard=lambda v: "“Largest number of epochs per fit” (Tensor page)"))
 register("cpd_formulation", Option(
     "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",
     choices={"fairaudit": "fairaudit (scale-free, λ scaled to the data; fast)", "paper": "paper (Kim & Gittens as printed)"},

@@ -14,8 +14,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from fairaudit import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
-from fairaudit import metrics
+from fairaudit import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector, metrics
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs.baselines import heat_graph
 from fairaudit.fs.evaluation import cluster_scores

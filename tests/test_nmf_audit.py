@@ -90,7 +90,7 @@ def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
 def test_all_zero_rows_stop_or_are_dropped():
     X = np.array([[1.0, 2.0], [0.0, 0.0], [3.0, 1.0], [2.0, 2.0], [1.0, 1.0]])
     data = AuditData.from_arrays(X, ["a", "a", "a", "b", "b"])
-    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*--zero-rows drop"):
+    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*zero_rows='drop'"):
         nmf_input(data)
     dropped = nmf_input(data, zero_rows="drop")
     assert dropped.X.shape == (4, 2) and list(dropped.codes) == [0, 0, 1, 1]

@@ -345,7 +345,10 @@ def _khsic_too_large(n: int, options: dict) -> str:
         )
     else:
         cost = f"the exact kernel needs the {n}×{n} kernel matrix of the entity embedding at every step"
-    return f"skipped: {n} entities exceed the KHSIC limit of {limit} entities ({cost}); raise {term('cpd_khsic_max_rows', n)} to run it."
+    return (
+        f"skipped: {n} entities exceed KHSIC's limit of {limit:,} ({cost}); to run it anyway, use "
+        f"{term('cpd_khsic_max_rows', n)}."
+    )
 
 
 def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config, gamma) -> None:

@@ -28,6 +28,7 @@ import numpy as np
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
+from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
 from .baselines import MCFS, SPEC, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
@@ -38,6 +39,9 @@ VARIANTS = ("variance", "lapscore", "spec", "mcfs", "fufs")
 
 FUFS_OPTIONS = ("alpha", "beta", "n_sensitive_features", "kernel", "approximation", "exact_max_rows", "n_landmarks", "max_iter", "refine")
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4)
+KMEANS_RUNS = 50
+"""k-means runs per selection (mean and std reported), as the FUFS paper; the CLI and the
+dashboard start from this value."""
 
 
 def default_ranks(n_features: int) -> tuple[int, ...]:
@@ -80,10 +84,12 @@ def _n_clusters(data: AuditData, labels, options: dict, sink: RecordSink) -> int
             K = max(2, data.groups.n_groups)
             sink.warn(
                 f"fs: no ground-truth label and no cluster count given; k-means uses K = {K} clusters "
-                "(the number of groups). Pass --label COLUMN or --clusters K to choose."
+                f"(the number of groups). Set {term('label')} or {term('fs_clusters')} to choose."
             )
     if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 2 <= K <= data.n_rows:
-        raise ParameterError(f"--clusters must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}.")
+        raise ParameterError(
+            f"{term('fs_clusters')} must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}."
+        )
     return int(K)
 
 
@@ -109,7 +115,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     codes, group_labels = data.groups.codes, data.groups.labels
     labels = _labels(data)
     K = _n_clusters(data, labels, options, sink)
-    runs = options.get("kmeans_runs", 50)
+    runs = options.get("kmeans_runs", KMEANS_RUNS)
     seed = config.random_state
     names = np.asarray(data.feature_names, dtype=object)
     alignment = _alignment_backend(X, options, seed)

@@ -19,6 +19,7 @@ from .. import linalg
 from ..errors import FairAuditError, NegativeValueError, ParameterError
 from ..groups import check_groups, encode_groups
 from ..validation import check_rank
+from ..vocabulary import term
 
 TINY = np.finfo(float).tiny
 """Floor for multiplicative-update denominators. A denominator is 0 only where the matching
@@ -54,7 +55,7 @@ def check_nonnegative(X: np.ndarray, what: str = "X") -> None:
         raise NegativeValueError(
             f"Negative values in data: NMF needs non-negative input, but {what} has {int(negative.sum())} "
             f"negative value(s) (first: {X[row, col]:g} at row {row}, column {col}). Shift each feature by its minimum "
-            "or clip negatives to 0 first (AuditData.nonnegative('shift' | 'clip'), CLI --nonnegative)."
+            f"or clip negatives to 0 first ({term('nonnegative', 'shift')} or {term('nonnegative', 'clip')})."
         )
 
 

@@ -26,6 +26,7 @@ from ..audit import AuditConfig, RecordSink, merged_options, representation_metr
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
+from ..vocabulary import term
 from ._core import GroupedData, check_solver_parameters
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
@@ -120,7 +121,7 @@ def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_
                 f"{int(zero.sum())} row(s) have only zeros in the feature columns{cause}: "
                 f"{', '.join(where)}{' …' if zero.sum() > 5 else ''}. NMF learns nothing from such a row "
                 "and it often means missing values coded as 0; check the row(s), leave them out of the "
-                "file, or drop them for NMF with zero_rows='drop' (CLI --zero-rows drop)."
+                f"file, or drop them for NMF with {term('zero_rows', 'drop')}."
             )
         X, groups = X[~zero], groups.subset(~zero)
         notes.append(f"nmf: dropped {int(zero.sum())} all-zero row(s): {', '.join(where)}{' …' if zero.sum() > 5 else ''}")
@@ -160,7 +161,7 @@ def am_too_slow(n_rows: int, n_features: int, options: dict) -> str | None:
             f"skipped: alternating minimisation solves {n_rows} non-negative least-squares problems and a "
             f"cone program per iteration (1–2 µs per cell at rank 10, up to 200 iterations); on "
             f"{n_rows}×{n_features} data ({cells:,} cells, limit am_max_cells={limit:,}) a sweep would take "
-            "minutes. fair_mu optimises the same objective; name fair_am in --variants to run it anyway."
+            f"minutes. fair_mu optimises the same objective; choose fair_am in {term('variants')} to run it anyway."
         )
     return None
 
@@ -235,14 +236,14 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         sink.warn(
             f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
             f"{', '.join(map(str, estimate_capped))}, so E_ℓ may be slightly high and the relative "
-            "losses slightly low there; loosen tol (CLI --nmf-tol) for a faster, coarser estimate."
+            f"losses slightly low there; loosen {term('nmf_tol')} for a faster, coarser estimate."
         )
     for name, ranks_capped in capped.items():
         if ranks_capped:
             sink.warn(
                 f"nmf/{name}: an iteration cap was reached before the stopping rule at rank(s) "
                 f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
-                "raise max_iter (CLI --nmf-max-iter) or loosen tol."
+                f"raise {term('nmf_max_iter')} or loosen {term('nmf_tol')}."
             )
 
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from ._base import NMFBase
 from ._core import GroupedData, blas_threads
 from ._standard import STANDARD_MAX_ITER, solve_standard
