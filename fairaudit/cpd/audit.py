@@ -188,6 +188,7 @@ class _Fitter:
         self.paper = options["formulation"] == "paper"
         self.random_state = config.random_state
         self.gammas: dict[int, float] = {}
+        self.metric_gammas: dict[int, float | None] = {}
         self.unconverged: dict[str, set[int]] = {}
         self.diverged: set[tuple[str, int]] = set()
         self.cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
@@ -197,6 +198,15 @@ class _Fitter:
         if rank not in self.gammas:
             self.gammas[rank] = PAPER_GAMMA if self.paper else median_gamma(self.X, rank, self.random_state)
         return self.gammas[rank]
+
+    def set_metric_gamma(self, rank: int, vanilla) -> None:
+        """nkhsic's kernel at ``rank``, one for every variant (comparable values, one median instead of
+        one per fit): γ = 1 on ``A`` for the paper, the median heuristic on vanilla's ``Â`` for ours
+        (``None``, the metric's own median, when vanilla did not fit)."""
+        if self.paper:
+            self.metric_gammas[rank] = PAPER_GAMMA
+        elif vanilla is not None:
+            self.metric_gammas[rank] = _kernels.median_gamma(vanilla[0].embedding_, random_state=self.random_state)
 
     def params(self, method: str, rank: int, init) -> dict:
         options = self.options
@@ -283,7 +293,6 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         )
     fitter = _Fitter(X, codes, options, config, sink, kernel)
     described: set[str] = set()
-    metric_gamma: float | None = None
 
     def record(variant: str, fitted, lam: float, rank: int) -> None:
         if fitted is None:
@@ -293,18 +302,12 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         if SWEEP_SEPARATOR not in variant and variant not in described:
             described.add(variant)
             sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
-        with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
-            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, metric_gamma)
+        _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
         sink.progress(variant, rank, seconds)
 
-    for rank in rank_list:
+    def _audit_rank(rank: int) -> None:
         vanilla = fitter.fit("none", 0.0, rank)
-        # nkhsic's kernel, once per rank for every variant (comparable values, one median instead
-        # of one per fit): γ = 1 on A for the paper, the median heuristic on vanilla's Â for ours.
-        if fitter.paper:
-            metric_gamma = PAPER_GAMMA
-        else:
-            metric_gamma = _kernels.median_gamma(vanilla[0].embedding_, random_state=config.random_state) if vanilla else None
+        fitter.set_metric_gamma(rank, vanilla)
         if run_vanilla:
             record("vanilla", vanilla, 0.0, rank)
         start = vanilla[0].factors_ if vanilla is not None else None
@@ -327,6 +330,10 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 lam = _default_lambda(options, name, reference)
                 record(name, fitter.fit(name, lam, rank, start), lam, rank)
         fitter.forget(rank)
+
+    with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref, metrics): one BLAS thread
+        for rank in rank_list:
+            _audit_rank(rank)
     for method, bad in fitter.unconverged.items():
         name = next(v for v, m in VARIANTS.items() if m == method)
         sink.warn(

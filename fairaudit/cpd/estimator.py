@@ -118,6 +118,10 @@ NOISY_WINDOW = 3
 """Epochs per window of the stopping rule for fits whose penalty is sampled (the Nyström kernel
 with fresh landmarks every epoch): :meth:`FairCPD._settled`."""
 
+NOISY_TOL = 1e-3
+"""Relative decrease of the windowed objective below which a sampled fit stops (or ``tol`` if
+larger): such a fit cannot resolve changes inside its own sampling noise."""
+
 FORMULATIONS = {
     "paper": {"solver": "bcd", "embedding": "factor", "gamma": PAPER_GAMMA, "init": "uniform", "l2": PAPER_L2},
     "fairaudit": {"solver": "lbfgs", "embedding": "normalized", "gamma": "median", "init": "svd", "l2": 0.0},
@@ -725,7 +729,8 @@ class FairCPD(TransformerMixin, BaseEstimator):
     def _settled(self, objectives: list[float]) -> bool:
         """Stopping rule when the penalty is sampled (ours): stop once the mean objective over the
         last :data:`NOISY_WINDOW` epochs is lower than over the window before by no more than the
-        epoch-to-epoch noise (the recent epochs' standard deviation) or ``tol`` (relative).
+        epoch-to-epoch noise (the recent epochs' standard deviation) or :data:`NOISY_TOL` (relative;
+        ``tol`` if larger).
 
         With fresh Nyström landmarks every epoch each A-step follows a different approximation, so
         the objective (on the fixed evaluation landmarks) carries sampling noise — measured ±0.5–2 %
@@ -738,7 +743,7 @@ class FairCPD(TransformerMixin, BaseEstimator):
             return False
         earlier, recent = np.asarray(objectives[-2 * window : -window]), np.asarray(objectives[-window:])
         noise = float(np.std(recent, ddof=1))
-        return float(earlier.mean() - recent.mean()) <= max(self.tol * abs(float(recent.mean())), noise)
+        return float(earlier.mean() - recent.mean()) <= max(max(self.tol, NOISY_TOL) * abs(float(recent.mean())), noise)
 
     def _finish(self, X, factors, groups, history, xx) -> None:
         n, N = X.shape[0], X.size
