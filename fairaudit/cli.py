@@ -25,6 +25,7 @@ from pathlib import Path
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
 from .cost import duration, expected_seconds
+from .cpd._kernels import NYSTROM_LANDMARKS
 from .cpd.estimator import FORMULATIONS, KERNELS
 from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
 from .errors import FairAuditError, InputFileError, ParameterError
@@ -266,7 +267,9 @@ def _add_cpd_options(audit) -> None:
     cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
     cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
                      help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
-    cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
+    cpd.add_argument("--cpd-landmarks", type=int, default=None, help=f"landmark entities of the Nyström kernel (default {NYSTROM_LANDMARKS})")
+    cpd.add_argument("--cpd-jobs", type=int, default=None, metavar="N",
+                     help="worker threads for the fair fits (default 2: two fits side by side on two cores)")
 
 
 def _cpd_options(args) -> dict:
@@ -288,9 +291,10 @@ def _cpd_options(args) -> dict:
         "tol": args.cpd_tol,
         "khsic_kernel": args.cpd_kernel,
         "khsic_landmarks": args.cpd_landmarks,
+        "n_jobs": args.cpd_jobs,
     }
     for name, option in (("n_lambdas", "cpd_points"), ("n_epochs", "cpd_epochs"), ("khsic_max_rows", "cpd_khsic_max_rows"),
-                         ("sweep_rank", "cpd_sweep_rank")):
+                         ("sweep_rank", "cpd_sweep_rank"), ("n_jobs", "cpd_jobs")):
         if options[name] is not None and options[name] < 1:
             raise ParameterError(f"{term(option)} must be at least 1; got {options[name]}.")
     if options["khsic_landmarks"] is not None and options["khsic_landmarks"] < 2:

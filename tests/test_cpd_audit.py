@@ -268,3 +268,34 @@ def test_cli_formulation_flag(tmp_path):
     payload = json.loads(out.read_text())
     assert payload["config"]["options"]["cpd"] == {"formulation": "paper", "n_epochs": 2}
     assert payload["skipped"][0]["variant"] == "vanilla"
+
+
+# ---------------------------------------------------------------- fits on two worker threads
+def test_two_workers_give_the_same_records_as_one(small_result):
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
+    data = AuditData.from_tensor(X, groups)
+    one = run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST, n_jobs=1)}))
+    key = ["method", "variant", "rank", "group", "metric"]
+    # small_result is the default: two workers. Every number but the seconds is the same.
+    values = lambda r: r.records[r.records.metric != "seconds"].sort_values(key, ignore_index=True)  # noqa: E731
+    np.testing.assert_array_equal(values(one)[key].to_numpy(), values(small_result)[key].to_numpy())
+    np.testing.assert_array_equal(values(one).value.to_numpy(), values(small_result).value.to_numpy())
+
+
+def test_cancel_from_the_progress_callback_stops_the_workers():
+    from fairaudit.audit import AuditCancelled
+
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
+    data = AuditData.from_tensor(X, groups)
+    seen = []
+
+    def progress(event):
+        seen.append(event)
+        if len(seen) == 5:
+            raise AuditCancelled("stop")
+
+    with pytest.raises(AuditCancelled):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST)}), progress=progress)
+    assert len(seen) == 5
+    with pytest.raises(ParameterError, match="n_jobs"):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(1,), options={"cpd": {"n_jobs": 0}}))

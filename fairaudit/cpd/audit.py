@@ -45,13 +45,16 @@ Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`
 steps for the paper), ``l2`` (FATR's λ_ℓ2; default the formulation's: 0 for ours, 1 for the paper),
 ``khsic_max_rows`` (5000: KHSIC is skipped, with the reason, above it), ``khsic_kernel``
 (``"auto"``: the exact kernel up to 2,000 entities, the Nyström approximation above — recorded
-as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (500).
+as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (300), ``n_jobs`` (2: fair fits on two worker threads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -92,6 +95,7 @@ DEFAULT_OPTIONS = {
     "khsic_max_rows": 5000,
     "khsic_kernel": "auto",
     "khsic_landmarks": _kernels.NYSTROM_LANDMARKS,
+    "n_jobs": 2,
 }
 """The audit's defaults. ``formulation="fairaudit"`` is discussed in the module docstring; two
 more differ from :class:`FairCPD`'s and from the paper, for speed:
@@ -134,6 +138,8 @@ def _options(config: AuditConfig) -> dict:
             f"cpd formulation must be one of {', '.join(FORMULATIONS)}; got {options['formulation']!r} "
             f"(choose {term('cpd_formulation', 'paper')} or {term('cpd_formulation', 'fairaudit')})."
         )
+    if isinstance(options["n_jobs"], bool) or not isinstance(options["n_jobs"], int) or options["n_jobs"] < 1:
+        raise ParameterError(f"{term('cpd_jobs')} must be a whole number >= 1; got {options['n_jobs']!r}.")
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
     if options["khsic_kernel"] not in KERNELS:
@@ -180,8 +186,9 @@ def default_sweep_rank(ranks, limit: int) -> int:
 
 
 class _Fitter:
-    """Fits of one audit: the formulation's parameters, a cache (the default-λ fit at the sweep
-    rank is a sweep point), the iteration-cap bookkeeping and γ per rank."""
+    """Fits of one audit: the formulation's parameters, γ per rank, the skip and iteration-cap
+    bookkeeping. :meth:`fit` may run in worker threads (it touches no shared state); the
+    bookkeeping runs in the audit's own thread (:meth:`account`)."""
 
     def __init__(self, X, codes, options, config, sink, kernel):
         self.X, self.codes, self.options, self.sink, self.kernel = X, codes, options, sink, kernel
@@ -191,7 +198,6 @@ class _Fitter:
         self.metric_gammas: dict[int, float | None] = {}
         self.unconverged: dict[str, set[int]] = {}
         self.diverged: set[tuple[str, int]] = set()
-        self.cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
 
     def gamma(self, rank: int) -> float:
         """KHSIC's γ at ``rank``: the paper's 1, or the median heuristic once per rank (ours)."""
@@ -222,42 +228,94 @@ class _Fitter:
             params.update(gamma=self.gamma(rank), kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
         return params
 
-    def fit(self, method: str, lam: float, rank: int, init=None) -> tuple[FairCPD, float] | None:
-        """The fitted model and its seconds, or ``None`` (recorded as a skip) when the paper's
-        fixed steps diverge."""
-        key = (method, lam, rank)
-        if key in self.cache:
-            return self.cache[key]
+    def fit(self, method: str, lam: float, rank: int, init=None) -> tuple[FairCPD, float] | DivergenceError:
+        """The fitted model and its seconds, or the :class:`DivergenceError` of a paper fit whose
+        fixed steps overflowed. Needs :meth:`gamma` at ``rank`` computed first (for KHSIC)."""
         started = time.perf_counter()
-        name = next(v for v, m in VARIANTS.items() if m == method)
         try:
-            with self.sink.collect_warnings(method):
-                model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init)).fit(
-                    self.X, sensitive_features=self.codes
-                )
+            model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init)).fit(
+                self.X, sensitive_features=self.codes
+            )
         except DivergenceError as exc:
-            if (name, rank) not in self.diverged:  # once per variant and rank, not per λ point
+            return exc
+        return model, time.perf_counter() - started
+
+    def account(self, method: str, lam: float, rank: int, fitted) -> tuple[FairCPD, float] | None:
+        """Bookkeeping of one finished fit: a skip for a divergence (once per variant and rank, not
+        per λ point), the iteration cap. Returns the fit, or ``None`` for a divergence."""
+        name = next(v for v, m in VARIANTS.items() if m == method)
+        if isinstance(fitted, DivergenceError):
+            if (name, rank) not in self.diverged:
                 self.diverged.add((name, rank))
                 self.sink.skip(
                     name,
                     f"skipped: the paper's fixed gradient steps (Algorithm 1 with the App. A.8 step sizes) diverged on "
-                    f"these data — the {exc.block} update with step {exc.step:g} overflowed at epoch {exc.epoch} (λ = {lam:g}). "
-                    f"Choose {term('cpd_formulation', 'fairaudit')} (line search, no step size to tune).",
+                    f"these data — the {fitted.block} update with step {fitted.step:g} overflowed at epoch {fitted.epoch} "
+                    f"(λ = {lam:g}). Choose {term('cpd_formulation', 'fairaudit')} (line search, no step size to tune).",
                     rank=rank,
                 )
-            self.cache[key] = None
             return None
-        if not model.converged_:
+        if not fitted[0].converged_:
             self.unconverged.setdefault(method, set()).add(rank)
-        self.cache[key] = (model, time.perf_counter() - started)
-        return self.cache[key]
+        return fitted
 
-    def forget(self, rank: int) -> None:
-        self.cache = {key: value for key, value in self.cache.items() if key[2] != rank}
+
+@dataclasses.dataclass
+class _Chain:
+    """Fair fits at one rank, each from the previous one's solution (the first from ``init``):
+    ``steps`` are ``(variants, method, λ)``, ``variants`` the record names that fit answers to (a
+    sweep point can also be the rank's default-λ fit)."""
+
+    rank: int
+    init: list | None
+    steps: list[tuple[tuple[str, ...], str, float]]
+
+
+def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> None:
+    """Fit a chain, handing each fit to ``emit(variants, method, λ, rank, fitted)`` as it finishes."""
+    init = chain.init
+    for variants, method, lam in chain.steps:
+        if stop.is_set():
+            return
+        fitted = fitter.fit(method, lam, chain.rank, init)
+        if not isinstance(fitted, DivergenceError):
+            init = fitted[0].factors_
+        emit(variants, method, lam, chain.rank, fitted)
+
+
+def _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references) -> list[_Chain]:
+    """The fair fits of the audit as chains, the longest first (so that two workers finish together):
+    the λ sweep at the sweep rank (a continuation, ours), and one fit per method and rank at the
+    default λ — at the sweep rank the sweep's point when the default λ is on the grid."""
+    chains = []
+    for rank in rank_list:
+        if rank not in starts:
+            continue
+        for name in fair:
+            default = _default_lambda(options, name, references[rank, name]) if rank in ranks else None
+            if do_sweep and rank == sweep_rank:
+                steps = []
+                for index, lam in enumerate(_grid(options, name, references[rank, name])):
+                    variants = (f"{name}{SWEEP_SEPARATOR}{index}",)
+                    if default is not None and np.isclose(lam, default, rtol=1e-12, atol=0.0):
+                        variants, default = (*variants, name), None
+                    steps.append((variants, name, float(lam)))
+                chains.append(_Chain(rank, starts[rank], steps))
+            if default is not None:
+                chains.append(_Chain(rank, starts[rank], [((name,), name, default)]))
+    cost = {"khsic": 100.0, "hsic": 1.0, "fatr": 1.0}
+    return sorted(chains, key=lambda c: -sum(cost[m] for _, m, _ in c.steps) * c.rank)
 
 
 def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it."""
+    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it.
+
+    Vanilla CP at every rank first (in this thread), then the fair fits as chains (:func:`_chains`)
+    on ``n_jobs`` worker threads: NumPy and BLAS release the GIL, so on two cores two KHSIC fits
+    run side by side. Records, progress and skips are written here, in this thread, as fits finish;
+    an exception from the progress callback stops the workers (after their current fit) and
+    propagates.
+    """
     options = _options(config)
     X = data.tensor()
     codes, labels = data.groups.codes, data.groups.labels
@@ -294,52 +352,72 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     fitter = _Fitter(X, codes, options, config, sink, kernel)
     described: set[str] = set()
 
-    def record(variant: str, fitted, lam: float, rank: int) -> None:
-        if fitted is None:
-            sink.progress(variant, rank, 0.0)
-            return
-        model, seconds = fitted
-        if SWEEP_SEPARATOR not in variant and variant not in described:
-            described.add(variant)
-            sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
-        _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
-        sink.progress(variant, rank, seconds)
-
-    def _audit_rank(rank: int) -> None:
-        vanilla = fitter.fit("none", 0.0, rank)
-        fitter.set_metric_gamma(rank, vanilla)
-        if run_vanilla:
-            record("vanilla", vanilla, 0.0, rank)
-        start = vanilla[0].factors_ if vanilla is not None else None
-        for name in fair:
-            reference = 1.0
-            if not fitter.paper:
-                if vanilla is None:
-                    continue
-                gamma = fitter.gamma(rank) if name == "khsic" else None
-                reference = _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
-            if do_sweep and rank == sweep_rank:
-                # Ours is a continuation: each point starts from the previous (smaller-λ) point's solution.
-                init = start
-                for index, lam in enumerate(_grid(options, name, reference)):
-                    fitted = fitter.fit(name, float(lam), rank, init)
-                    init = fitted[0].factors_ if fitted is not None else init
-                    record(f"{name}{SWEEP_SEPARATOR}{index}", fitted, float(lam), rank)
-            if rank in ranks:
-                # The default λ; at the sweep rank usually a grid point, whose fit is reused.
-                lam = _default_lambda(options, name, reference)
-                record(name, fitter.fit(name, lam, rank, start), lam, rank)
-        fitter.forget(rank)
+    def record(variants, method: str, lam: float, rank: int, fitted) -> None:
+        """Records and progress of one fit (``fitted`` as :meth:`_Fitter.account` returns it)."""
+        for variant in variants:
+            if fitted is None:
+                sink.progress(variant, rank, 0.0)
+                continue
+            model, seconds = fitted
+            if SWEEP_SEPARATOR not in variant and variant not in described:
+                described.add(variant)
+                sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
+            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
+            sink.progress(variant, rank, seconds)
 
     with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref, metrics): one BLAS thread
+        starts, references = {}, {}
         for rank in rank_list:
-            _audit_rank(rank)
+            vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
+            if run_vanilla:
+                record(("vanilla",), "none", 0.0, rank, vanilla)
+            fitter.set_metric_gamma(rank, vanilla)
+            if vanilla is None and not fitter.paper:
+                continue  # ours needs vanilla (warm start, λ_ref); the skip says why
+            starts[rank] = vanilla[0].factors_ if vanilla is not None else None
+            for name in fair:
+                gamma = fitter.gamma(rank) if name == "khsic" else None
+                references[rank, name] = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+        chains = _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references)
+        _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: record(
+            variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
     for method, bad in fitter.unconverged.items():
         name = next(v for v, m in VARIANTS.items() if m == method)
         sink.warn(
             f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
             f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
         )
+
+
+def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int) -> None:
+    """Run ``chains`` on ``n_jobs`` worker threads (inline for 1), calling ``record`` here, in the
+    calling thread, for every fit as it finishes."""
+    stop = threading.Event()
+    if n_jobs <= 1 or len(chains) <= 1:
+        for chain in chains:
+            _run_chain(fitter, chain, record, stop)
+        return
+    finished: queue.Queue = queue.Queue()
+    expected = sum(len(chain.steps) for chain in chains)
+
+    def work(chain: _Chain) -> None:
+        try:
+            _run_chain(fitter, chain, lambda *item: finished.put(item), stop)
+        except BaseException as exc:  # handed to the calling thread, which raises it
+            finished.put(exc)
+
+    pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="fairaudit-cpd")
+    try:
+        for chain in chains:
+            pool.submit(work, chain)
+        for _ in range(expected):
+            item = finished.get()
+            if isinstance(item, BaseException):
+                raise item
+            record(*item)
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _khsic_too_large(n: int, options: dict) -> str:
