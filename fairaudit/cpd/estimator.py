@@ -144,6 +144,11 @@ class DivergenceError(ParameterError):
         self.block, self.step, self.epoch = block, step, epoch
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """``⟨a, b⟩`` (Frobenius) without the temporary ``a * b`` (the L-BFGS loop's inner products)."""
+    return float(np.vdot(a, b))
+
+
 def check_tensor(X, what: str = "X") -> np.ndarray:
     """``X`` as a finite float array with at least two modes, or a specific error."""
     X = np.asarray(X, dtype=float)
@@ -525,7 +530,7 @@ class FairCPD(TransformerMixin, BaseEstimator):
 
         def smooth(Z):
             ZG = Z @ G
-            value = (xx - 2.0 * np.sum(Z * M) + np.sum(ZG * Z)) / N + ridge * float(np.sum(Z * Z))
+            value = (xx - 2.0 * _dot(Z, M) + _dot(ZG, Z)) / N + ridge * _dot(Z, Z)
             return value, 2.0 * (ZG - M) / N + 2.0 * ridge * Z
 
         def penalty(Z):
@@ -543,12 +548,12 @@ class FairCPD(TransformerMixin, BaseEstimator):
         curvature = [pair for pair in (self._curvature(s, y_pen, Q) for s, y_pen in pairs) if pair is not None]
         for _ in range(self.inner_steps_):
             direction = self._lbfgs_direction(grad, Q, curvature)
-            slope = float(np.sum(grad * direction))
+            slope = _dot(grad, direction)
             if not slope < 0:  # the memory misleads (or the point is stationary): plain preconditioning
                 pairs.clear()
                 curvature.clear()
                 direction = -_tensor.solve_right(grad, Q)
-                slope = float(np.sum(grad * direction))
+                slope = _dot(grad, direction)
                 if not slope < 0:
                     break
             step = 1.0
@@ -584,8 +589,8 @@ class FairCPD(TransformerMixin, BaseEstimator):
     def _curvature(s, y_pen, Q):
         """The pair ``(s, y = sQ + y_pen, 1/sᵀy)``, or ``None`` without positive curvature."""
         y = s @ Q + y_pen
-        sy = float(np.sum(s * y))
-        if sy > 1e-12 * np.sqrt(float(np.sum(s * s)) * float(np.sum(y * y))):
+        sy = _dot(s, y)
+        if sy > 1e-12 * np.sqrt(_dot(s, s) * _dot(y, y)):
             return s, y, 1.0 / sy
         return None
 
@@ -595,16 +600,16 @@ class FairCPD(TransformerMixin, BaseEstimator):
         q = grad.copy()
         alphas = []
         for s, y, rho in reversed(curvature):
-            alpha = rho * float(np.sum(s * q))
+            alpha = rho * _dot(s, q)
             alphas.append(alpha)
             q -= alpha * y
         r = _tensor.solve_right(q, Q)
         if curvature:
             s, y, rho = curvature[-1]
-            scale = (1.0 / rho) / max(float(np.sum(y * _tensor.solve_right(y, Q))), 1e-300)
+            scale = (1.0 / rho) / max(_dot(y, _tensor.solve_right(y, Q)), 1e-300)
             r *= min(1.0, scale)
         for (s, y, rho), alpha in zip(curvature, reversed(alphas), strict=True):
-            beta = rho * float(np.sum(y * r))
+            beta = rho * _dot(y, r)
             r += (alpha - beta) * s
         return -r
 
