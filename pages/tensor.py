@@ -7,8 +7,8 @@ import streamlit as st
 from fairaudit.cpd._kernels import NYSTROM_LANDMARKS, NYSTROM_ROWS
 from fairaudit.cpd.audit import DEFAULT_OPTIONS
 from fairaudit.cpd.estimator import FORMULATIONS, KERNELS, rank_limit
-from fairaudit.vocabulary import OPTIONS
 from fairaudit.plots import VARIANT_TITLES
+from fairaudit.vocabulary import OPTIONS
 from pages.common import current_data, method_page
 
 KERNEL_LABELS = {

@@ -8,8 +8,7 @@ from sklearn.base import clone
 
 from fairaudit import FairAuditError, FairCPD, metrics
 from fairaudit.cpd import _kernels, _tensor
-from fairaudit.cpd.estimator import FORMULATIONS
-from fairaudit.cpd.estimator import normalised_embedding
+from fairaudit.cpd.estimator import FORMULATIONS, normalised_embedding
 from fairaudit.cpd.metrics import nkhsic, orthogonality, penalty
 from fairaudit.errors import ParameterError, RankError
 

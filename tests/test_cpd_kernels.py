@@ -9,8 +9,7 @@ import pytest
 
 from fairaudit import FairCPD, metrics
 from fairaudit.cpd import _kernels, _tensor
-from fairaudit.cpd.estimator import FORMULATIONS
-from fairaudit.cpd.estimator import embedding_gradient, median_gamma, normalised_embedding
+from fairaudit.cpd.estimator import FORMULATIONS, embedding_gradient, median_gamma, normalised_embedding
 from fairaudit.cpd.metrics import nkhsic, penalty
 from fairaudit.cpd.sweep import lambda_grid, lambda_reference
 
