@@ -25,8 +25,8 @@ heavy = {}
 if shape[0] > NYSTROM_ROWS:
     heavy["khsic"] = (
         f"{shape[0]:,} entities: KHSIC approximates the {shape[0]:,}×{shape[0]:,} kernel of the entity embedding "
-        f"(Nyström, {NYSTROM_LANDMARKS} landmark entities; noted in the warnings). The default audit took ~40 s at "
-        f"3,000 entities and ~85 s at 5,000 on two cores; above {khsic_limit:,} KHSIC is skipped unless "
+        f"(Nyström, {NYSTROM_LANDMARKS} landmark entities; noted in the warnings). The default audit took ~48 s at "
+        f"3,000 entities and ~65 s at 5,000 on two shared cores; above {khsic_limit:,} KHSIC is skipped unless "
         "you tick “Run KHSIC anyway”."
     )
 
