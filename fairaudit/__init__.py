@@ -17,8 +17,9 @@ from .audit import AuditConfig, AuditResult, run_audit
 from .cpd import FairCPD
 from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table, scale_features, tensor_from_arrays
 from .errors import FairAuditError
-from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
+from .fs import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .groups import encode_groups
+from .models import PortableModel, export_models, load_model
 from .nmf import NMF, FairerNMF
 from .pca import JEVDPCA, PCA, CovFairPCA, FairPCA
 
@@ -26,14 +27,17 @@ __all__ = [
     "NMF",
     "FUFS",
     "MCFS",
+    "NDFS",
     "PCA",
     "SPEC",
+    "UDFS",
     "AuditConfig",
     "AuditData",
     "AuditResult",
     "CovFairPCA",
     "FairCPD",
     "FairAuditError",
+    "PortableModel",
     "FairerNMF",
     "FairPCA",
     "JEVDPCA",
@@ -41,7 +45,9 @@ __all__ = [
     "RawTable",
     "__version__",
     "encode_groups",
+    "export_models",
     "load",
+    "load_model",
     "prepare",
     "prepare_tensor",
     "read_table",

@@ -102,6 +102,10 @@ class AuditConfig:
         (with the reason recorded): their cost grows steeply with the dimension.
     options : dict
         Family-specific options, e.g. ``{"nmf": {"max_iter": 500}}``.
+    keep_models : bool
+        Keep every fitted estimator in :attr:`AuditResult.models` (for
+        :func:`fairaudit.models.export_models`); off by default, since NMF and CP estimators hold
+        a row per data row.
     """
 
     methods: Sequence[str] = ("pca",)
@@ -114,6 +118,7 @@ class AuditConfig:
     sdp_max_features: int = 30
     mw_max_features: int = 300
     options: dict = field(default_factory=dict)
+    keep_models: bool = False
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -188,7 +193,8 @@ class AuditConfig:
                 )
 
     def to_dict(self) -> dict:
-        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items()}
+        """The settings that determine the numbers (``keep_models`` does not, and is left out)."""
+        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"}
 
 
 # ============================================================================ results
@@ -208,6 +214,9 @@ class AuditResult:
     created: str = ""
     seconds: float = 0.0
     fairaudit_version: str = __version__
+    models: dict = field(default_factory=dict, repr=False, compare=False)
+    """With ``AuditConfig(keep_models=True)``: the fitted estimator of every fit, keyed
+    ``(method, variant, rank)``. Never written to JSON; :mod:`fairaudit.models` saves them."""
 
     def metric(self, metric: str, method: str | None = None) -> pd.DataFrame:
         """Rows of one metric (optionally one method)."""
@@ -281,6 +290,7 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
         created=max(r.created for r in results),
         seconds=round(sum(r.seconds for r in results), 3),
         fairaudit_version=first.fairaudit_version,
+        models={key: model for r in results for key, model in r.models.items()},
     )
 
 
@@ -343,8 +353,10 @@ ProgressCallback = Callable[[dict], None]
 class RecordSink:
     """Where a family writes its measurements, skips, warnings and progress."""
 
-    def __init__(self, method: str, progress: ProgressCallback | None = None):
+    def __init__(self, method: str, progress: ProgressCallback | None = None, keep_models: bool = False):
         self.method = method
+        self.keep_models = keep_models
+        self.models: dict[tuple[str, str, int], object] = {}
         self.rows: list[tuple] = []
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
@@ -364,6 +376,11 @@ class RecordSink:
     def add_groups(self, variant: str, rank: int, metric: str, labels: Iterable[str], values: Iterable[float]) -> None:
         for label, value in zip(labels, values, strict=True):
             self.add(variant, rank, metric, value, group=label)
+
+    def keep(self, variant: str, rank: int, estimator) -> None:
+        """Keep a fitted estimator under ``(method, variant, rank)`` when the audit keeps models."""
+        if self.keep_models:
+            self.models[(self.method, variant, int(rank))] = estimator
 
     def skip(self, variant: str, reason: str, rank: int | None = None) -> None:
         self.skipped.append({"method": self.method, "variant": variant, "rank": rank, "reason": reason})
@@ -458,6 +475,7 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     skipped: list[dict] = []
     notes: list[str] = []
     details: dict[str, dict] = {}
+    models: dict[tuple[str, str, int], object] = {}
     smallest = min(data.group_sizes().items(), key=lambda item: item[1])
     if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
         notes.append(
@@ -467,8 +485,9 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
             f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
-        sink = RecordSink(method, progress)
+        sink = RecordSink(method, progress, keep_models=config.keep_models)
         _family(method)(data, config, sink)
+        models.update(sink.models)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)
         notes.extend(sink.warnings)
@@ -484,4 +503,5 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         details=details,
         created=created,
         seconds=round(time.perf_counter() - started, 3),
+        models=models,
     )

@@ -121,18 +121,21 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
     _add_nmf_options(audit)
+    _add_fs_options(audit)
     _add_cpd_options(audit)
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+    _add_action_options(audit)
 
     columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
     columns.add_argument("data")
     columns.add_argument("--skip-rows", type=int, default=0)
     columns.add_argument("--no-header", action="store_true")
     columns.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB)
+    _add_action_commands(commands)
     return parser
 
 
@@ -304,6 +307,17 @@ def _cpd_options(args) -> dict:
     return {key: value for key, value in options.items() if value is not None}
 
 
+def _add_fs_options(parser: argparse.ArgumentParser) -> None:
+    """FUFS's options (``--methods fs``); ``--clusters`` and ``--kmeans-runs`` are in "what to run"."""
+    from .fs.fufs import FORMULATIONS
+
+    fs = parser.add_argument_group("feature selection (--methods fs)")
+    fs.add_argument("--fufs-formulation", default=None, choices=FORMULATIONS,
+                    help="FUFS as printed (paper: Xing et al. 2021 eq. 6, the default) or our normalised-alignment version (alignment)")
+    fs.add_argument("--fufs-alpha", type=float, default=None, help="FUFS's fairness weight α (default 1, the paper's CRIME/GOOGLE+ setting)")
+    fs.add_argument("--fufs-beta", type=float, default=None, help="FUFS's ℓ1 sparsity weight β (paper formulation; default 0.1)")
+
+
 def _fs_options(args) -> dict:
     """Feature-selection options from the command line (``AuditConfig.options["fs"]``)."""
     fs = {}
@@ -315,6 +329,13 @@ def _fs_options(args) -> dict:
         if args.kmeans_runs < 1:
             raise ParameterError(f"{term('fs_kmeans_runs')} must be at least 1, got {args.kmeans_runs}.")
         fs["kmeans_runs"] = args.kmeans_runs
+    if args.fufs_formulation is not None:
+        fs["formulation"] = args.fufs_formulation
+    for option, key, value in (("fs_alpha", "alpha", args.fufs_alpha), ("fs_beta", "beta", args.fufs_beta)):
+        if value is not None:
+            if not value >= 0:
+                raise ParameterError(f"{term(option)} must be a number ≥ 0, got {value}.")
+            fs[key] = value
     return fs
 
 
@@ -367,45 +388,74 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_outputs(args) -> list[tuple[str, Path]]:
-    """``(flag, path)`` of every requested output, checked before any work: not the input, not
+INPUT_ARGUMENTS = ("data", "components", "embedding", "a", "b")
+"""Arguments that name a file a command reads (every one is checked against every output)."""
+
+
+def input_paths(args) -> list[Path]:
+    """The files the command reads: the data, ``--components``/``--embedding``, the two reports
+    of ``compare``, and the files of ``transform``'s model directory."""
+    paths = [Path(value) for name in INPUT_ARGUMENTS if (value := getattr(args, name, None))]
+    model = getattr(args, "model", None)
+    if model:
+        from .models import ARRAYS_FILE, MANIFEST_FILE
+
+        paths += [Path(model) / MANIFEST_FILE, Path(model) / ARRAYS_FILE]
+    return paths
+
+
+def check_outputs(args, flags=OUTPUT_FLAGS, *, option: str = "output") -> list[tuple[str, Path]]:
+    """``(flag, path)`` of every requested output, checked before any work: not an input, not
     another output, not a folder or device, and writable (a probe file is created and removed in
-    the folder that will hold it; nothing is left behind)."""
+    the folder that will hold it; nothing is left behind). ``option`` is the vocabulary name of
+    the outputs (what a refusal advises choosing instead)."""
     outputs: list[tuple[str, Path]] = []
-    for attribute, flag in OUTPUT_FLAGS:
+    inputs = input_paths(args)
+    for attribute, flag in flags:
         value = getattr(args, attribute, None)
-        if not value:
+        if not value or value == "-":  # "-": standard output
             continue
         path = Path(value)
-        if _same_file(path, Path(args.data)):
-            raise ParameterError(f"{flag} {value} is the input file, which is never overwritten; choose {term('output')}.")
+        for given in inputs:
+            if _same_file(path, given):
+                which = "the input file" if given == Path(getattr(args, "data", "") or "") else "an input file"
+                raise ParameterError(f"{flag} {value} is {which}, which is never overwritten; choose {term(option)}.")
         for other_flag, other in outputs:
             if _same_file(path, other):
                 raise ParameterError(f"{flag} and {other_flag} both name {value}; give each output its own path.")
-        _check_writable(flag, path)
+        _check_writable(flag, path, option)
         outputs.append((flag, path))
     return outputs
 
 
-def _check_writable(flag: str, path: Path) -> None:
+def _check_writable(flag: str, path: Path, option: str = "output") -> None:
     if path.exists() or path.is_symlink():
         if path.is_dir():
-            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / ('report.' + flag[2:])}.")
+            example = "scores.csv" if flag == "--out" else "report." + flag[2:]
+            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / example}.")
         if not path.is_file():
-            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term('output')}.")
-    folder = path.parent
+            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term(option)}.")
+    _probe_folder(flag, path, path.parent, option)
+    if path.exists():
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as exc:
+            raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
+
+
+def _probe_folder(flag: str, path: Path, folder: Path, option: str) -> None:
+    """``folder`` (or, where it does not exist yet, the first of its parents that does) accepts a
+    new file: a probe is created there and removed."""
     while not folder.exists():  # the folders still to create: the probe goes where they would start
         folder = folder.parent
     if not folder.is_dir():
-        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term('output')}.")
+        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term(option)}.")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".fairaudit-probe-"):
             pass
-        if path.exists():
-            with open(path, "ab"):
-                pass
     except OSError as exc:
-        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term('output')}.") from None
+        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
 
 
 # ---------------------------------------------------------------- how long it will take
@@ -535,39 +585,51 @@ def _print_details(result, method: str, out, limit: int = 12) -> None:
 
 
 def _run_audit(args) -> int:
-    from .report import write_reports
-
     check_input(args.data)
+    _check_action_inputs(args)
     outputs = dict(check_outputs(args))
+    check_export_directory(args, outputs)
     config = config_from_args(args)
+    export_ranks = _export_ranks(args)
+    if args.export_model:
+        config.keep_models = True
     progress = None if args.quiet else ProgressReporter(sys.stderr)
     data = load_from_args(args)
+    yours = _read_yours(args, data)  # before the audit: a bad file or option stops at once
     _check_expectation(data, config, args.allow_slow, progress.say if progress else lambda text: None)
     if progress:  # printed with the first fit: a bad option found before any fit leaves one line on stderr
         progress.header = (
             f"auditing {data.source.get('name', args.data)} ({data.n_rows:,} rows × {data.n_features:,} features): "
             + ", ".join(FAMILY_TITLES.get(m, m) for m in config.methods)
+            + (f" and your {yours.kind}" if yours is not None else "")
         )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
             result = run_audit(data, config, progress=progress)
+            if yours is not None:
+                from .yours import attach, audit_yours
+
+                result = attach(result, audit_yours(data, yours, config, progress=progress))
     except BaseException:
         if progress:
             progress.end_line()  # the error starts a line of its own
         raise
     if progress:
         progress.family_done()
-    try:
-        written = write_reports(
-            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
-        )
-    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
-        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    written, models = _write_audit_outputs(args, result, data, outputs, export_ranks)
     if not args.quiet:
         _print_summary(result, sys.stdout)
+        if yours is not None:
+            from .yours import sentences
+
+            for method in dict.fromkeys(result.records.method):
+                for sentence in sentences(result, method):
+                    print(f"yours ({method}): {sentence}")
         for path in written:
             print(f"wrote {path}")
+        if models:
+            print(f"wrote {len(models)} model(s) to {args.export_model} (index: {args.export_model}/models.json)")
     return 0
 
 
@@ -583,9 +645,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command == "audit":
-            return _run_audit(args)
-        return _run_columns(args)
+        commands = {"audit": _run_audit, "columns": _run_columns, "transform": _run_transform, "compare": _run_compare}
+        return commands[args.command](args)
     except (FairAuditError, _UsageError) as exc:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
         print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
@@ -607,6 +668,203 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+# ---------------------------------------------------------------------------- from audit to action
+def _add_action_options(audit: argparse.ArgumentParser) -> None:
+    action = audit.add_argument_group("take the result further")
+    action.add_argument("--export-model", metavar="DIR",
+                        help="write every fitted model (manifest.json + arrays.npz, no pickle) to DIR/<method>-<variant>-rank<r>/")
+    action.add_argument("--export-rank", metavar="RANKS", help="export only these ranks (1:3, 2,4; default every audited rank)")
+    yours = action.add_mutually_exclusive_group()
+    yours.add_argument("--components", metavar="FILE",
+                       help="audit your own components matrix (rank × features CSV with the features as header, or .npy) as variant 'yours'")
+    yours.add_argument("--embedding", metavar="FILE",
+                       help="audit your own embeddings (one row per audited data row) as variant 'yours': MMD² and leakage")
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"give a whole number, 0 or more (got {text!r})")
+    return value
+
+
+def _add_action_commands(commands) -> None:
+    transform = commands.add_parser(
+        "transform", help="apply an exported model to new rows",
+        description="Apply a model written by --export-model to the rows of a CSV file; the file is only read.",
+    )
+    transform.add_argument("model", help="a model directory written by --export-model (holds manifest.json)")
+    transform.add_argument("data", help="CSV file with the model's feature columns (other columns are ignored)")
+    transform.add_argument("--out", required=True, help="output CSV (- for standard output); never the input file")
+    transform.add_argument("--id", dest="id_column", metavar="COL", help="copy this column into the output (default: the file line of each row)")
+    transform.add_argument("--missing", choices=("error", "drop"), default="error",
+                           help="rows with a missing feature cell: stop and list them (default) or leave them out")
+    transform.add_argument("--with-error", action="store_true", help="add each row's reconstruction error (PCA, NMF, CP models)")
+    transform.add_argument("--skip-rows", type=int, default=0, help="lines to skip before the header")
+    transform.add_argument("--no-header", action="store_true", help="the first line is data")
+    transform.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help=f"size limit in MB (default {DEFAULT_MAX_MB})")
+    transform.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+
+    compare = commands.add_parser(
+        "compare", help="compare two saved JSON reports",
+        description="Say per metric and group what changed between two audits (JSON reports written by --json).",
+    )
+    compare.add_argument("a", help="the first JSON report (e.g. before)")
+    compare.add_argument("b", help="the second JSON report (e.g. after)")
+    compare.add_argument("--names", metavar="A,B", help="what to call the two audits (default: their file names)")
+    compare.add_argument("--html", help="write the comparison as a self-contained HTML report here")
+    compare.add_argument("--json", help="write the comparison as JSON here")
+    compare.add_argument("--csv", help="write the matched values (one row per record key) as CSV here")
+    compare.add_argument("--top", type=_count, default=10, help="changes to print (default 10)")
+    compare.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+
+
+def _read_yours(args, data):
+    from .yours import read_components, read_embedding
+
+    if args.components:
+        return read_components(args.components, data, max_mb=args.max_mb)
+    if args.embedding:
+        return read_embedding(args.embedding, data, max_mb=args.max_mb)
+    return None
+
+
+def _check_action_inputs(args) -> None:
+    """``--components``/``--embedding`` name existing regular files, like the data."""
+    for given in (args.components, args.embedding):
+        if given:
+            check_input(given)
+
+
+def _export_ranks(args) -> list[int] | None:
+    """The ranks ``--export-rank`` names (checked before the audit runs)."""
+    if args.export_rank and not args.export_model:
+        raise ParameterError(f"{term('export_rank')} chooses which models {term('keep_models', True)} writes; give both.")
+    if not args.export_rank:
+        return None
+    try:
+        return parse_ranks(args.export_rank)
+    except ParameterError:
+        raise ParameterError(f"{term('export_rank', args.export_rank)} is not understood; write 3, 2,4 or 1:3.") from None
+
+
+def check_export_directory(args, outputs: dict[str, Path]) -> Path | None:
+    """``--export-model DIR``, checked before any work: a folder (or one to create) that accepts
+    files, where no input and no other output lies on a file the export writes
+    (``DIR/models.json``, ``DIR/<model>/manifest.json``, ``DIR/<model>/arrays.npz``)."""
+    if not args.export_model:
+        return None
+    from .models import ARRAYS_FILE, INDEX_FILE, MANIFEST_FILE
+
+    flag, path = "--export-model", Path(args.export_model)
+    if path.exists() and not path.is_dir():
+        raise ParameterError(f"{flag} {path} is a file; give a folder (it receives one folder per model and {INDEX_FILE}).")
+    folder = Path(os.path.realpath(path))
+    for given, what in [*((p, "the input file") for p in input_paths(args)), *((p, f"the {f} output") for f, p in outputs.items())]:
+        target = Path(os.path.realpath(given))
+        if target == folder / INDEX_FILE or (target.name in (MANIFEST_FILE, ARRAYS_FILE) and target.parent.parent == folder):
+            raise ParameterError(
+                f"{flag} {path} would write over {what} {given}, which is never overwritten; choose another folder for "
+                f"{term('keep_models', True)}."
+            )
+    _probe_folder(flag, path, path, "keep_models")
+    return path
+
+
+def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ranks) -> tuple[list[Path], list[Path]]:
+    """The reports, then the models: all or nothing (a failed export removes the reports it
+    follows; each writer removes its own partial files)."""
+    from .report import write_reports
+
+    try:
+        written = write_reports(
+            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+        )
+    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.export_model:
+        return written, []
+    from .models import export_models
+
+    try:
+        models = export_models(result, data, args.export_model, ranks=export_ranks)
+    except BaseException as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ParameterError(
+                f"{exc.filename or args.export_model} could not be written ({exc.strerror}); nothing was written."
+            ) from None
+        raise
+    return written, models
+
+
+def _run_transform(args) -> int:
+    from .models import load_model, transform_table
+    from .report import spreadsheet_safe, write_outputs
+
+    check_input(args.data)
+    outputs = dict(check_outputs(args, (("out", "--out"),), option="out"))
+    model = load_model(args.model)
+    table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    frame, rows = transform_table(model, table, id_column=args.id_column, missing=args.missing, with_error=args.with_error)
+    text = spreadsheet_safe(frame).to_csv(index=False)  # an ID column holds the user's text
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    out = outputs["--out"]
+    try:
+        write_outputs(text, ((out, str),))
+    except OSError as exc:
+        raise ParameterError(f"{exc.filename or out} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.quiet:
+        print(f"model: {model.describe()}")
+        print(f"{table.name}: {len(table.frame)} rows read, {len(frame)} transformed"
+              + (f"; ignored columns: {', '.join(rows.unused)}" if rows.unused else ""))
+        if rows.encoded:
+            print(f"one-hot indicators rebuilt: {', '.join(rows.encoded)}")
+        for line in (*rows.log, *model.manifest.get("notes", [])):
+            print(f"note: {render(line, 'cli')}")
+        print(f"wrote {out} ({len(frame)} rows × {frame.shape[1]} columns)")
+    return 0
+
+
+def _run_compare(args) -> int:
+    from .compare import compare_files, write_comparison
+
+    names = None
+    if args.names:
+        names = tuple(_split(args.names) or [])
+        if len(names) != 2:
+            raise ParameterError(f"{term('compare_names', 'before,after')} takes two names separated by a comma; got {args.names!r}.")
+    for given in (args.a, args.b):
+        check_input(given)
+    outputs = dict(check_outputs(args))
+    comparison = compare_files(args.a, args.b, names=names)
+    try:
+        written = write_comparison(comparison, html_path=outputs.get("--html"), json_path=outputs.get("--json"),
+                                   csv_path=outputs.get("--csv"))
+    except OSError as exc:
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.quiet:
+        for line in comparison.summary():
+            print(line)
+        for difference in comparison.differences[:12]:
+            print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+        for row in comparison.largest_changes(args.top).itertuples(index=False):
+            interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
+            relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""
+            print(f"{row.method}/{row.variant} rank {row.rank} {row.metric}{f' [{row.group}]' if row.group else ''}: "
+                  f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
+        for path in written:
+            print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

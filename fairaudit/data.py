@@ -683,26 +683,41 @@ def _check_scaling(scaling: str) -> None:
         raise ParameterError(f"scaling must be one of {', '.join(SCALINGS)}; got {scaling!r}.")
 
 
+def scaling_parameters(X: np.ndarray, scaling: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(center, scale)`` per column such that ``scale_features(X, scaling) == (X − center) / scale``.
+
+    What a fitted model must apply to new rows to see them as it saw ``X``
+    (:mod:`fairaudit.models` stores them in its manifest). ``"none"``: 0 and 1; ``"center"``: the
+    column means and 1; ``"standardize"``: the means and the population standard deviations;
+    ``"unit_norm"``: 0 and the column ℓ2 norms. A constant (or all-zero) column gets scale 1.
+    """
+    _check_scaling(scaling)
+    X = np.asarray(X, dtype=float)
+    n = X.shape[1]
+    if scaling == "none":
+        return np.zeros(n), np.ones(n)
+    if scaling == "unit_norm":
+        norms = np.linalg.norm(X, axis=0)
+        return np.zeros(n), np.where(norms > 0, norms, 1.0)
+    mean = X.mean(axis=0)
+    if scaling == "center":
+        return mean, np.ones(n)
+    std = (X - mean).std(axis=0)
+    return mean, np.where(std > 0, std, 1.0)
+
+
 def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
     """Scale columns of ``X``.
 
     ``"standardize"``: centre and divide by the (population) standard deviation — the default
     for mixed-unit tabular data. ``"center"``: subtract the column mean. ``"none"``: unchanged.
     ``"unit_norm"``: divide each column by its ℓ2 norm without centring (Fairer-NMF §6.1).
-    Constant columns are left at zero rather than divided by zero.
+    Constant columns are left at zero rather than divided by zero. The values come from
+    :func:`scaling_parameters`.
     """
-    _check_scaling(scaling)
     X = np.asarray(X, dtype=float)
-    if scaling == "none":
-        return X.copy()
-    if scaling == "unit_norm":
-        norms = np.linalg.norm(X, axis=0)
-        return X / np.where(norms > 0, norms, 1.0)
-    centred = X - X.mean(axis=0)
-    if scaling == "center":
-        return centred
-    std = centred.std(axis=0)
-    return centred / np.where(std > 0, std, 1.0)
+    center, scale = scaling_parameters(X, scaling)
+    return (X - center) / scale
 
 
 # ============================================================================ preparing
@@ -1077,6 +1092,116 @@ def prepare(
         label_name=label,
         lines=lines,
         source=_table_source(table),
+        log=tuple(log),
+    )
+
+
+# ============================================================================ rows for a fitted model
+@dataclass(frozen=True)
+class FeatureRows:
+    """Named feature columns read from a :class:`RawTable` for a model fitted elsewhere.
+
+    Attributes
+    ----------
+    X : ndarray (rows kept × features), in the order the model names them
+    rows : ndarray of int
+        Position in the table of each kept row.
+    lines : ndarray of int
+        File line of each kept row.
+    encoded : tuple of str
+        Features rebuilt as one-hot indicators (``col=level``) from a text column.
+    unused : tuple of str
+        Table columns the features do not use (IDs, the sensitive column, …).
+    log : tuple of str
+        What was done: dropped rows, values of an encoded column no indicator covers.
+    """
+
+    X: np.ndarray
+    rows: np.ndarray
+    lines: np.ndarray
+    encoded: tuple[str, ...]
+    unused: tuple[str, ...]
+    log: tuple[str, ...]
+
+
+def _indicator_source(name: str, columns: Sequence[str]) -> tuple[str, str] | None:
+    """``(column, level)`` when ``name`` is ``prepare``'s one-hot name ``f"{column}={level}"``."""
+    for at in (i for i, char in enumerate(name) if char == "="):
+        if name[:at] in columns:
+            return name[:at], name[at + 1 :]
+    return None
+
+
+def feature_rows(table: RawTable, names: Sequence[str], *, missing: str = "error", purpose: str = "the model") -> FeatureRows:
+    """The columns ``names`` of ``table`` as numbers, for a fitted model's ``transform``.
+
+    A name that is a column is parsed as :func:`prepare` parses numbers; a name ``col=level``
+    whose ``col`` is a column is rebuilt as :func:`prepare`'s one-hot indicator of ``level``.
+    Any other name stops with the list of columns the table lacks (``purpose`` says who needs
+    them: ``"the model"``, ``"the audit"``). ``missing``: ``"error"``
+    stops at rows with a missing cell in these columns (naming them), ``"drop"`` leaves them out
+    (counted in ``log``); nothing is imputed, since the values the model was fitted with are not
+    known here.
+    """
+    if missing not in ("error", "drop"):
+        raise ParameterError(f"missing must be 'error' or 'drop' for new rows; got {missing!r}.")
+    columns = table.columns
+    absent = [name for name in names if name not in columns and _indicator_source(name, columns) is None]
+    if absent:
+        shown = ", ".join(f"{name!r}{_suggest(name, columns)}" for name in absent[:8])
+        raise UnknownColumnError(
+            f"{table.name} lacks {len(absent)} of the {len(names)} feature column(s) {purpose} needs: {shown}"
+            f"{' …' if len(absent) > 8 else ''}. Give every feature, under the same names."
+        )
+    values, masks, encoded, log = [], [], [], []
+    levels: dict[str, set[str]] = {}
+    for name in names:
+        if name in columns:
+            parsed = _numeric_column(table.frame[name])
+            if parsed.bad.any():
+                line, value = _first_bad_cell(table, name, parsed)
+                raise NonNumericColumnError(
+                    f"feature column {name!r} has text {value!r} at line {line} ({int(parsed.bad.sum())} such "
+                    f"cell(s)); {purpose} needs a number in every cell of these features. Fix those cells, or blank "
+                    f"them and choose {term('transform_missing', 'drop')}."
+                )
+            values.append(parsed.values)
+            masks.append(parsed.missing)
+            continue
+        col, level = _indicator_source(name, columns)
+        cells = table.frame[col].astype(str)
+        absent_cells = _is_missing(table.frame[col])
+        values.append(np.where(absent_cells, np.nan, (cells == level).to_numpy(dtype=float)))
+        masks.append(absent_cells)
+        encoded.append(name)
+        levels.setdefault(col, set()).add(level)
+    X = np.column_stack(values)
+    any_missing = np.logical_or.reduce(masks)
+    keep = ~any_missing
+    if any_missing.any():
+        described = _describe_missing(table, list(names), masks)
+        if missing == "error":
+            raise MissingValueError(
+                f"{int(any_missing.sum())} row(s) have missing cells in the features {purpose} needs: {described}. "
+                f"Choose {term('transform_missing', 'drop')} to leave those rows out of the output, or fill the cells."
+            )
+        log.append(f"left out {int(any_missing.sum())} row(s) with missing cells: {described}")
+    for col, known in levels.items():
+        cells = table.frame[col].astype(str)[keep]
+        unseen = sorted(set(cells) - known)
+        if unseen:
+            count = int(cells.isin(unseen).sum())
+            log.append(
+                f"column {col!r}: {count} row(s) have value(s) the model has no indicator for "
+                f"({', '.join(map(repr, unseen[:5]))}{' …' if len(unseen) > 5 else ''}); all of {col!r}'s indicators are 0 there"
+            )
+    used = set(names) | set(levels)
+    return FeatureRows(
+        X=np.ascontiguousarray(X[keep]),
+        rows=np.flatnonzero(keep),
+        lines=table.lines[keep],
+        encoded=tuple(encoded),
+        unused=tuple(c for c in columns if c not in used),
         log=tuple(log),
     )
 

@@ -220,6 +220,12 @@ register("output", Option(
 # Family options (``AuditConfig.options[family][key]``, written ``family.key``).
 register("fs_clusters", Option("fs.n_clusters", "--clusters", "k-means clusters K", "Feature selection"))
 register("fs_kmeans_runs", Option("fs.kmeans_runs", "--kmeans-runs", "k-means runs per selection (mean ± std)", "Feature selection"))
+register("fs_formulation", Option(
+    "fs.formulation", "--fufs-formulation", "FUFS formulation", "Feature selection",
+    choices={"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"},
+))
+register("fs_alpha", Option("fs.alpha", "--fufs-alpha", "FUFS fairness weight α", "Feature selection"))
+register("fs_beta", Option("fs.beta", "--fufs-beta", "FUFS sparsity weight β", "Feature selection"))
 register("nonnegative", Option(
     "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
     choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
@@ -260,3 +266,27 @@ register("cpd_formulation", Option(
     "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",
     choices={"fairaudit": "fairaudit (scale-free, λ scaled to the data; fast)", "paper": "paper (Kim & Gittens as printed)"},
 ))
+
+# Taking the audit to action: exported models, new rows, your own representation (the Models page).
+register("keep_models", Option(
+    "keep_models", "--export-model", "Fitted models", "Models",
+    cli=lambda v: "--export-model DIR",
+    dashboard=lambda v: "an audit run on this data in this session (the Models page lists its fitted models)",
+))
+register("export_rank", Option("ranks", "--export-rank", "Rank", "Models"))
+register("transform_missing", Option(
+    "missing", "--missing", "Rows with a missing cell", "Models",
+    choices={"error": "stop and list them", "drop": "leave them out of the output"},
+))
+register("id_column", Option("id_column", "--id", "ID column", "Models"))
+register("components", Option("components", "--components", "Components file (rank × features)", "Models"))
+register("embedding", Option("embedding", "--embedding", "Embeddings file (one row per data row)", "Models"))
+register("yours_family", Option("methods", "--methods", "Audit it as", "Models", choices={"pca": "PCA", "nmf": "NMF"}))
+register("yours_ranks", Option(
+    "ranks", "--ranks", "Ranks to sweep", "each method",
+    dashboard=lambda v: f"the rank slider (on the PCA or NMF page: ranks {v.replace(':', ' to ')}), then “Run audit”",
+))
+register("out", Option("out", "--out", "Download the transformed rows", "Models",
+                       dashboard=lambda v: "“Download the transformed rows” (Models page)"))
+register("compare_names", Option("names", "--names", "Names of the two audits", "Compare",
+                                 library=lambda v: f"names={tuple(part.strip() for part in v.split(','))!r}"))

@@ -6,7 +6,7 @@ import streamlit as st
 
 from fairaudit.fs._alignment import EXACT_MAX_ROWS
 from fairaudit.fs.audit import KMEANS_RUNS, default_ranks
-from fairaudit.fs.fufs import FUFS
+from fairaudit.fs.fufs import FUFS, PAPER_MAX_ROWS
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page, plain
 
@@ -43,9 +43,22 @@ def options(data, saved: dict) -> dict:
     with right:
         alpha = float(st.number_input("FUFS fairness weight α", 0.0, 20.0, float(saved.get("alpha", FUFS().alpha)), step=0.5, key="fs-alpha",
                                       help="Weight of the alignment with the protected attribute in FUFS's objective (eq. 6)."))
+    formulations = {"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"}
+    left, right = st.columns(2)
+    with left:
+        formulation = st.selectbox(
+            "FUFS formulation", list(formulations), format_func=formulations.get, key="fs-formulation",
+            index=list(formulations).index(saved.get("formulation", FUFS().formulation)),
+            help="The paper's objective (unnormalised kernel traces, ℓ1 sparsity, box) or ours (normalised "
+                 "alignment, fixed subset size, a proxy stage); docs/fs.md compares them.",
+        )
+    with right:
+        beta = float(st.number_input("FUFS sparsity weight β", 0.0, 1000.0, float(saved.get("beta", FUFS().beta)), step=0.1, key="fs-beta",
+                                     disabled=formulation != "paper",
+                                     help="ℓ1 weight on the selection and decomposition indicators (eq. 6; the paper uses 0.1 or 10)."))
     if data.label is None:
         st.caption("No label column is set on the Data page, so clustering accuracy and NMI are not computed.")
-    return {"n_clusters": clusters, "kmeans_runs": runs, "alpha": alpha}
+    return {"n_clusters": clusters, "kmeans_runs": runs, "alpha": alpha, "formulation": formulation, "beta": beta}
 
 
 method_page(
@@ -62,8 +75,9 @@ method_page(
     ),
     variants=VARIANT_TITLES["fs"],
     heavy=(
-        {"fufs": f"more than {EXACT_MAX_ROWS:,} rows: FUFS uses a Nyström kernel approximation and takes minutes."}
-        if data.n_rows > EXACT_MAX_ROWS
+        {"fufs": f"more than {PAPER_MAX_ROWS:,} rows: FUFS computes its kernels on a stratified sample of "
+                 f"{PAPER_MAX_ROWS:,} rows (the alignment formulation: a Nyström approximation above {EXACT_MAX_ROWS:,})."}
+        if data.n_rows > PAPER_MAX_ROWS
         else {}
     ),
     rank_limit=n,

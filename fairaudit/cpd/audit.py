@@ -363,6 +363,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 described.add(variant)
                 sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
             _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
+            sink.keep(variant, rank, model)
             sink.progress(variant, rank, seconds)
 
     with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref, metrics): one BLAS thread

@@ -224,6 +224,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         for name in chosen:
             fitted, caps, seconds = fits[name]
             _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared, config)
+            sink.keep(name, rank, fitted)
             if caps:
                 capped[name].append(rank)
             if getattr(fitted, "h_solvers_", {}).get("SCS"):

@@ -70,6 +70,7 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         with sink.collect_warnings(name):  # iteration caps: summarised below from converged_
             for rank, fitted, seconds in rank_sweep_problem(template, problem, ranks):
                 _record_fit(sink, name, rank, fitted, seconds, centred, codes, labels, config)
+                sink.keep(name, rank, fitted)
                 if not getattr(fitted, "converged_", True):
                     unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
                 sink.progress(name, rank, seconds)
