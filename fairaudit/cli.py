@@ -24,7 +24,8 @@ from pathlib import Path
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
 from .cost import duration, expected_seconds
-from .cpd.estimator import KERNELS
+from .cpd._kernels import NYSTROM_LANDMARKS
+from .cpd.estimator import FORMULATIONS, KERNELS
 from .data import (
     DEFAULT_MAX_MB,
     MISSING_POLICIES,
@@ -131,19 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pca_options(audit)
     _add_nmf_options(audit)
     _add_fs_options(audit)
-    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
-    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
-                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
-    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
-    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
-    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
-    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
-    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
-    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
-    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
-    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
-                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
-    cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
+    _add_cpd_options(audit)
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
@@ -294,6 +283,28 @@ def _load_tensor(args, table):
     )
 
 
+def _add_cpd_options(audit) -> None:
+    """The CP family's flags (``AuditConfig.options["cpd"]``; read back by :func:`_cpd_options`)."""
+    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
+    cpd.add_argument("--cpd-formulation", default=None, choices=FORMULATIONS,
+                     help="fairaudit (default: scale-free penalties, median-heuristic γ, λ scaled to the data, fast) or paper "
+                     "(Kim & Gittens' Algorithm 1 as printed, with the paper's λ values; slow)")
+    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
+                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
+    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
+    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
+    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
+    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
+    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
+    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
+    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
+    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
+                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
+    cpd.add_argument("--cpd-landmarks", type=int, default=None, help=f"landmark entities of the Nyström kernel (default {NYSTROM_LANDMARKS})")
+    cpd.add_argument("--cpd-jobs", type=int, default=None, metavar="N",
+                     help="worker threads for the fair fits (default 2: two fits side by side on two cores)")
+
+
 def _cpd_options(args) -> dict:
     lambdas = None
     if args.cpd_lambdas:
@@ -302,6 +313,7 @@ def _cpd_options(args) -> dict:
         except ValueError:
             raise ParameterError(f"{term('cpd_lambdas', args.cpd_lambdas)} is not a list of numbers such as 0.1,1,10.") from None
     options = {
+        "formulation": args.cpd_formulation,
         "leakage_classifier": args.cpd_classifier,
         "lambdas": lambdas,
         "n_lambdas": args.cpd_points,
@@ -312,9 +324,10 @@ def _cpd_options(args) -> dict:
         "tol": args.cpd_tol,
         "khsic_kernel": args.cpd_kernel,
         "khsic_landmarks": args.cpd_landmarks,
+        "n_jobs": args.cpd_jobs,
     }
     for name, option in (("n_lambdas", "cpd_points"), ("n_epochs", "cpd_epochs"), ("khsic_max_rows", "cpd_khsic_max_rows"),
-                         ("sweep_rank", "cpd_sweep_rank")):
+                         ("sweep_rank", "cpd_sweep_rank"), ("n_jobs", "cpd_jobs")):
         if options[name] is not None and options[name] < 1:
             raise ParameterError(f"{term(option)} must be at least 1; got {options[name]}.")
     if options["khsic_landmarks"] is not None and options["khsic_landmarks"] < 2:

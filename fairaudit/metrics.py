@@ -237,10 +237,20 @@ def _make_classifier(name: str, n_classes: int, random_state, rank_deficient: bo
             StandardScaler(),
             MLPClassifier(hidden_layer_sizes=(1500,), max_iter=300, early_stopping=early, random_state=random_state),
         )
+    if name == "mlp_paper":
+        # [Kim24] App. A.6 as printed: N(A) = softmax(relu(A W1 + b) W2), 1,500 hidden units, 100
+        # epochs of plain SGD (no momentum) with learning rate 0.003 on the raw embedding — no
+        # standardisation, no class weights, no early stopping, no weight decay. The batch size is
+        # not stated; scikit-learn's default (min(200, rows)) is used. The output layer has a bias
+        # here (the paper's W2 has none).
+        return MLPClassifier(
+            hidden_layer_sizes=(1500,), solver="sgd", learning_rate_init=0.003, momentum=0.0, nesterovs_momentum=False,
+            alpha=0.0, max_iter=100, n_iter_no_change=100, tol=0.0, random_state=random_state,
+        )
     raise ValueError(f"classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {name!r}")
 
 
-LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp")
+LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp", "mlp_paper")
 
 
 LEAKAGE_MIN_GROUP_ROWS = 8
@@ -300,7 +310,7 @@ def group_prediction_scores(
     rank_deficient = int(np.unique(g_train, return_counts=True)[1].min()) <= Z.shape[1]
     try:
         with warnings.catch_warnings():
-            if classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS:
+            if (classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS) or classifier == "mlp_paper":
                 from sklearn.exceptions import ConvergenceWarning
 
                 # Fixed iterations on a small training set: reaching max_iter is the plan, not news.

@@ -564,7 +564,10 @@ class CPModel(PortableModel):
     @classmethod
     def arrays_of(cls, estimator):
         factors = estimator.factors_
-        _, scale = normalised_embedding(factors[0], return_scale=True, whiten=len(factors) == 2)
+        if getattr(estimator, "embedding", "normalized") == "factor":  # the paper's formulation: the audit read A itself
+            scale = np.ones(factors[0].shape[1])
+        else:
+            _, scale = normalised_embedding(factors[0], return_scale=True, whiten=len(factors) == 2)
         arrays = {f"factor_{m}": F for m, F in enumerate(factors) if m > 0}
         arrays["normalisation"] = scale
         return arrays, {"outputs": [f"a{j + 1}" for j in range(factors[0].shape[1])], "n_factors": len(factors)}

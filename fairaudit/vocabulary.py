@@ -274,6 +274,14 @@ register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSI
                                  dashboard=lambda v: "“KHSIC kernel” (Tensor page; the Nyström choice uses 500 landmarks)"))
 register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per fit", "Tensor",
                            dashboard=lambda v: "“Largest number of epochs per fit” (Tensor page)"))
+register("cpd_jobs", Option(
+    "cpd.n_jobs", "--cpd-jobs", "", "no dashboard control",
+    dashboard=lambda v: "the number of worker threads (the library's or the CLI's --cpd-jobs; the Tensor page uses 2)",
+))
+register("cpd_formulation", Option(
+    "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",
+    choices={"fairaudit": "fairaudit (scale-free, λ scaled to the data; fast)", "paper": "paper (Kim & Gittens as printed)"},
+))
 
 # Taking the audit to action: exported models, new rows, your own representation (the Models page).
 register("keep_models", Option(

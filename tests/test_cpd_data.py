@@ -143,7 +143,7 @@ def test_arrays_and_samples():
     with pytest.raises(MissingValueError):
         tensor_from_arrays(np.full((4, 2, 2), np.nan), [0, 1, 0, 1])
     sample = load_sample("cpd_tensor")
-    assert sample.tensor_shape == (120, 10, 6) and sample.group_sizes() == {"population=A": 60, "population=B": 60}
+    assert sample.tensor_shape == (120, 10, 6) and sample.group_sizes() == {"population=normal": 60, "population=uniform": 60}
     full = load_fair_cpd_tensor()
-    assert full.tensor_shape == (200, 100, 100) and full.group_sizes() == {"A": 100, "B": 100}
+    assert full.tensor_shape == (200, 100, 100) and full.group_sizes() == {"normal": 100, "uniform": 100}
     assert len(full.fingerprint()["feature_names"]) == 21

@@ -24,21 +24,37 @@ Two kinds of fair records, told apart by the variant name:
   frontier moved by at most 0.003 in residual fit and 0.035 in balanced leakage on the 1000 × 10
   sample when we compared). At the sweep rank the default-λ fit is the sweep's point.
 
+Formulation (``options["cpd"]["formulation"]``, CLI ``--cpd-formulation``). ``"fairaudit"`` (the
+default) fits every model with our deviations from the paper together — the normalised embedding,
+the median-heuristic γ, the L-BFGS/least-squares solver, an SVD start, warm starts from vanilla and
+the data-scaled λ grid; ``"paper"`` fits Kim & Gittens' Algorithm 1 as printed (gradient steps of
+the App. A.8 sizes, 200 per factor per epoch, penalties on the factor ``A``, ``γ = 1``, a U(0, 1)
+start, FATR's ``λ_ℓ2 = 1``) with the paper's λ values: the Fig. 2b weight per rank and a linear
+sweep over the Fig. 1a/2a ranges (:data:`fairaudit.cpd.sweep.PAPER_LAMBDA_RANGE`). Why the audit
+defaults to ours is in ``docs/architecture.md`` (The CP family → Formulation); each fit's
+``formulation`` detail says which ran, and the embedding metrics follow it (``orthogonality`` and
+``nkhsic`` on ``A`` with ``γ = 1`` for the paper, on ``Â`` with the median heuristic for ours).
+A paper fit whose fixed steps diverge on the data is skipped with the reason.
+
 Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`` (default
 ``"qda"``; ``"mlp"`` is the paper's 1,500-unit network — see :data:`DEFAULT_OPTIONS`),
 ``n_lambdas`` (10), ``lambdas`` (a list for every method, or ``{method: list}``),
 ``sweep_rank`` (default the largest audited rank below the exact-fit rank, see
 :func:`default_sweep_rank`), ``sweep`` (``False`` skips the frontier),
-``n_epochs`` (200), ``tol`` (1e-4), ``inner_steps`` (5), ``l2`` (FATR's λ_ℓ2, 0),
+``n_epochs`` (200), ``tol`` (1e-4), ``inner_steps`` (the solver's: 5 L-BFGS steps, 200 gradient
+steps for the paper), ``l2`` (FATR's λ_ℓ2; default the formulation's: 0 for ours, 1 for the paper),
 ``khsic_max_rows`` (5000: KHSIC is skipped, with the reason, above it), ``khsic_kernel``
 (``"auto"``: the exact kernel up to 2,000 entities, the Nyström approximation above — recorded
-as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (500).
+as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (300), ``n_jobs`` (2: fair fits on two worker threads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -49,13 +65,24 @@ from ..metrics import LEAKAGE_CLASSIFIERS
 from ..vocabulary import term
 from . import _kernels
 from . import sweep as _sweep
-from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, rank_limit
+from .estimator import (
+    FORMULATIONS,
+    KERNELS,
+    PAPER_GAMMA,
+    PAPER_LAMBDA,
+    DivergenceError,
+    FairCPD,
+    kernel_choice,
+    median_gamma,
+    rank_limit,
+)
 from .metrics import nkhsic, orthogonality
 
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
 """Variant name → :class:`FairCPD` method."""
 
 DEFAULT_OPTIONS = {
+    "formulation": "fairaudit",
     "leakage_classifier": "qda",
     "n_lambdas": _sweep.DEFAULT_POINTS,
     "lambdas": None,
@@ -63,13 +90,15 @@ DEFAULT_OPTIONS = {
     "sweep": True,
     "n_epochs": 200,
     "tol": 1e-4,
-    "inner_steps": 5,
-    "l2": 0.0,
+    "inner_steps": None,
+    "l2": None,
     "khsic_max_rows": 5000,
     "khsic_kernel": "auto",
     "khsic_landmarks": _kernels.NYSTROM_LANDMARKS,
+    "n_jobs": 2,
 }
-"""The audit's defaults. Two differ from :class:`FairCPD`'s and from the paper, for speed:
+"""The audit's defaults. ``formulation="fairaudit"`` is discussed in the module docstring; two
+more differ from :class:`FairCPD`'s and from the paper, for speed:
 
 * ``leakage_classifier="qda"``, not Kim & Gittens' 1,500-unit MLP. Cost: measured on a loaded
   two-core machine, QDA takes 4–30 ms per fit, the MLP ~0.5 s with early stopping (600 and 1,000
@@ -80,15 +109,37 @@ DEFAULT_OPTIONS = {
   there: :data:`fairaudit.metrics.MLP_EARLY_STOPPING_ROWS`). Bias: without class weights it
   tends to answer the majority on imbalanced groups (balanced accuracy 0.50 where QDA found 0.84
   on a synthetic 1,000-row embedding). QDA sees differences of means and covariances — what a
-  Gaussian-like embedding leaks — and is trained for balanced accuracy.
+  Gaussian-like embedding leaks — and is trained for balanced accuracy. The paper's own network
+  and training (App. A.6: SGD, learning rate 0.003, 100 epochs) is ``"mlp_paper"``.
 * ``tol=1e-4`` (relative change of the objective over an epoch), not ``1e-6``: on the 1000 × 10
   sample every metric stayed within 0.003 (residual fit), 0.0003 (nkhsic) and 0.035 (leakage) of
   fits run to ``tol=1e-8`` (and 3,000 epochs), at a ninth of the time.
 """
 
+FORMULATION_TEXT = {
+    "paper": (
+        "paper: Kim & Gittens' Algorithm 1 as printed — gradient steps of the App. A.8 sizes (α0 = 3 for "
+        "vanilla and FATR, 0.5 for HSIC and KHSIC, α1 = 1; 200 per factor per epoch), penalties on the factor A, "
+        "RBF γ = 1, U(0, 1) start, FATR's λ_ℓ2 = 1, λ in the paper's units"
+    ),
+    "fairaudit": (
+        "fairaudit: penalties on the normalised embedding (whitened for a matrix), median-heuristic γ, "
+        "L-BFGS A-steps with exact least squares for the other factors, SVD start, fair fits warm-started "
+        "from vanilla, λ scaled to the data (docs/architecture.md, The CP family)"
+    ),
+}
+"""What each formulation is, as the ``formulation`` detail of every fit says it."""
+
 
 def _options(config: AuditConfig) -> dict:
     options = merged_options(config, "cpd", DEFAULT_OPTIONS, "cpd")
+    if options["formulation"] not in FORMULATIONS:
+        raise ParameterError(
+            f"cpd formulation must be one of {', '.join(FORMULATIONS)}; got {options['formulation']!r} "
+            f"(choose {term('cpd_formulation', 'paper')} or {term('cpd_formulation', 'fairaudit')})."
+        )
+    if isinstance(options["n_jobs"], bool) or not isinstance(options["n_jobs"], int) or options["n_jobs"] < 1:
+        raise ParameterError(f"{term('cpd_jobs')} must be a whole number >= 1; got {options['n_jobs']!r}.")
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
     if options["khsic_kernel"] not in KERNELS:
@@ -101,15 +152,26 @@ def _options(config: AuditConfig) -> dict:
 
 
 def _grid(options: dict, method: str, reference: float) -> np.ndarray:
+    """The λ sweep of ``method``: the user's values, else the paper's linear range (paper) or
+    the data-scaled grid around ``reference`` (ours)."""
     lambdas = options["lambdas"]
     if isinstance(lambdas, dict):
         lambdas = lambdas.get(method)
     if lambdas is None:
+        if options["formulation"] == "paper":
+            return _sweep.paper_grid(method, options["n_lambdas"])
         return _sweep.lambda_grid(reference, options["n_lambdas"])
     grid = np.asarray(sorted(float(v) for v in lambdas))
     if grid.size == 0 or (grid < 0).any() or not np.isfinite(grid).all():
         raise ParameterError(f"cpd lambdas must be finite numbers >= 0; got {list(lambdas)}.")
     return grid
+
+
+def _default_lambda(options: dict, method: str, reference: float) -> float:
+    """The per-rank λ: the paper's Fig. 2b weight, or the grid point nearest ``λ_ref`` (ours)."""
+    if options["formulation"] == "paper":
+        return PAPER_LAMBDA[method]
+    return float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
 
 
 def default_sweep_rank(ranks, limit: int) -> int:
@@ -123,8 +185,137 @@ def default_sweep_rank(ranks, limit: int) -> int:
     return max(below) if below else max(ranks)
 
 
+class _Fitter:
+    """Fits of one audit: the formulation's parameters, γ per rank, the skip and iteration-cap
+    bookkeeping. :meth:`fit` may run in worker threads (it touches no shared state); the
+    bookkeeping runs in the audit's own thread (:meth:`account`)."""
+
+    def __init__(self, X, codes, options, config, sink, kernel):
+        self.X, self.codes, self.options, self.sink, self.kernel = X, codes, options, sink, kernel
+        self.paper = options["formulation"] == "paper"
+        self.random_state = config.random_state
+        self.gammas: dict[int, float] = {}
+        self.metric_gammas: dict[int, float | None] = {}
+        self.unconverged: dict[str, set[int]] = {}
+        self.diverged: set[tuple[str, int]] = set()
+
+    def gamma(self, rank: int) -> float:
+        """KHSIC's γ at ``rank``: the paper's 1, or the median heuristic once per rank (ours)."""
+        if rank not in self.gammas:
+            self.gammas[rank] = PAPER_GAMMA if self.paper else median_gamma(self.X, rank, self.random_state)
+        return self.gammas[rank]
+
+    def set_metric_gamma(self, rank: int, vanilla) -> None:
+        """nkhsic's kernel at ``rank``, one for every variant (comparable values, one median instead of
+        one per fit): γ = 1 on ``A`` for the paper, the median heuristic on vanilla's ``Â`` for ours
+        (``None``, the metric's own median, when vanilla did not fit)."""
+        if self.paper:
+            self.metric_gammas[rank] = PAPER_GAMMA
+        elif vanilla is not None:
+            self.metric_gammas[rank] = _kernels.median_gamma(vanilla[0].embedding_, random_state=self.random_state)
+
+    def params(self, method: str, rank: int, init) -> dict:
+        options = self.options
+        params = {**FORMULATIONS[options["formulation"]], "n_epochs": options["n_epochs"], "tol": options["tol"]}
+        params.update(random_state=self.random_state, inner_steps=options["inner_steps"])
+        if options["l2"] is not None:
+            params["l2"] = options["l2"]
+        # Ours warm-starts every fair fit from vanilla CP at the same rank (and the sweep from the
+        # previous point); the paper starts every fit from its U(0, 1) draw.
+        if init is not None and not self.paper:
+            params["init"] = init
+        if method == "khsic":
+            params.update(gamma=self.gamma(rank), kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
+        return params
+
+    def fit(self, method: str, lam: float, rank: int, init=None) -> tuple[FairCPD, float] | DivergenceError:
+        """The fitted model and its seconds, or the :class:`DivergenceError` of a paper fit whose
+        fixed steps overflowed. Needs :meth:`gamma` at ``rank`` computed first (for KHSIC)."""
+        started = time.perf_counter()
+        try:
+            model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init)).fit(
+                self.X, sensitive_features=self.codes
+            )
+        except DivergenceError as exc:
+            return exc
+        return model, time.perf_counter() - started
+
+    def account(self, method: str, lam: float, rank: int, fitted) -> tuple[FairCPD, float] | None:
+        """Bookkeeping of one finished fit: a skip for a divergence (once per variant and rank, not
+        per λ point), the iteration cap. Returns the fit, or ``None`` for a divergence."""
+        name = next(v for v, m in VARIANTS.items() if m == method)
+        if isinstance(fitted, DivergenceError):
+            if (name, rank) not in self.diverged:
+                self.diverged.add((name, rank))
+                self.sink.skip(
+                    name,
+                    f"skipped: the paper's fixed gradient steps (Algorithm 1 with the App. A.8 step sizes) diverged on "
+                    f"these data — the {fitted.block} update with step {fitted.step:g} overflowed at epoch {fitted.epoch} "
+                    f"(λ = {lam:g}). Choose {term('cpd_formulation', 'fairaudit')} (line search, no step size to tune).",
+                    rank=rank,
+                )
+            return None
+        if not fitted[0].converged_:
+            self.unconverged.setdefault(method, set()).add(rank)
+        return fitted
+
+
+@dataclasses.dataclass
+class _Chain:
+    """Fair fits at one rank, each from the previous one's solution (the first from ``init``):
+    ``steps`` are ``(variants, method, λ)``, ``variants`` the record names that fit answers to (a
+    sweep point can also be the rank's default-λ fit)."""
+
+    rank: int
+    init: list | None
+    steps: list[tuple[tuple[str, ...], str, float]]
+
+
+def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> None:
+    """Fit a chain, handing each fit to ``emit(variants, method, λ, rank, fitted)`` as it finishes."""
+    init = chain.init
+    for variants, method, lam in chain.steps:
+        if stop.is_set():
+            return
+        fitted = fitter.fit(method, lam, chain.rank, init)
+        if not isinstance(fitted, DivergenceError):
+            init = fitted[0].factors_
+        emit(variants, method, lam, chain.rank, fitted)
+
+
+def _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references) -> list[_Chain]:
+    """The fair fits of the audit as chains, the longest first (so that two workers finish together):
+    the λ sweep at the sweep rank (a continuation, ours), and one fit per method and rank at the
+    default λ — at the sweep rank the sweep's point when the default λ is on the grid."""
+    chains = []
+    for rank in rank_list:
+        if rank not in starts:
+            continue
+        for name in fair:
+            default = _default_lambda(options, name, references[rank, name]) if rank in ranks else None
+            if do_sweep and rank == sweep_rank:
+                steps = []
+                for index, lam in enumerate(_grid(options, name, references[rank, name])):
+                    variants = (f"{name}{SWEEP_SEPARATOR}{index}",)
+                    if default is not None and np.isclose(lam, default, rtol=1e-12, atol=0.0):
+                        variants, default = (*variants, name), None
+                    steps.append((variants, name, float(lam)))
+                chains.append(_Chain(rank, starts[rank], steps))
+            if default is not None:
+                chains.append(_Chain(rank, starts[rank], [((name,), name, default)]))
+    cost = {"khsic": 100.0, "hsic": 1.0, "fatr": 1.0}
+    return sorted(chains, key=lambda c: -sum(cost[m] for _, m, _ in c.steps) * c.rank)
+
+
 def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it."""
+    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it.
+
+    Vanilla CP at every rank first (in this thread), then the fair fits as chains (:func:`_chains`)
+    on ``n_jobs`` worker threads: NumPy and BLAS release the GIL, so on two cores two KHSIC fits
+    run side by side. Records, progress and skips are written here, in this thread, as fits finish;
+    an exception from the progress callback stops the workers (after their current fit) and
+    propagates.
+    """
     options = _options(config)
     X = data.tensor()
     codes, labels = data.groups.codes, data.groups.labels
@@ -144,10 +335,9 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     run_vanilla = config.wants("cpd", "vanilla")
     do_sweep = bool(options["sweep"] and fair)
     rank_list = sorted(set(ranks) | ({sweep_rank} if do_sweep else set()))
-    grid_size = options["n_lambdas"] if options["lambdas"] is None else None
     total = len(rank_list) * int(run_vanilla) + len(ranks) * len(fair)
     if do_sweep:
-        total += sum(grid_size or len(_grid(options, name, 1.0)) for name in fair)
+        total += sum(len(_grid(options, name, 1.0)) for name in fair)
     sink.expect(total)
     kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
     landmarks = None
@@ -156,64 +346,79 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         sink.warn(
             f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
             f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
-            f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
-            f"{term('cpd_kernel', 'exact')} for the exact kernel, O(n²) per step."
+            f"exact up to {_kernels.NYSTROM_ROWS} entities). Choose {term('cpd_kernel', 'exact')} for the "
+            "exact kernel, O(n²) per step."
         )
-    gammas: dict[int, float] = {}
-    unconverged: dict[str, set[int]] = {}
-    cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
+    fitter = _Fitter(X, codes, options, config, sink, kernel)
+    described: set[str] = set()
 
-    def fit(method: str, lam: float, rank: int, init) -> tuple[FairCPD, float]:
-        key = (method, lam, rank)
-        if key in cache:
-            return cache[key]
-        params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": config.random_state}
-        if method != "none":
-            params["inner_steps"] = options["inner_steps"]
-        if method == "khsic":
-            params.update(gamma=gammas[rank], kernel=kernel, n_landmarks=options["khsic_landmarks"])
-        if method == "fatr":
-            params["l2"] = options["l2"]
-        started = time.perf_counter()
-        with sink.collect_warnings(method):
-            model = FairCPD(rank=rank, method=method, lam=lam, init=init, **params).fit(X, sensitive_features=codes)
-        if not model.converged_:
-            unconverged.setdefault(method, set()).add(rank)
-        cache[key] = (model, time.perf_counter() - started)
-        return cache[key]
+    def record(variants, method: str, lam: float, rank: int, fitted) -> None:
+        """Records and progress of one fit (``fitted`` as :meth:`_Fitter.account` returns it)."""
+        for variant in variants:
+            if fitted is None:
+                sink.progress(variant, rank, 0.0)
+                continue
+            model, seconds = fitted
+            if SWEEP_SEPARATOR not in variant and variant not in described:
+                described.add(variant)
+                sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
+            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
+            sink.keep(variant, rank, model)
+            sink.progress(variant, rank, seconds)
 
-    def record(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
-        with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
-            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config)
-        sink.keep(variant, rank, model)
-        sink.progress(variant, rank, seconds)
-
-    for rank in rank_list:
-        if "khsic" in fair:
-            gammas[rank] = median_gamma(X, rank, config.random_state)
-        vanilla, seconds = fit("none", 0.0, rank, "svd")
-        if run_vanilla:
-            record("vanilla", vanilla, seconds, 0.0, rank)
-        for name in fair:
-            reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank), landmarks)
-            if do_sweep and rank == sweep_rank:
-                # Continuation: each point starts from the previous (smaller-λ) point's solution.
-                init = vanilla.factors_
-                for index, lam in enumerate(_grid(options, name, reference)):
-                    model, seconds = fit(name, float(lam), rank, init)
-                    init = model.factors_
-                    record(f"{name}{SWEEP_SEPARATOR}{index}", model, seconds, float(lam), rank)
-            if rank in ranks:
-                # The default λ; at the sweep rank usually a grid point, whose fit is reused.
-                lam = float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
-                record(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
-        cache = {key: value for key, value in cache.items() if key[2] != rank}
-    for method, bad in unconverged.items():
+    with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref, metrics): one BLAS thread
+        starts, references = {}, {}
+        for rank in rank_list:
+            vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
+            if run_vanilla:
+                record(("vanilla",), "none", 0.0, rank, vanilla)
+            fitter.set_metric_gamma(rank, vanilla)
+            if vanilla is None and not fitter.paper:
+                continue  # ours needs vanilla (warm start, λ_ref); the skip says why
+            starts[rank] = vanilla[0].factors_ if vanilla is not None else None
+            for name in fair:
+                gamma = fitter.gamma(rank) if name == "khsic" else None
+                references[rank, name] = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+        chains = _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references)
+        _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: record(
+            variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
+    for method, bad in fitter.unconverged.items():
         name = next(v for v, m in VARIANTS.items() if m == method)
         sink.warn(
             f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
             f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
         )
+
+
+def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int) -> None:
+    """Run ``chains`` on ``n_jobs`` worker threads (inline for 1), calling ``record`` here, in the
+    calling thread, for every fit as it finishes."""
+    stop = threading.Event()
+    if n_jobs <= 1 or len(chains) <= 1:
+        for chain in chains:
+            _run_chain(fitter, chain, record, stop)
+        return
+    finished: queue.Queue = queue.Queue()
+    expected = sum(len(chain.steps) for chain in chains)
+
+    def work(chain: _Chain) -> None:
+        try:
+            _run_chain(fitter, chain, lambda *item: finished.put(item), stop)
+        except BaseException as exc:  # handed to the calling thread, which raises it
+            finished.put(exc)
+
+    pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="fairaudit-cpd")
+    try:
+        for chain in chains:
+            pool.submit(work, chain)
+        for _ in range(expected):
+            item = finished.get()
+            if isinstance(item, BaseException):
+                raise item
+            record(*item)
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _khsic_too_large(n: int, options: dict) -> str:
@@ -222,7 +427,7 @@ def _khsic_too_large(n: int, options: dict) -> str:
     if kernel_choice(options["khsic_kernel"], n, options["khsic_landmarks"]) == "nystrom":
         cost = (
             f"with the Nyström kernel ({options['khsic_landmarks']} landmarks) every KHSIC step costs "
-            f"O(entities × landmarks), and the default fits and λ sweep took 85 s at 5,000 entities on two cores"
+            f"O(entities × landmarks), and the default CP audit took 65 s at 5,000 entities on two shared cores"
         )
     else:
         cost = f"the exact kernel needs the {n}×{n} kernel matrix of the entity embedding at every step"
@@ -232,12 +437,12 @@ def _khsic_too_large(n: int, options: dict) -> str:
     )
 
 
-def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config) -> None:
+def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config, gamma) -> None:
     A = model.embedding_
     sink.add(variant, rank, "residual_fit", model.residual_fit_)
     sink.add_groups(variant, rank, "residual_fit", labels, model.group_residual_fit_)
     sink.add(variant, rank, "orthogonality", orthogonality(A, codes))
-    sink.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=config.random_state))
+    sink.add(variant, rank, "nkhsic", nkhsic(A, codes, gamma=gamma, random_state=config.random_state))
     sink.add_all(variant, rank, representation_metrics(A, codes, config))
     sink.add(variant, rank, "lam", lam)
     sink.add(variant, rank, "epochs", model.n_iter_)
