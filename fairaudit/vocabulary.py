@@ -178,3 +178,61 @@ register("small_groups", Option(
 register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+
+# The NMF family (``AuditConfig.options["nmf"][key]``; the NMF page). Labels: pages read
+# ``OPTIONS[name].widget`` so the dashboard and its messages say the same thing.
+register("nonnegative", Option(
+    "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
+    choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
+             "clip": "set negative cells to 0"},
+))
+register("zero_rows", Option(
+    "nmf.zero_rows", "--zero-rows", "Rows that are all zero", "NMF",
+    choices={"error": "stop and name them", "drop": "leave them out"},
+))
+register("nmf_scaling", Option(
+    "nmf.scaling", "--nmf-scaling", "NMF feature scaling", "NMF",
+    choices={"unit_norm": "unit ℓ2 norm per feature (the paper's §6.1)", "none": "none"},
+))
+register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
+register("nmf_solver", Option(
+    "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", "NMF",
+    choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
+))
+register("nmf_stopping", Option(
+    "nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", "NMF",
+    choices={"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"},
+))
+register("fair_nmf_stopping", Option(
+    "nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF",
+    choices={"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"},
+))
+register("fair_nmf_weights", Option(
+    "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", "NMF",
+    choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},
+))
+register("fair_nmf_init", Option(
+    "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
+    choices={"random": "random (the paper's)", "nmf": "the standard NMF"},
+))
+register("fair_nmf_keep_best", Option(
+    "nmf.keep_best", "--fair-nmf-keep-best", "Keep the best Fairer-NMF iterate", "NMF",
+    cli=lambda v: "--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best",
+))
+register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
+register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
+register("am_max_cells", Option(
+    "nmf.am_max_cells", "--am-max-cells", "Fairer-NMF (alternating minimisation, Alg. 2)", "NMF",
+    dashboard=lambda v: "“Fairer-NMF (alternating minimisation, Alg. 2)” among the Variants (NMF page; it then runs at any size)",
+))
+# (the same entries as the ui branch's; whichever lands second drops its copy)
+if "variants" not in OPTIONS:
+    register("variants", Option(
+        "variants", "--variants", "Variants", "each method",
+        dashboard=lambda v: "“Variants” (on the method's page)" + (f" → “{v}”" if v else ""),
+    ))
+if "ranks" not in OPTIONS:
+    register("ranks", Option(
+        "ranks", "--ranks", "Ranks to sweep", "each method",
+        dashboard=lambda v: "the rank slider (on the method's page)",
+    ))

@@ -90,8 +90,10 @@ def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
 def test_all_zero_rows_stop_or_are_dropped():
     X = np.array([[1.0, 2.0], [0.0, 0.0], [3.0, 1.0], [2.0, 2.0], [1.0, 1.0]])
     data = AuditData.from_arrays(X, ["a", "a", "a", "b", "b"])
-    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*--zero-rows drop"):
+    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*zero_rows='drop'") as caught:
         nmf_input(data)
+    assert "--zero-rows drop" in caught.value.render("cli")
+    assert "“Rows that are all zero” → “leave them out” (NMF page)" in caught.value.render("dashboard")
     dropped = nmf_input(data, zero_rows="drop")
     assert dropped.X.shape == (4, 2) and list(dropped.codes) == [0, 0, 1, 1]
     assert "dropped 1 all-zero row(s): row 1" in dropped.notes[0]
