@@ -162,3 +162,59 @@ def test_cli_rank_too_large(tmp_path, capsys):
     assert main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "1:9"]) == 2
     message = capsys.readouterr().err
     assert "rank 9 is larger than the data allows (8" in message
+
+
+# ============================================================================ options: words, flags, versions
+def test_every_nmf_option_has_a_vocabulary_entry_and_a_cli_flag():
+    from fairaudit.cli import build_parser
+    from fairaudit.nmf.audit import DEFAULT_OPTIONS, OPTION_TERMS
+    from fairaudit.vocabulary import OPTIONS
+
+    assert set(OPTION_TERMS) == set(DEFAULT_OPTIONS)
+    audit_parser = next(
+        action for action in build_parser()._subparsers._group_actions[0].choices.values() if action.prog.endswith("audit")
+    )
+    flags = {flag for action in audit_parser._actions for flag in action.option_strings}
+    for key, name in OPTION_TERMS.items():
+        option = OPTIONS[name]
+        assert option.param == f"nmf.{key}", key
+        assert option.flag in flags, option.flag
+        assert option.page == "NMF" and option.widget
+
+
+def test_bad_option_messages_name_the_option_in_each_interface():
+    data = audit_data(two_group_frame())
+    with pytest.raises(ParameterError, match="stopping must be one of eq10, window") as caught:
+        run_audit(data, AuditConfig(methods=("nmf",), ranks=(1,), options={"nmf": {"stopping": "never"}}))
+    assert "--fair-nmf-stopping" in caught.value.render("cli")
+    assert "“Fairer-NMF stopping rule” (NMF page)" in caught.value.render("dashboard")
+
+
+def test_each_fit_names_the_version_that_ran():
+    data = audit_data(two_group_frame())
+    result = run_audit(data, AuditConfig(methods=("nmf",), ranks=(2,)))
+    details = result.details["nmf"]
+    assert "multiplicative updates stopped by eq. (10)" in details["vanilla"]["2"]["method"]
+    assert "E_ℓ: Algorithm 1, mean of T = 5 NMFs" in details["vanilla"]["2"]["method"]
+    mu = details["fair_mu"]["2"]["method"]
+    assert "Algorithm 3" in mu and "c_ℓ²/‖X_ℓ‖²" in mu and "random start (the paper's)" in mu and "window rule (ours)" in mu
+    assert "Algorithm 2" in details["fair_am"]["2"]["method"]
+    ours = run_audit(data, AuditConfig(methods=("nmf",), ranks=(2,), variants=("fair_mu",), options={"nmf": {
+        "stopping": "eq10", "mu_weights": "gradient", "init": "nmf", "keep_best": True, "nmf_solver": "cd"}}))
+    text = ours.details["nmf"]["fair_mu"]["2"]["method"]
+    for words in ("eq. (10) (the paper's)", "c⁽⁰⁾ = 1 (ours)", "from the standard NMF (ours)", "best iterate kept (ours)",
+                  "coordinate descent (ours)"):
+        assert words in text, words
+    assert set(ours.records.variant) == {"fair_mu"}  # the standard NMF ran only to start it
+
+
+def test_cli_takes_the_nmf_options(tmp_path):
+    path = write(tmp_path, two_group_frame())
+    out = tmp_path / "r.json"
+    code = main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "2", "--variants", "fair_mu",
+                 "--fair-nmf-stopping", "eq10", "--fair-nmf-weights", "gradient", "--fair-nmf-init", "nmf",
+                 "--fair-nmf-keep-best", "--nmf-solver", "cd", "--nmf-stopping", "window", "--quiet", "--json", str(out)])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["config"]["options"]["nmf"] == {
+        "stopping": "eq10", "mu_weights": "gradient", "init": "nmf", "keep_best": True, "nmf_solver": "cd", "nmf_stopping": "window"}

@@ -230,7 +230,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     grouped = GroupedData.build(X, sensitive)
     key = data_key(grouped)
     seed = config.random_state
-    standard = {"solver": options["nmf_solver"], "stopping": options["nmf_stopping"], "tol": options["tol"]}
+    standard = standard_settings(options)
     sink.expect(len(chosen) * len(ranks))
     capped: dict[str, list[int]] = {name: [] for name in chosen}
     estimate_capped: list[int] = []
@@ -279,13 +279,24 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             )
 
 
+def standard_settings(options: dict) -> dict:
+    """Keyword arguments of :class:`NMF` and :func:`estimate_group_errors` for these options."""
+    return {"solver": options["nmf_solver"], "stopping": options["nmf_stopping"], "tol": options["tol"]}
+
+
+def fairer_settings(options: dict, solver: str) -> dict:
+    """Keyword arguments of :class:`FairerNMF` (``solver`` ``"mu"`` or ``"am"``) for these options,
+    without ``init`` (the audit passes the start)."""
+    return {
+        "solver": solver, "mu_weights": options["mu_weights"], "stopping": options["stopping"],
+        "keep_best": options["keep_best"], "nmf_solver": options["nmf_solver"], "nmf_stopping": options["nmf_stopping"],
+        "tol": options["tol"], "max_iter": options["max_iter"], "n_estimates": options["n_estimates"],
+    }
+
+
 def _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, vanilla_fit):
     """``(model, caps, seconds)`` of one Fairer-NMF variant; from the vanilla fit with ``init="nmf"``."""
-    settings = {
-        "solver": solver, "estimates": E, "mu_weights": options["mu_weights"], "stopping": options["stopping"],
-        "keep_best": options["keep_best"], "nmf_solver": options["nmf_solver"], "nmf_stopping": options["nmf_stopping"],
-        "tol": options["tol"], "max_iter": options["max_iter"], "n_estimates": options["n_estimates"], "random_state": seed,
-    }
+    settings = {**fairer_settings(options, solver), "estimates": E, "random_state": seed}
     with sink.collect_warnings(name, forward=Warning) as caps:
         if options["init"] == "nmf":
             vanilla = vanilla_fit[0]
