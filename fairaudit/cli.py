@@ -159,7 +159,7 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--fair-nmf-weights", choices=MU_WEIGHTS, default=None,
                      help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
     nmf.add_argument("--fair-nmf-init", choices=AUDIT_INITS, default=None,
-                     help="Fairer-NMF start: random (default, the paper's) or nmf (from the standard NMF)")
+                     help="Fairer-NMF start: nmf (default: the standard NMF of the same rank) or random (the paper's)")
     nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
                      help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
     nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4, eq. (10)'s)")

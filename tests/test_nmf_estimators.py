@@ -195,6 +195,27 @@ def test_am_h_step_matches_direct_cvxpy_min_max():
     assert objective(H_ours) <= objective(np.maximum(H.value, 0)) + 1e-6
 
 
+def test_am_h_step_falls_back_to_scs(monkeypatch):
+    """When Clarabel fails, CVXPY with SCS solves the same SOCP (§6.1's fallback)."""
+    rng = np.random.default_rng(8)
+    X, groups = low_rank_groups(rng, sizes=(9, 5), ranks=(2, 3), n=4, noise=0.2)
+    data = GroupedData.build(X, groups)
+    W_blocks = [rng.uniform(size=(b.shape[0], 3)) for b in data.groups()]
+    E = np.array([0.3, 0.1]) * data.norms
+    step = HStep(data.groups(), E, data.norms, 3)
+    H_clarabel, _, _ = step.solve(W_blocks)
+    duals = step.duals.copy()
+    monkeypatch.setattr(HStep, "_solve_clarabel", lambda self, parts: (None, "failed: test"))
+    H_scs, solver, status = step.solve(W_blocks)
+    assert solver == "SCS" and status in ("optimal", "optimal_inaccurate")
+
+    def objective(H):
+        return max((np.linalg.norm(b - Wb @ H) - e) / n for b, Wb, e, n in zip(data.groups(), W_blocks, E, data.norms, strict=True))
+
+    assert objective(H_scs) == pytest.approx(objective(H_clarabel), abs=1e-4)
+    np.testing.assert_allclose(step.duals / step.duals.sum(), duals / duals.sum(), atol=1e-3)
+
+
 def test_w_step_is_exact_nnls():
     rng = np.random.default_rng(9)
     X = rng.uniform(size=(15, 6))

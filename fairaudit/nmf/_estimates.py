@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ._core import GroupedData, blas_threads, random_factors
+from ._core import GroupedData, blas_threads, parallel_map, random_factors
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 CACHE_SIZE = 512
@@ -84,24 +84,31 @@ def estimate_group_errors(
     else:
         parent = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng()
         rngs = [parent] * data.n_groups
-    E = np.empty(data.n_groups)
+    # The starts are drawn first, in the order of the runs (group by group), so the result does
+    # not depend on how the runs are spread over threads.
+    runs = []
+    for g, block in enumerate(data.groups()):
+        if r >= min(block.shape):
+            # An exact non-negative factorisation exists (W = X_ℓ, H = I or W = I, H = X_ℓ), so the
+            # minimum of eq. (2) is 0; iterative NMF only creeps towards it and would overstate E_ℓ
+            # (and understate the relative loss).
+            continue
+        runs += [(g, *random_factors(block, r, rngs[g])) for _ in range(n_estimates)]
+
+    def run(task):
+        g, W, H = task
+        block = data.X[data.slices[g]]
+        fit = solve_standard(
+            block, W, H, solver=solver, tol=tol, max_iter=max_iter, stopping=stopping,
+            what=f"NMF of group {data.labels[g]!r} (E_ℓ)",
+        )
+        return g, float(np.linalg.norm(block - fit.W @ fit.H))
+
+    errors: dict[int, list[float]] = {}
     with blas_threads():
-        for g, block in enumerate(data.groups()):
-            if r >= min(block.shape):
-                # An exact non-negative factorisation exists (W = X_ℓ, H = I or W = I, H = X_ℓ),
-                # so the minimum of eq. (2) is 0; iterative NMF only creeps towards it and would
-                # overstate E_ℓ (and understate the relative loss).
-                E[g] = 0.0
-                continue
-            errors = []
-            for _ in range(n_estimates):
-                W, H = random_factors(block, r, rngs[g])
-                fit = solve_standard(
-                    block, W, H, solver=solver, tol=tol, max_iter=max_iter, stopping=stopping,
-                    what=f"NMF of group {data.labels[g]!r} (E_ℓ)",
-                )
-                errors.append(np.linalg.norm(block - fit.W @ fit.H))
-            E[g] = float(np.mean(errors))
+        for g, error in parallel_map(run, runs):
+            errors.setdefault(g, []).append(error)
+    E = np.array([float(np.mean(errors[g])) if g in errors else 0.0 for g in range(data.n_groups)])
     seconds = time.perf_counter() - start
     if cache_key is not None:
         with _lock:

@@ -65,10 +65,11 @@ def solve_standard(
     rule = StoppingRule(tol, max_iter, rule=stopping, what=what)
     rule.start(np.linalg.norm(X - W @ H))
     history = []
+    work = np.empty((2, *W.shape))
     iteration = 0
     while True:
         iteration += 1
-        mu_update_W(X, W, H)  # §3.2: W ← W ⊙ XHᵀ / (WHHᵀ)
+        mu_update_W(X, W, H, work)  # §3.2: W ← W ⊙ XHᵀ / (WHHᵀ)
         WtX = W.T @ X
         WtW = W.T @ W
         H *= WtX / np.maximum(WtW @ H, TINY)  # §3.2: H ← H ⊙ WᵀX / (WᵀWH)

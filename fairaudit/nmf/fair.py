@@ -295,6 +295,7 @@ def _fit_mu(
     fit = _Fit(W.copy(), H.copy(), c, keep_best)
     W, H = fit.W, fit.H
     HHt = H @ H.T  # afterwards the W step's own HHᵀ (H does not change after it)
+    work = np.empty((2, *W.shape))
     iteration = 0
     while True:
         # Products of the current iterate: they give its group errors and the next H step.
@@ -312,7 +313,7 @@ def _fit_mu(
         iteration += 1
         c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
         mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors))  # lines 9–10
-        _, HHt = mu_update_W(X, W, H)  # line 11
+        _, HHt = mu_update_W(X, W, H, work)  # line 11
     rule.warn_if_capped(iteration, objective)
     fit.finish(iteration, rule)
     return fit
@@ -384,7 +385,7 @@ def _fit_am(
             iteration -= 1
             break
         fit.h_solvers[solver] = fit.h_solvers.get(solver, 0) + 1
-        duals = np.array([max(float(con.dual_value), 0.0) for con in step.problem.constraints])
+        duals = step.duals
         fit.H = H_new
         fit.W = nnls_rows(X, fit.H, start=fit.W)  # line 7: NNLS per row (the previous W starts the pivoting)
         if duals.sum() > 0:
