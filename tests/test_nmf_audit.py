@@ -188,6 +188,9 @@ def test_bad_option_messages_name_the_option_in_each_interface():
         run_audit(data, AuditConfig(methods=("nmf",), ranks=(1,), options={"nmf": {"stopping": "never"}}))
     assert "--fair-nmf-stopping" in caught.value.render("cli")
     assert "“Fairer-NMF stopping rule” (NMF page)" in caught.value.render("dashboard")
+    with pytest.raises(FairAuditError, match="tol must be a non-negative number") as caught:
+        run_audit(data, AuditConfig(methods=("nmf",), ranks=(1,), options={"nmf": {"tol": -1.0}}))
+    assert "--nmf-tol must be" in caught.value.render("cli")
 
 
 def test_each_fit_names_the_version_that_ran():

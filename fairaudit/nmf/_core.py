@@ -299,16 +299,20 @@ class StoppingRule:
             )
 
 
-def check_solver_parameters(tol, max_iter, n_estimates=None) -> None:
-    """Shared parameter checks with messages that say what to do."""
+def check_solver_parameters(tol, max_iter, n_estimates=None, names: dict | None = None) -> None:
+    """Shared parameter checks with messages that say what to do; ``names`` words the options
+    for a message (the audit passes :func:`~fairaudit.vocabulary.term` mentions)."""
+    names = {"tol": "tol", "max_iter": "max_iter", "n_estimates": "n_estimates", **(names or {})}
     if not np.isscalar(tol) or not np.isfinite(tol) or tol < 0:
-        raise FairAuditError(f"tol must be a non-negative number, got {tol!r}.")
+        raise FairAuditError(f"{names['tol']} must be a non-negative number, got {tol!r}.")
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise FairAuditError(f"max_iter must be a positive whole number, got {max_iter!r}.")
+        raise FairAuditError(f"{names['max_iter']} must be a positive whole number, got {max_iter!r}.")
     if n_estimates is not None and (
         isinstance(n_estimates, bool) or not isinstance(n_estimates, int | np.integer) or n_estimates < 1
     ):
-        raise FairAuditError(f"n_estimates must be a positive whole number (T of Algorithm 1), got {n_estimates!r}.")
+        raise FairAuditError(
+            f"{names['n_estimates']} must be a positive whole number (T of Algorithm 1), got {n_estimates!r}."
+        )
 
 
 def check_estimates(estimates, data: GroupedData, r: int) -> np.ndarray:

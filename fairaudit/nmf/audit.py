@@ -113,7 +113,8 @@ def nmf_options(config: AuditConfig) -> dict:
             raise ParameterError(
                 f"NMF option {term(OPTION_TERMS[key])} must be one of {', '.join(map(str, allowed))}; got {options[key]!r}."
             )
-    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"])
+    names = {key: term(OPTION_TERMS[key]) for key in ("tol", "max_iter", "n_estimates")}
+    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"], names)
     return options
 
 
