@@ -199,14 +199,9 @@ register("nmf_solver", Option(
     "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", "NMF",
     choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
 ))
-register("nmf_stopping", Option(
-    "nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", "NMF",
-    choices={"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"},
-))
-register("fair_nmf_stopping", Option(
-    "nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF",
-    choices={"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"},
-))
+_NMF_STOPPING = {"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"}
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
 register("fair_nmf_weights", Option(
     "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", "NMF",
     choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import warnings
 
-import cvxpy as cp
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -265,12 +264,3 @@ def test_nnls_rows_is_exact(seed, m, n, r, zero_row, warm):
     theirs = np.linalg.norm(X - reference @ H, axis=1)
     assert np.all(ours <= theirs + 1e-9 * np.linalg.norm(X, axis=1) + 1e-12)
 
-
-def test_nnls_rows_matches_cvxpy():
-    rng = np.random.default_rng(9)
-    X = rng.uniform(size=(25, 6))
-    H = rng.uniform(size=(4, 6))
-    W = nnls_rows(X, H)
-    V = cp.Variable((25, 4), nonneg=True)
-    cp.Problem(cp.Minimize(cp.sum_squares(X - V @ H))).solve(solver="CLARABEL")
-    assert np.linalg.norm(X - W @ H) == pytest.approx(np.linalg.norm(X - V.value @ H), rel=1e-7)
