@@ -5,8 +5,10 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PORT   ?= 8501
+# The dashboard listens on this machine only; ADDRESS=0.0.0.0 opts in to other interfaces.
+ADDRESS ?= localhost
 
-.PHONY: app test install install-dev samples bench clean
+.PHONY: app test lint install install-dev samples bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +29,14 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 app: install
-	$(BIN)/streamlit run app.py --server.port $(PORT) --server.headless true --browser.gatherUsageStats false
+	$(BIN)/streamlit run app.py --server.port $(PORT) --server.address $(ADDRESS) --server.headless true --browser.gatherUsageStats false
 
 test: install-dev
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q
+
+lint: install-dev
+	$(BIN)/ruff check .
 
 samples: install
 	$(BIN)/python -m fairaudit.samples

@@ -1,34 +1,50 @@
 """fairaudit dashboard: ``streamlit run app.py`` (or ``make app``).
 
 The entry point is a router: it sets the page up, makes sure there is data (the embedded default
-sample on first open) and hands over to the page the user chose. Pages are thin views over the
-``fairaudit`` package; no mathematics happens here.
+sample on first open), shows the session's running audits in the sidebar (from every page) and
+hands over to the page the user chose. Pages are thin views over the ``fairaudit`` package; no
+mathematics happens here. An unexpected error on a page becomes one readable line on the page and
+a traceback in the server's log, never a traceback in the browser.
 """
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
-from pages.common import current_data, data_summary
+from fairaudit import FairAuditError
+from pages.common import current_data, data_summary, runs_panel, settle_runs, show_bug, show_error
+
+logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
 st.set_page_config(page_title="fairaudit — fairness audit for unsupervised learning", page_icon="⚖️", layout="wide")
 
 PAGES = {
+    "Start here": [
+        st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
+    ],
     "Audit": [
-        st.Page("pages/pca.py", title="PCA", icon=":material/scatter_plot:", default=True),
+        st.Page("pages/pca.py", title="PCA", icon=":material/scatter_plot:"),
         st.Page("pages/nmf.py", title="NMF", icon=":material/grid_view:"),
         st.Page("pages/feature_selection.py", title="Feature selection", icon=":material/filter_list:"),
         st.Page("pages/tensor.py", title="Tensor", icon=":material/view_in_ar:"),
     ],
-    "Data and report": [
-        st.Page("pages/data.py", title="Data", icon=":material/table:"),
+    "Export": [
         st.Page("pages/report.py", title="Report", icon=":material/description:"),
     ],
 }
 
 page = st.navigation(PAGES)
+settle_runs()
 with st.sidebar:
     st.markdown("### fairaudit")
     st.caption("Does your representation serve every group equally well? Vanilla vs fair, side by side.")
     st.caption("Data in use: " + data_summary(current_data()))
-page.run()
+    runs_panel("sidebar")
+try:
+    page.run()
+except FairAuditError as exc:  # a page let a bad-input error through: still the user's words
+    show_error(exc)
+except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback reaches the page
+    show_bug(exc, page.title)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from _common import machine, peak_rss_mb, shared
 
 from fairaudit import AuditData, read_table
 from fairaudit.pca import PCA, FairPCA, GroupProblem, rank_sweep_problem
-
-from _common import machine, peak_rss_mb, shared
 
 
 def credit() -> AuditData | None:

@@ -11,14 +11,13 @@ import sys
 import time
 
 import numpy as np
+from _common import machine
 
 from fairaudit import FairPCA
 from fairaudit.groups import encode_groups
 from fairaudit.pca import GroupProblem
 from fairaudit.pca._dual import solve_dual
 from fairaudit.pca._sdp import solve_sdp
-
-from _common import machine
 
 
 def instance(n: int, seed: int = 0):

@@ -17,17 +17,19 @@ from .audit import AuditConfig, AuditResult, run_audit
 from .cpd import FairCPD
 from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table, scale_features, tensor_from_arrays
 from .errors import FairAuditError
-from .fs import FUFS, MCFS, SPEC, LaplacianScore, VarianceSelector
+from .fs import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .groups import encode_groups
 from .nmf import NMF, FairerNMF
-from .pca import PCA, CovFairPCA, FairPCA, JEVDPCA
+from .pca import JEVDPCA, PCA, CovFairPCA, FairPCA
 
 __all__ = [
     "NMF",
     "FUFS",
     "MCFS",
+    "NDFS",
     "PCA",
     "SPEC",
+    "UDFS",
     "AuditConfig",
     "AuditData",
     "AuditResult",

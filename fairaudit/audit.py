@@ -35,6 +35,7 @@ from . import metrics
 from ._version import __version__
 from .data import AuditData
 from .errors import ParameterError, RankError
+from .vocabulary import render, term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
 
@@ -47,6 +48,30 @@ FAMILIES: dict[str, str] = {
 """Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
 
 FAMILY_TITLES = {"pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor (CP)"}
+
+ON_REQUEST: dict[str, tuple[str, ...]] = {"pca": ("fair_sdp", "fair_mw")}
+"""Variants outside a family's default set (``variants="all"``): they run only when named. The SDP
+and multiplicative weights solve fair_eig's problem (exactly, resp. approximately) in seconds to
+minutes per rank where fair_eig takes milliseconds; they are there to check it. The CLI and the
+dashboard both start from this default set."""
+
+
+class AuditCancelled(Exception):
+    """Raised by a progress callback to stop a run (the dashboard's Cancel button).
+
+    :func:`run_audit` and the families let it propagate; nothing may swallow it."""
+
+
+def family_variants(method: str) -> tuple[str, ...]:
+    """Every variant name ``method`` knows, in its order (``"all"`` runs :func:`default_variants`)."""
+    module_name = FAMILIES[method].split(":")[0]
+    return tuple(importlib.import_module(module_name).VARIANTS)
+
+
+def default_variants(method: str) -> tuple[str, ...]:
+    """The variants a family runs by default: all of them but the :data:`ON_REQUEST` ones (and,
+    at run time, those too slow for the data, each skipped with its reason)."""
+    return tuple(v for v in family_variants(method) if v not in ON_REQUEST.get(method, ()))
 
 
 # ============================================================================ configuration
@@ -100,9 +125,7 @@ class AuditConfig:
             self.ranks = tuple(int(r) for r in self.ranks)
         for method in self.methods:
             if method not in FAMILIES:
-                raise ParameterError(
-                    f"unknown method {method!r}; available: {', '.join(FAMILIES)}."
-                )
+                raise ParameterError(f"unknown method {method!r} in {term('methods')}; available: {', '.join(FAMILIES)}.")
         if self.leakage_classifier not in metrics.LEAKAGE_CLASSIFIERS:
             raise ParameterError(
                 f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "
@@ -127,10 +150,42 @@ class AuditConfig:
         return tuple(sorted(set(self.ranks)))
 
     def wants(self, method: str, variant: str) -> bool:
-        """Whether ``variant`` of ``method`` should run (every variant for ``"all"``)."""
+        """Whether ``variant`` of ``method`` should run (the family's default set for ``"all"``)."""
         if self.variants == "all":
-            return True
-        return variant in self.variants or f"{method}:{variant}" in self.variants
+            return variant not in ON_REQUEST.get(method, ())
+        return self.names(method, variant)
+
+    def names(self, method: str, variant: str) -> bool:
+        """Whether ``variants`` names ``variant`` of ``method`` (plain or ``method:variant``)."""
+        return self.variants != "all" and (variant in self.variants or f"{method}:{variant}" in self.variants)
+
+    def check_variants(self) -> None:
+        """Refuse variant names no requested family knows, and a family left with no variant.
+
+        Called by :func:`run_audit` before any fit (and by the CLI before reading the data)."""
+        if self.variants == "all":
+            return
+        known = {method: family_variants(method) for method in self.methods}
+        for name in self.variants:
+            method, _, variant = name.rpartition(":")
+            if method:
+                if method not in known:
+                    raise ParameterError(
+                        f"variant {name!r} names the family {method!r}, which this audit does not run; "
+                        f"add it with {term('methods')} or drop the prefix."
+                    )
+                families = [method]
+            else:
+                families = list(known)
+            if not any(variant in known[m] for m in families):
+                listing = "; ".join(f"{m}: {', '.join(known[m])}" for m in families)
+                raise ParameterError(f"unknown variant {variant!r} in {term('variants')}; known variants — {listing}.")
+        for method, names in known.items():
+            if not any(self.names(method, v) for v in names):
+                raise ParameterError(
+                    f"{term('variants')} names no variant of {method} ({', '.join(names)}); add one of them "
+                    f"or remove {method} from {term('methods')}."
+                )
 
     def to_dict(self) -> dict:
         return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items()}
@@ -166,8 +221,9 @@ class AuditResult:
             "seconds": self.seconds,
             "config": self.config,
             "data": self.data,
-            "skipped": self.skipped,
-            "warnings": self.warnings,
+            # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
+            "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
+            "warnings": [render(str(w)) for w in self.warnings],
             "details": self.details,
             "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
         }
@@ -176,7 +232,11 @@ class AuditResult:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
 
     def to_csv(self) -> str:
-        return self.records.to_csv(index=False)
+        """The records as CSV, text cells a spreadsheet would run as formulas neutralised
+        (:func:`fairaudit.report.records_csv`)."""
+        from .report import records_csv
+
+        return records_csv(self)
 
     @classmethod
     def from_dict(cls, payload: dict) -> AuditResult:
@@ -391,6 +451,7 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds"}``.
     """
     config = config or AuditConfig()
+    config.check_variants()
     started = time.perf_counter()
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     rows: list[tuple] = []
@@ -402,7 +463,8 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         notes.append(
             f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
             f"{smallest[1]} rows and a held-out classifier needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
-            "per group; merge small categories or raise the minimum group size."
+            f"per group; use fewer sensitive columns (fewer intersections), or leave the group out with "
+            f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
         sink = RecordSink(method, progress)

@@ -1,24 +1,44 @@
 """Command line: ``python -m fairaudit audit DATA.csv --sensitive COL ...``.
 
-Exit status 0 on success; 2 with one line on stderr for bad input (never a traceback).
-``python -m fairaudit columns DATA.csv`` lists a file's columns and how they would be read.
+Exit status 0 on success; 2 with one line on stderr for anything the user can cause (never a
+traceback); 1 only for a bug in fairaudit. ``python -m fairaudit columns DATA.csv`` lists a file's
+columns and how they would be read.
+
+Before any work the command checks what it will write: an output path that is the input (or
+another output, a folder, a device) is refused, and every output's folder must accept a file. The
+audit then reports its progress on stderr, per family and fit, with the elapsed time (``--quiet``
+silences it), and warns — or, past :data:`REFUSE_SECONDS`, refuses unless ``--allow-slow`` — when
+the data make it a matter of minutes. Outputs are written whole or not at all.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import stat
 import sys
+import tempfile
+import time
 import warnings
+from pathlib import Path
 
 from . import __version__
-from .audit import FAMILIES, AuditConfig, run_audit
+from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
+from .cost import duration, expected_seconds
 from .cpd.estimator import KERNELS
 from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
+from .errors import FairAuditError, InputFileError, ParameterError
+from .fs.audit import KMEANS_RUNS
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
 from .nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
-from .errors import FairAuditError, ParameterError
+from .vocabulary import render, term
+
+MAX_RANKS = 1000
+"""At most this many ranks in one ``--ranks`` (``1:1000000000`` is a typo, not a plan)."""
+
+SEED_LIMIT = 2**32
+"""Seeds are 0 … 2³² − 1 (what NumPy's and scikit-learn's generators accept)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,30 +53,36 @@ class _UsageError(Exception):
 
 
 def parse_ranks(text: str) -> list[int]:
-    """``"1:10"`` (inclusive), ``"2,4,8"``, ``"1:21:2"`` or a single number."""
+    """``"1:10"`` (inclusive), ``"2,4,8"``, ``"1:21:2"`` or a single number; at most
+    :data:`MAX_RANKS` of them."""
     try:
         if ":" in text:
             parts = [int(p) for p in text.split(":")]
-            if len(parts) == 2:
-                return list(range(parts[0], parts[1] + 1))
-            if len(parts) == 3 and parts[2] > 0:
-                return list(range(parts[0], parts[1] + 1, parts[2]))
-            raise ValueError
-        return [int(p) for p in text.split(",") if p.strip()]
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] < 1):
+                raise ValueError
+            ranks = range(parts[0], parts[1] + 1, parts[2] if len(parts) == 3 else 1)
+        else:
+            ranks = [int(p) for p in text.split(",") if p.strip()]
     except ValueError:
-        raise ParameterError(f"--ranks {text!r} is not understood; write 1:10, 2,4,8 or 1:21:2.") from None
+        raise ParameterError(f"{term('ranks', text)} is not understood; write 1:10, 2,4,8 or 1:21:2.") from None
+    if len(ranks) > MAX_RANKS:
+        raise ParameterError(
+            f"{term('ranks', text)} asks for {len(ranks):,} ranks; give at most {MAX_RANKS} (e.g. 1:10 or 2,4,8)."
+        )
+    return list(ranks)
 
 
 def _pairs(items: list[str] | None, option: str, cast) -> dict:
+    """``COLUMN=NUMBER`` items of ``--binarize``/``--bins`` (``option`` is the vocabulary name)."""
     out = {}
     for item in items or []:
         if "=" not in item:
-            raise ParameterError(f"{option} expects COLUMN=VALUE, got {item!r}.")
+            raise ParameterError(f"{term(option)} expects COLUMN=VALUE, got {item!r}.")
         column, value = item.rsplit("=", 1)
         try:
             out[column.strip()] = cast(value)
         except ValueError:
-            raise ParameterError(f"{option} {item!r}: {value!r} is not a number.") from None
+            raise ParameterError(f"{term(option)} {item!r}: {value!r} is not a number.") from None
     return out
 
 
@@ -77,16 +103,24 @@ def build_parser() -> argparse.ArgumentParser:
     runs = audit.add_argument_group("what to run")
     runs.add_argument("--methods", default="pca", help=f"comma-separated families: {', '.join(FAMILIES)} (default pca)")
     runs.add_argument("--ranks", default=None, help="ranks to sweep: 1:10, 2,4,8 or 1:21:2 (default 1 … min(10, features))")
-    runs.add_argument("--variants", default="all", help="all, or names such as vanilla,fair_eig (optionally pca:fair_sdp)")
-    runs.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    runs.add_argument("--variants", default="all",
+                      help="all (each family's default set, as in the dashboard; fair_sdp and fair_mw run only when named), "
+                      "or names such as vanilla,fair_eig (optionally qualified: pca:fair_sdp)")
+    runs.add_argument("--seed", type=int, default=AuditConfig.random_state, help=f"random seed, 0 to {SEED_LIMIT - 1} (default 0)")
     runs.add_argument("--leakage-classifier", default=AuditConfig.leakage_classifier, choices=LEAKAGE_CLASSIFIERS,
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
-    runs.add_argument("--sdp-max-features", type=int, default=AuditConfig.sdp_max_features, help="skip the SDP above this many features")
+    runs.add_argument("--sdp-max-features", type=int, default=AuditConfig.sdp_max_features,
+                      help=f"skip the SDP (fair_sdp) above this many features (default {AuditConfig.sdp_max_features})")
+    runs.add_argument("--mw-max-features", type=int, default=AuditConfig.mw_max_features,
+                      help=f"skip multiplicative weights (fair_mw) above this many features (default {AuditConfig.mw_max_features})")
+    runs.add_argument("--allow-slow", action="store_true",
+                      help=f"run an audit expected to take more than {REFUSE_SECONDS // 60} minutes instead of stopping before it")
     runs.add_argument("--clusters", type=int, default=None, metavar="K",
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
-                      help="fs: k-means runs per selection, reported as mean and std (default 50, as the FUFS paper)")
+                      help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
     _add_nmf_options(audit)
+    _add_fs_options(audit)
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
                      help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
@@ -104,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
-    outputs.add_argument("--quiet", action="store_true", help="print nothing on success")
+    outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
 
     columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
     columns.add_argument("data")
@@ -207,8 +241,8 @@ def load_from_args(args):
         ignore=_split(args.ignore) or (),
         label=args.label,
         one_hot=args.one_hot,
-        binarize=_pairs(args.binarize, "--binarize", float),
-        bins=_pairs(args.bins, "--bins", int),
+        binarize=_pairs(args.binarize, "binarize", float),
+        bins=_pairs(args.bins, "bins", int),
         missing=args.missing,
         scaling=_scaling(args),
         min_group_size=args.min_group_size,
@@ -218,19 +252,25 @@ def load_from_args(args):
 
 def _load_tensor(args, table):
     if not args.tensor_index or not args.tensor_value:
-        raise ParameterError("a long-format tensor needs both --tensor-index ENTITY,MODE2,… and --tensor-value COL.")
-    for option, given in (("--features", args.features), ("--label", args.label), ("--one-hot", args.one_hot), ("--ignore", args.ignore)):
+        raise ParameterError(
+            f"a long-format tensor needs both {term('tensor_index', 'ENTITY,MODE2,…')} and {term('tensor_value', 'COL')}."
+        )
+    for option, given in (("features", args.features), ("label", args.label), ("one_hot", args.one_hot), ("ignore", args.ignore)):
         if given:
-            raise ParameterError(f"{option} does not apply to a long-format tensor (its cells come from --tensor-value).")
+            raise ParameterError(
+                f"{term(option)} does not apply to a long-format tensor (its cells come from {term('tensor_value')})."
+            )
     if args.missing != "error":
-        raise ParameterError("--missing does not apply to a long-format tensor; absent cells are filled with --tensor-fill VALUE.")
+        raise ParameterError(
+            f"{term('missing')} does not apply to a long-format tensor; absent cells are filled with {term('tensor_fill', 'VALUE')}."
+        )
     return prepare_tensor(
         table,
         index=_split(args.tensor_index),
         value=args.tensor_value,
         sensitive=args.sensitive,
-        binarize=_pairs(args.binarize, "--binarize", float),
-        bins=_pairs(args.bins, "--bins", int),
+        binarize=_pairs(args.binarize, "binarize", float),
+        bins=_pairs(args.bins, "bins", int),
         fill=args.tensor_fill,
         scaling=_scaling(args, default="none"),
         min_group_size=args.min_group_size,
@@ -244,7 +284,7 @@ def _cpd_options(args) -> dict:
         try:
             lambdas = [float(v) for v in _split(args.cpd_lambdas)]
         except ValueError:
-            raise ParameterError(f"--cpd-lambdas {args.cpd_lambdas!r} is not a list of numbers such as 0.1,1,10.") from None
+            raise ParameterError(f"{term('cpd_lambdas', args.cpd_lambdas)} is not a list of numbers such as 0.1,1,10.") from None
     options = {
         "leakage_classifier": args.cpd_classifier,
         "lambdas": lambdas,
@@ -257,14 +297,26 @@ def _cpd_options(args) -> dict:
         "khsic_kernel": args.cpd_kernel,
         "khsic_landmarks": args.cpd_landmarks,
     }
-    for name in ("n_lambdas", "n_epochs", "khsic_max_rows", "sweep_rank"):
+    for name, option in (("n_lambdas", "cpd_points"), ("n_epochs", "cpd_epochs"), ("khsic_max_rows", "cpd_khsic_max_rows"),
+                         ("sweep_rank", "cpd_sweep_rank")):
         if options[name] is not None and options[name] < 1:
-            raise ParameterError(f"--cpd-{name.replace('_', '-')} must be at least 1; got {options[name]}.")
+            raise ParameterError(f"{term(option)} must be at least 1; got {options[name]}.")
     if options["khsic_landmarks"] is not None and options["khsic_landmarks"] < 2:
-        raise ParameterError(f"--cpd-landmarks must be at least 2; got {options['khsic_landmarks']}.")
+        raise ParameterError(f"{term('cpd_landmarks')} must be at least 2; got {options['khsic_landmarks']}.")
     if options["tol"] is not None and not options["tol"] >= 0:
-        raise ParameterError(f"--cpd-tol must be a number >= 0; got {options['tol']}.")
+        raise ParameterError(f"{term('cpd_tol')} must be a number >= 0; got {options['tol']}.")
     return {key: value for key, value in options.items() if value is not None}
+
+
+def _add_fs_options(parser: argparse.ArgumentParser) -> None:
+    """FUFS's options (``--methods fs``); ``--clusters`` and ``--kmeans-runs`` are in "what to run"."""
+    from .fs.fufs import FORMULATIONS
+
+    fs = parser.add_argument_group("feature selection (--methods fs)")
+    fs.add_argument("--fufs-formulation", default=None, choices=FORMULATIONS,
+                    help="FUFS as printed (paper: Xing et al. 2021 eq. 6, the default) or our normalised-alignment version (alignment)")
+    fs.add_argument("--fufs-alpha", type=float, default=None, help="FUFS's fairness weight α (default 1, the paper's CRIME/GOOGLE+ setting)")
+    fs.add_argument("--fufs-beta", type=float, default=None, help="FUFS's ℓ1 sparsity weight β (paper formulation; default 0.1)")
 
 
 def _fs_options(args) -> dict:
@@ -272,28 +324,189 @@ def _fs_options(args) -> dict:
     fs = {}
     if args.clusters is not None:
         if args.clusters < 2:
-            raise ParameterError(f"--clusters must be at least 2, got {args.clusters}.")
+            raise ParameterError(f"{term('fs_clusters')} must be at least 2, got {args.clusters}.")
         fs["n_clusters"] = args.clusters
     if args.kmeans_runs is not None:
         if args.kmeans_runs < 1:
-            raise ParameterError(f"--kmeans-runs must be at least 1, got {args.kmeans_runs}.")
+            raise ParameterError(f"{term('fs_kmeans_runs')} must be at least 1, got {args.kmeans_runs}.")
         fs["kmeans_runs"] = args.kmeans_runs
+    if args.fufs_formulation is not None:
+        fs["formulation"] = args.fufs_formulation
+    for option, key, value in (("fs_alpha", "alpha", args.fufs_alpha), ("fs_beta", "beta", args.fufs_beta)):
+        if value is not None:
+            if not value >= 0:
+                raise ParameterError(f"{term(option)} must be a number ≥ 0, got {value}.")
+            fs[key] = value
     return fs
 
 
 def config_from_args(args) -> AuditConfig:
-    cpd = _cpd_options(args)
-    return AuditConfig(
+    """The audit configuration the flags describe, checked (variants, seed, ranks) before any data
+    is read."""
+    if not 0 <= args.seed < SEED_LIMIT:
+        raise ParameterError(f"{term('seed', args.seed)} is out of range; give a whole number from 0 to {SEED_LIMIT - 1}.")
+    for option, value in (("sdp_max_features", args.sdp_max_features), ("mw_max_features", args.mw_max_features)):
+        if value < 0:
+            raise ParameterError(f"{term(option)} must be 0 or more; got {value}.")
+    config = AuditConfig(
         methods=_split(args.methods) or ["pca"],
         ranks=parse_ranks(args.ranks) if args.ranks else None,
         variants=args.variants,
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
-        options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", cpd)) if given},
+        mw_max_features=args.mw_max_features,
+        options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
     )
+    config.check_variants()
+    return config
 
 
+# ---------------------------------------------------------------- inputs and outputs
+OUTPUT_FLAGS = (("html", "--html"), ("json", "--json"), ("csv", "--csv"))
+
+
+def check_input(path: str) -> None:
+    """The input must be an existing regular file: a folder, a FIFO or a device is refused before
+    it is opened (opening a FIFO would wait for a writer forever)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file.") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot be read ({exc.strerror}).") from None
+    if stat.S_ISDIR(mode):
+        raise InputFileError(f"{path} is a folder; give the CSV file inside it.")
+    if not stat.S_ISREG(mode):
+        kind = "a pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
+        raise InputFileError(f"{path} is {kind}, not a regular file; save the data to a file first.")
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(args) -> list[tuple[str, Path]]:
+    """``(flag, path)`` of every requested output, checked before any work: not the input, not
+    another output, not a folder or device, and writable (a probe file is created and removed in
+    the folder that will hold it; nothing is left behind)."""
+    outputs: list[tuple[str, Path]] = []
+    for attribute, flag in OUTPUT_FLAGS:
+        value = getattr(args, attribute, None)
+        if not value:
+            continue
+        path = Path(value)
+        if _same_file(path, Path(args.data)):
+            raise ParameterError(f"{flag} {value} is the input file, which is never overwritten; choose {term('output')}.")
+        for other_flag, other in outputs:
+            if _same_file(path, other):
+                raise ParameterError(f"{flag} and {other_flag} both name {value}; give each output its own path.")
+        _check_writable(flag, path)
+        outputs.append((flag, path))
+    return outputs
+
+
+def _check_writable(flag: str, path: Path) -> None:
+    if path.exists() or path.is_symlink():
+        if path.is_dir():
+            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / ('report.' + flag[2:])}.")
+        if not path.is_file():
+            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term('output')}.")
+    folder = path.parent
+    while not folder.exists():  # the folders still to create: the probe goes where they would start
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term('output')}.")
+    try:
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".fairaudit-probe-"):
+            pass
+        if path.exists():
+            with open(path, "ab"):
+                pass
+    except OSError as exc:
+        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term('output')}.") from None
+
+
+# ---------------------------------------------------------------- how long it will take
+WARN_SECONDS = 60
+REFUSE_SECONDS = 600
+
+
+def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
+    seconds, cause = expected_seconds(data.n_rows, data.n_features, config)
+    if seconds > REFUSE_SECONDS and not allow_slow:
+        raise ParameterError(
+            f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
+            f"anyway, or audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})."
+        )
+    if seconds > WARN_SECONDS:
+        say(f"expect roughly {duration(seconds)} ({cause}); progress follows.")
+
+
+# ---------------------------------------------------------------- progress on stderr
+class ProgressReporter:
+    """The ``run_audit`` progress callback of the CLI: a line per fit on stderr with the elapsed
+    time (rewritten in place on a terminal; at most one line per ``interval`` seconds otherwise,
+    plus each family's first and last fit), and a line when a family is done."""
+
+    def __init__(self, stream, *, interval: float = 1.0):
+        self.stream = stream
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.interval = interval
+        self.started = time.monotonic()
+        self.method: str | None = None
+        self.method_started = self.started
+        self.last_written = -float("inf")
+        self.last_event_time = self.started
+        self.fits = 0
+        self._open_line = False
+
+    def say(self, text: str) -> None:
+        self.end_line()
+        print(f"fairaudit: {text}", file=self.stream, flush=True)
+
+    header: str | None = None
+    """Said before the first fit's line."""
+
+    def __call__(self, event: dict) -> None:
+        if self.header:
+            self.say(self.header)
+            self.header = None
+        now = time.monotonic()
+        method = event.get("method")
+        if method != self.method:
+            self.family_done(now)
+            self.method, self.method_started = method, self.last_event_time
+        self.last_event_time = now
+        self.fits = int(event.get("done", 0))
+        total = int(event.get("total", 0))
+        stage = event.get("stage")
+        what = f"{event.get('variant')}, rank {event.get('rank')}" + (f", {stage}" if stage and stage != "fit" else "")
+        line = f"[{now - self.started:7.1f} s] {method}: {self.fits}/{total} fits ({what})"
+        if self.tty:
+            print("\r\033[K" + line, end="", file=self.stream, flush=True)
+            self._open_line = True
+        elif self.fits in (1, total) or now - self.last_written >= self.interval:
+            print(line, file=self.stream, flush=True)
+            self.last_written = now
+
+    def family_done(self, now: float | None = None) -> None:
+        if self.method is None:
+            return
+        now = now or time.monotonic()
+        self.say(f"{self.method} done: {self.fits} fits in {now - self.method_started:.1f} s (total {now - self.started:.1f} s)")
+        self.method = None
+
+    def end_line(self) -> None:
+        if self._open_line:
+            print(file=self.stream, flush=True)
+            self._open_line = False
+
+
+# ---------------------------------------------------------------- the commands
 def _print_summary(result, out) -> None:
     from .findings import findings
     from .report import summary_table
@@ -314,14 +527,25 @@ def _print_summary(result, out) -> None:
         ]
         print(f"\n[{method}]", file=out)
         print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        print(_directions(keep), file=out)
         _print_details(result, method, out)
     for method, sentences in findings(result).items():
         for sentence in sentences:
-            print(f"finding ({method}): {sentence}", file=out)
+            print(f"finding ({method}): {render(str(sentence), 'cli')}", file=out)
     for skip in result.skipped:
-        print(f"skipped {skip['method']}/{skip['variant']}: {skip['reason']}", file=out)
+        print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=out)
+        print(f"warning: {render(warning, 'cli')}", file=out)
+
+
+def _directions(columns) -> str:
+    """“↓ better: max_loss, …; ↑ better: …” for a table's metric columns."""
+    from .metrics import better
+
+    lower = [c for c in columns if better(c) == "lower"]
+    higher = [c for c in columns if better(c) == "higher"]
+    parts = [f"↓ better: {', '.join(lower)}" if lower else "", f"↑ better: {', '.join(higher)}" if higher else ""]
+    return "  (" + "; ".join(p for p in parts if p) + ")"
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
@@ -335,12 +559,33 @@ def _print_details(result, method: str, out, limit: int = 12) -> None:
 def _run_audit(args) -> int:
     from .report import write_reports
 
-    data = load_from_args(args)
+    check_input(args.data)
+    outputs = dict(check_outputs(args))
     config = config_from_args(args)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
-        result = run_audit(data, config)
-    written = write_reports(result, html_path=args.html, json_path=args.json, csv_path=args.csv)
+    progress = None if args.quiet else ProgressReporter(sys.stderr)
+    data = load_from_args(args)
+    _check_expectation(data, config, args.allow_slow, progress.say if progress else lambda text: None)
+    if progress:  # printed with the first fit: a bad option found before any fit leaves one line on stderr
+        progress.header = (
+            f"auditing {data.source.get('name', args.data)} ({data.n_rows:,} rows × {data.n_features:,} features): "
+            + ", ".join(FAMILY_TITLES.get(m, m) for m in config.methods)
+        )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
+            result = run_audit(data, config, progress=progress)
+    except BaseException:
+        if progress:
+            progress.end_line()  # the error starts a line of its own
+        raise
+    if progress:
+        progress.family_done()
+    try:
+        written = write_reports(
+            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+        )
+    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
     if not args.quiet:
         _print_summary(result, sys.stdout)
         for path in written:
@@ -349,6 +594,7 @@ def _run_audit(args) -> int:
 
 
 def _run_columns(args) -> int:
+    check_input(args.data)
     table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
     print(f"{table.name}: {len(table.frame)} rows, {len(table.columns)} columns, encoding {table.encoding}, delimiter {table.delimiter!r}")
     print(table.describe().to_string(index=False))
@@ -366,9 +612,14 @@ def main(argv: list[str] | None = None) -> int:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
         print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:  # pragma: no cover
+    except KeyboardInterrupt:
         print("fairaudit: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        advice = f"audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})"
+        print(f"fairaudit: error: not enough memory for this audit; {render(advice, 'cli')}, or use a machine with more "
+              "memory.", file=sys.stderr)
+        return 2
     except Exception as exc:  # a bug, not bad input: one line, the traceback on request
         if os.environ.get("FAIRAUDIT_DEBUG"):
             raise

@@ -50,8 +50,8 @@ from .errors import (
     SensitiveColumnError,
     UnknownColumnError,
 )
-from .vocabulary import term
 from .groups import INTERSECTION_SEPARATOR, GroupCodes, check_groups, encode_groups
+from .vocabulary import term
 
 DEFAULT_MAX_MB = 200
 """Upload limit in megabytes (Streamlit's default upload limit too)."""

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import FairAuditError, SingleGroupError, SmallGroupError
+from .vocabulary import term
 
 INTERSECTION_SEPARATOR = " & "
 
@@ -142,6 +143,6 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         listed = ", ".join(f"{label!r} ({size} row{'s' if size != 1 else ''})" for label, size in small)
         raise SmallGroupError(
             f"group {listed} {'is' if len(small) == 1 else 'are'} smaller than the minimum group size "
-            f"of {min_size} rows. Merge small categories, drop them (small_groups='drop', "
-            "CLI --drop-small-groups), or lower the minimum group size."
+            f"of {min_size} rows. Use coarser categories, drop them ({term('small_groups', 'drop')}), or lower "
+            f"{term('min_group_size')}."
         )

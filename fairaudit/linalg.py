@@ -10,6 +10,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
 
+
 @functools.cache
 def _thread_controller():
     from threadpoolctl import ThreadpoolController

@@ -328,22 +328,40 @@ def clustering_accuracy(labels_true, labels_pred) -> float:
     (:func:`scipy.optimize.linear_sum_assignment`) on the cluster × class contingency table.
     With more clusters than classes the surplus clusters match nothing (count as errors).
     """
+    return accuracy_from_table(_contingency(labels_pred, labels_true))
+
+
+def accuracy_from_table(table: np.ndarray) -> float:
+    """:func:`clustering_accuracy` from the cluster × class contingency table."""
     from scipy.optimize import linear_sum_assignment
 
-    table = _contingency(labels_pred, labels_true)
     rows, cols = linear_sum_assignment(table, maximize=True)
     return float(table[rows, cols].sum() / table.sum())
 
 
 def nmi(labels_true, labels_pred) -> float:
-    """Normalised mutual information ``I(Y; C) / sqrt(H(Y) H(C))`` ([Xing21] eq. 9).
+    """Normalised mutual information ([Xing21] eq. 9): ``I(C; C') / max(H(C), H(C'))``.
 
-    scikit-learn's ``normalized_mutual_info_score`` with the geometric-mean normalisation used
-    in the unsupervised feature-selection literature (Cai et al. 2010).
+    The paper prints the denominator as "max (H(C) + H(C'))"; a maximum of one term is no
+    maximum, so we read it as ``max(H(C), H(C'))`` (scikit-learn's ``average_method="max"``;
+    ``docs/fs.md``). 1 when both partitions are trivial.
     """
-    from sklearn.metrics import normalized_mutual_info_score
+    return nmi_from_table(_contingency(labels_pred, labels_true))
 
-    return float(normalized_mutual_info_score(labels_true, labels_pred, average_method="geometric"))
+
+def nmi_from_table(table: np.ndarray) -> float:
+    """:func:`nmi` from a contingency table (natural logarithms; the ratio does not depend on the base)."""
+    table = np.asarray(table, dtype=float)
+    total = table.sum()
+    p = table / total
+    rows, cols = p.sum(axis=1), p.sum(axis=0)
+    entropy = lambda q: float(-np.sum(q[q > 0] * np.log(q[q > 0])))  # noqa: E731
+    h_rows, h_cols = entropy(rows), entropy(cols)
+    if h_rows == 0.0 and h_cols == 0.0:
+        return 1.0
+    nz = p > 0
+    mutual = float(np.sum(p[nz] * (np.log(p[nz]) - np.log(np.outer(rows, cols)[nz]))))
+    return max(mutual, 0.0) / max(h_rows, h_cols)
 
 
 def cluster_balance(clusters, groups) -> float:
@@ -352,7 +370,13 @@ def cluster_balance(clusters, groups) -> float:
     The smallest share any group has in any cluster: 0 when some cluster lacks a group
     entirely; at most ``1/k`` for ``k`` groups (every cluster an equal mix). Higher is fairer.
     """
-    table = _contingency(clusters, groups).astype(float)
+    return balance_from_table(_contingency(clusters, groups))
+
+
+def balance_from_table(table: np.ndarray) -> float:
+    """:func:`cluster_balance` from the cluster × group table (empty clusters ignored)."""
+    table = np.asarray(table, dtype=float)
+    table = table[table.sum(axis=1) > 0]
     if table.shape[1] < 2:
         return 0.0  # a cluster can only be balanced between groups that are present
     return float(np.min(table / table.sum(axis=1, keepdims=True)))
@@ -365,7 +389,13 @@ def cluster_proportion(clusters, groups) -> float:
     ``K/k`` (every cluster an equal mix of ``k`` groups) and ``K`` (every cluster one group).
     Lower is fairer.
     """
-    table = _contingency(clusters, groups).astype(float)
+    return proportion_from_table(_contingency(clusters, groups))
+
+
+def proportion_from_table(table: np.ndarray) -> float:
+    """:func:`cluster_proportion` from the cluster × group table (empty clusters ignored)."""
+    table = np.asarray(table, dtype=float)
+    table = table[table.sum(axis=1) > 0]
     return float(np.sum(table.max(axis=1) / table.sum(axis=1)))
 
 
@@ -558,7 +588,7 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "nmi": {
         "title": "NMI",
-        "formula": "I(label; cluster) / sqrt(H(label) H(cluster)); mean over k-means runs",
+        "formula": "I(label; cluster) / max(H(label), H(cluster)); mean over k-means runs",
         "plain": "Information the clusters share with the ground-truth label, from 0 (none) to 1 (identical). Higher is better.",
         "source": "Xing et al. 2021, eq. 9",
     },
@@ -607,3 +637,29 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "source": "Xing et al. 2021, eqs. 1–2",
     },
 }
+
+
+METRIC_BETTER: dict[str, str | None] = {
+    "error": "lower", "loss": "lower", "max_loss": "lower", "loss_gap": "lower",
+    "variance_explained": "higher", "mmd2": "lower", "mmd2_rbf": "lower",
+    "unfairness": "lower", "unfairness_balanced": "lower",
+    "effective_rank": None, "dual_gap": "lower",
+    "rel_error": "lower", "rel_loss": "lower", "own_rel_error": None, "max_rel_loss": "lower",
+    "rel_loss_gap": "lower", "total_rel_error": "lower", "n_iter": None, "estimate_seconds": "lower",
+    "residual_fit": "lower", "orthogonality": "lower", "nkhsic": "lower", "lam": None, "epochs": None,
+    "seconds": "lower",
+    "acc": "higher", "acc_std": "lower", "nmi": "higher", "nmi_std": "lower",
+    "balance": "higher", "balance_std": "lower", "proportion": "lower", "proportion_std": "lower",
+    "alignment_data": "higher", "alignment_protected": "lower",
+}
+"""Which way is better for each metric of :data:`METRIC_DEFINITIONS`: ``"lower"``, ``"higher"``, or
+``None`` for a quantity with no better direction (a parameter, an iteration count). Charts and
+tables print it as “↓ better” / “↑ better”."""
+
+HELDOUT_PREFIX = "heldout_"
+
+
+def better(metric: str) -> str | None:
+    """``"lower"``, ``"higher"`` or ``None`` for ``metric`` (held-out variants as their metric)."""
+    base = metric[len(HELDOUT_PREFIX):] if metric.startswith(HELDOUT_PREFIX) else metric
+    return METRIC_BETTER.get(base)

@@ -13,14 +13,32 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import is_sweep_variant, split_variant, whole_metrics
-from .metrics import METRIC_DEFINITIONS
+from .metrics import METRIC_DEFINITIONS, better
 
-GROUP_COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+# Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
+# black, which a dark theme would hide; every colour here reads on white and on a dark background.
+OKABE_ITO = {
+    "blue": "#0072B2", "orange": "#E69F00", "bluish green": "#009E73", "reddish purple": "#CC79A7",
+    "sky blue": "#56B4E9", "vermillion": "#D55E00", "yellow": "#F0E442",
+}
+GROUP_COLOURS = [OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "reddish purple", "sky blue", "vermillion", "yellow")]
 GROUP_SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon", "hexagon"]
 GROUP_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
-VANILLA_COLOUR = "#3b3b3b"
-VARIANT_COLOURS = ["#e6550d", "#2b8cbe", "#31a354", "#756bb1", "#dd1c77", "#8c6d31", "#636363"]
+VANILLA_COLOUR = "#8C8C8C"
+"""Vanilla is the neutral reference: a mid grey (contrast 3.4:1 on white, 5.9:1 on Streamlit's dark
+background), drawn thicker than the fair variants."""
+VARIANT_COLOURS = [OKABE_ITO[c] for c in ("vermillion", "blue", "bluish green", "reddish purple", "orange", "sky blue")]
 VARIANT_DASHES = ["dash", "dot", "dashdot", "longdash", "longdashdot", "solid"]
+
+RANK_TITLES = {
+    "pca": "rank d (number of principal components)",
+    "nmf": "rank r (number of NMF parts)",
+    "fs": "number of features kept",
+    "cpd": "CP rank R (size of the entity embedding)",
+}
+"""Per family, what its ``rank`` counts (the x axis of every curve over rank)."""
+
+ARROWS = {"lower": "↓ better", "higher": "↑ better"}
 
 VARIANT_TITLES: dict[str, dict[str, str]] = {
     "pca": {
@@ -47,6 +65,8 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "lapscore": "Laplacian Score",
         "spec": "SPEC",
         "mcfs": "MCFS",
+        "udfs": "UDFS",
+        "ndfs": "NDFS",
         "fufs": "FUFS (fair)",
     },
 }
@@ -75,6 +95,28 @@ def metric_title(metric: str) -> str:
     return METRIC_DEFINITIONS.get(metric, {}).get("title", metric)
 
 
+def better_text(metric: str) -> str:
+    """“↓ better”, “↑ better” or ``""`` (no better direction)."""
+    return ARROWS.get(better(metric) or "", "")
+
+
+def metric_label(metric: str) -> str:
+    """The metric's title with its better direction: “Largest group loss (↓ better)”."""
+    arrow = better_text(metric)
+    return f"{metric_title(metric)} ({arrow})" if arrow else metric_title(metric)
+
+
+def metric_line(metric: str) -> str:
+    """One plain line for next to a chart: the first sentence of the metric's plain definition."""
+    plain = METRIC_DEFINITIONS.get(metric, {}).get("plain", "")
+    first = plain.split(". ")[0].rstrip(".")
+    return f"{first}." if first else ""
+
+
+def rank_title(method: str) -> str:
+    return RANK_TITLES.get(method, "rank")
+
+
 def _rows(records: pd.DataFrame, method: str, metric: str, variants: Sequence[str] | None) -> pd.DataFrame:
     rows = records[(records.method == method) & (records.metric == metric)]
     if variants is not None:
@@ -87,17 +129,31 @@ def _ordered_variants(rows: pd.DataFrame, variants: Sequence[str] | None) -> lis
     return [v for v in variants if v in present] if variants is not None else present
 
 
-def _layout(fig: go.Figure, title: str, y_title: str, height: int = 380) -> go.Figure:
+TICK_FORMAT = ".4~g"
+"""Tick labels as plain numbers (0.00015, 1.2e-05), never SI prefixes (150μ) — d3-format."""
+
+
+def _layout(fig: go.Figure, title: str, y_title: str, height: int = 400) -> go.Figure:
     fig.update_layout(
         title=dict(text=safe(title), x=0.01),
         height=height,
-        margin=dict(l=60, r=20, t=60, b=50),
-        legend=dict(orientation="h", yanchor="top", y=-0.18),
+        margin=dict(l=70, r=20, t=60, b=110),
+        legend=dict(orientation="h", yanchor="top", y=-0.28, x=0, xanchor="left"),
         template="plotly_white",
         hovermode="x unified",
     )
-    fig.update_yaxes(title_text=safe(y_title), row=1, col=1)
+    fig.update_yaxes(tickformat=TICK_FORMAT, exponentformat="e")
+    fig.update_xaxes(title_standoff=6)
+    fig.update_yaxes(title_text=axis_title(y_title), row=1, col=1)
     return fig
+
+
+def axis_title(text: str, width: int = 30) -> str:
+    """An escaped y-axis title wrapped onto lines of at most ``width`` characters: a long one
+    (“Unfairness (leakage, balanced accuracy) (↓ better)”) would run past the plot's height into
+    the chart title."""
+    lines = textwrap.wrap(str(text), width, break_long_words=False) or [""]
+    return "<br>".join(safe(line) for line in lines)
 
 
 def group_curves(
@@ -141,8 +197,8 @@ def group_curves(
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text="rank", dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
-    fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_title(metric))
+        fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else None, dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
+    fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_label(metric))
     # the figure title pinned to the top, with room below it for the (possibly wrapped) panel titles
     extra = 16 * (title_lines - 1)
     fig.update_layout(
@@ -167,9 +223,11 @@ def variant_curves(
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant]
         if variant == "vanilla":
-            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
+            style, marker = dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
         else:
+            # colour, dash and marker all differ: variants that coincide (equal values) stay visible
             style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
+            marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
             others += 1
         fig.add_trace(
             go.Scatter(
@@ -178,13 +236,16 @@ def variant_curves(
                 mode="lines+markers",
                 name=safe(variant_title(method, variant)),
                 line=style,
+                marker=marker,
                 hovertemplate=f"{safe(variant)}: %{{y:.4g}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text="rank", dtick=1 if rows["rank"].nunique() <= 12 else None)
+    fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
+    fig = _layout(fig, title or metric_title(metric), metric_label(metric) + (", log scale" if log_y else ""))
     if log_y:
-        fig.update_yaxes(type="log")
-    return _layout(fig, title or metric_title(metric), metric_title(metric))
+        # full numbers at every tick (0.002, 0.005, 0.01, 100), not plotly's bare mantissas (2, 5, 0.01)
+        fig.update_yaxes(type="log", tickformat=".2~r")
+    return fig
 
 
 def frontier(
@@ -205,13 +266,13 @@ def frontier(
     sweep = rows[rows.variant.map(is_sweep_variant)]
     fig = make_subplots(rows=1, cols=1)
     if sweep.empty:
-        return _layout(fig, title or "λ frontier (no sweep in these records)", metric_title(y_metric))
+        return _layout(fig, title or "λ frontier (no sweep in these records)", metric_label(y_metric))
     if rank is None:
         rank = int(sweep["rank"].max())
     table = whole_metrics(records, method, rank)
     needed = {x_metric, y_metric, "lam"}
     if not needed <= set(table.columns):
-        return _layout(fig, title or "λ frontier (metrics missing)", metric_title(y_metric))
+        return _layout(fig, title or "λ frontier (metrics missing)", metric_label(y_metric))
     table = table.dropna(subset=[x_metric, y_metric])
     bases = list(dict.fromkeys(split_variant(v)[0] for v in table.index if is_sweep_variant(v)))
     for index, base in enumerate(bases):
@@ -241,8 +302,8 @@ def frontier(
                 hovertemplate=f"{safe(variant_title(method, 'vanilla'))} (λ = 0)<br>%{{x:.4g}}, %{{y:.4g}}<extra></extra>",
             )
         )
-    fig.update_xaxes(title_text=safe(metric_title(x_metric)))
-    figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_title(y_metric))
+    fig.update_xaxes(title_text=axis_title(metric_label(x_metric), 60), tickformat=TICK_FORMAT, exponentformat="e")
+    figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_label(y_metric))
     figure.update_layout(hovermode="closest")
     return figure
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import html
 import io
+import os
 import platform
+import tempfile
 import zipfile
 from importlib import metadata
 from pathlib import Path
@@ -21,7 +23,8 @@ from plotly.offline import get_plotlyjs
 from .audit import FAMILY_TITLES, AuditResult, whole_metrics
 from .findings import findings
 from .metrics import METRIC_DEFINITIONS
-from .plots import family_figures, metric_title, variant_title
+from .plots import better_text, family_figures, metric_label, metric_line, variant_title
+from .vocabulary import render
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -35,7 +38,21 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .finding{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .9rem;margin:.4rem 0}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
+.figure .note{margin:2px 8px 6px}
+div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
+@media (prefers-color-scheme: dark){
+body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
+.finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
+.figure{border-color:#30363d}.figure .note{color:#57606a}
+}
 """
+# Figures keep their white card in the dark theme: plotly draws on white, and every colour of
+# the palette (fairaudit.plots: Okabe–Ito, vanilla in mid grey) is chosen to read on it.
+
+
+def words(text, interface: str = "library") -> str:
+    """A note or finding with its option mentions worded for ``interface`` (see fairaudit.vocabulary)."""
+    return render(str(text), interface)
 
 
 def _e(value) -> str:
@@ -53,7 +70,7 @@ def library_versions() -> dict[str, str]:
 
 
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
-    out = ["<table>"]
+    out = ['<div class="table"><table>']
     if header:
         out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
     for row in rows:
@@ -62,7 +79,7 @@ def _table(rows: list[tuple], header: tuple | None = None) -> str:
             numeric = isinstance(value, int | float) and not isinstance(value, bool)
             cells.append(f'<td class="num">{_e(_fmt(value))}</td>' if numeric else f"<td>{_e(value)}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</table></div>")
     return "".join(out)
 
 
@@ -125,21 +142,26 @@ def _config_section(result: AuditResult) -> str:
     return "<h2>Configuration</h2>" + tables + "<h3>Software</h3>" + versions
 
 
-def _figure_html(fig) -> str:
+def _figure_html(fig, metric: str | None = None) -> str:
+    """A figure in its card, with its metric's one-line definition and better direction under it."""
+    caption = ""
+    if metric is not None:
+        line = " ".join(part for part in (better_text(metric) + "." if better_text(metric) else "", metric_line(metric)) if part)
+        caption = f'<p class="note">{_e(line)}</p>' if line else ""
     return '<div class="figure">' + pio.to_html(
         fig, include_plotlyjs=False, full_html=False, config={"displaylogo": False, "responsive": True}
-    ) + "</div>"
+    ) + caption + "</div>"
 
 
-def _family_section(result: AuditResult, method: str, found: list[str]) -> str:
+def _family_section(result: AuditResult, method: str, found: list[str], interface: str = "library") -> str:
     parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
-    parts += [f'<div class="finding">{_e(sentence)}</div>' for sentence in found]
-    for _, fig in family_figures(result.records, method):
-        parts.append(_figure_html(fig))
+    parts += [f'<div class="finding">{_e(words(sentence, interface))}</div>' for sentence in found]
+    for metric, fig in family_figures(result.records, method):
+        parts.append(_figure_html(fig, metric))
     table = summary_table(result, method)
     if not table.empty:
         table["variant"] = [variant_title(method, v) for v in table["variant"]]
-        header = tuple(metric_title(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
+        header = tuple(metric_label(c) if c in METRIC_DEFINITIONS else c for c in table.columns)
         parts.append("<h3>Per-rank summary</h3>" + _table(list(table.itertuples(index=False, name=None)), header))
     parts.append(_details_html(result, method))
     return "".join(parts)
@@ -177,19 +199,21 @@ def _details_html(result: AuditResult, method: str) -> str:
 def _definitions_section(result: AuditResult) -> str:
     used = [m for m in dict.fromkeys(result.records.metric) if m in METRIC_DEFINITIONS]
     rows = [
-        (METRIC_DEFINITIONS[m]["title"] + f" ({m})", METRIC_DEFINITIONS[m]["formula"], METRIC_DEFINITIONS[m]["plain"], METRIC_DEFINITIONS[m]["source"])
+        (METRIC_DEFINITIONS[m]["title"] + f" ({m})", better_text(m) or "—", METRIC_DEFINITIONS[m]["formula"],
+         METRIC_DEFINITIONS[m]["plain"], METRIC_DEFINITIONS[m]["source"])
         for m in used
     ]
-    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "definition", "in plain words", "source"))
+    return "<h2>Metric definitions</h2>" + _table(rows, ("metric", "better", "definition", "in plain words", "source"))
 
 
-def _notes_section(result: AuditResult) -> str:
+def _notes_section(result: AuditResult, interface: str = "library") -> str:
     parts = []
     if result.skipped:
-        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], s["reason"]) for s in result.skipped]
+        rows = [(s["method"], s["variant"], "all" if s.get("rank") is None else s["rank"], words(s["reason"], interface))
+                for s in result.skipped]
         parts.append("<h2>Skipped variants</h2>" + _table(rows, ("method", "variant", "rank", "reason")))
     if result.warnings:
-        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in result.warnings) + "</ul>")
+        parts.append("<h2>Warnings</h2><ul>" + "".join(f"<li>{_e(words(w, interface))}</li>" for w in result.warnings) + "</ul>")
     return "".join(parts)
 
 
@@ -203,13 +227,14 @@ def _records_section(result: AuditResult) -> str:
     )
 
 
-def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) -> str:
+def render_html(result: AuditResult, found: dict[str, list[str]] | None = None, interface: str = "library") -> str:
     """The whole report as one self-contained HTML string (``found``: the result's findings, if
-    the caller has them already)."""
+    the caller has them already; ``interface``: whose words the notes use for options — the CLI's
+    flags, the dashboard's controls or the library's parameters)."""
     found = findings(result) if found is None else found
     name = result.data.get("name", "data")
-    families = "".join(_family_section(result, m, found.get(m, [])) for m in dict.fromkeys(result.records.method))
-    summary = "".join(f'<div class="finding">{_e(s)}</div>' for sentences in found.values() for s in sentences[:2])
+    families = "".join(_family_section(result, m, found.get(m, []), interface) for m in dict.fromkeys(result.records.method))
+    summary = "".join(f'<div class="finding">{_e(words(s, interface))}</div>' for sentences in found.values() for s in sentences[:2])
     body = (
         f"<h1>Fairness audit: {_e(name)}</h1>"
         f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '
@@ -218,7 +243,7 @@ def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) 
         + ("<h2>Summary</h2>" + summary if summary else "")
         + _data_section(result)
         + families
-        + _notes_section(result)
+        + _notes_section(result, interface)
         + _definitions_section(result)
         + _config_section(result)
         + _records_section(result)
@@ -231,9 +256,39 @@ def render_html(result: AuditResult, found: dict[str, list[str]] | None = None) 
     )
 
 
-def report_files(result: AuditResult, found: dict[str, list[str]] | None = None) -> dict[str, str]:
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\0")
+"""A text cell starting with one of these is a formula to a spreadsheet (OWASP, CSV Injection;
+ASVS 5.0 requirement 1.2.10): such cells get a leading single quote, which spreadsheets read as
+“this is text”. Numbers are left alone (−0.5 stays a number)."""
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell (and column name) that a spreadsheet would run as a formula
+    prefixed with ``'`` — group labels come from the user's column names and values."""
+
+    def safe(value):
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS) else value
+
+    out = frame.copy()
+    for column in out.columns:
+        if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
+            out[column] = out[column].map(safe)
+    out.columns = [safe(str(c)) for c in out.columns]
+    return out
+
+
+def records_csv(result: AuditResult) -> str:
+    """The tidy records as CSV, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
+    return spreadsheet_safe(result.records).to_csv(index=False)
+
+
+def report_files(result: AuditResult, found: dict[str, list[str]] | None = None, interface: str = "library") -> dict[str, str]:
     """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
-    return {"report.html": render_html(result, found), "report.json": result.to_json(), "records.csv": result.to_csv()}
+    return {
+        "report.html": render_html(result, found, interface),
+        "report.json": result.to_json(),
+        "records.csv": records_csv(result),
+    }
 
 
 def zip_files(files: dict[str, str]) -> bytes:
@@ -250,13 +305,34 @@ def report_zip(result: AuditResult) -> bytes:
     return zip_files(report_files(result))
 
 
-def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
-    """Write whichever of the three outputs were asked for; returns the paths written."""
-    written = []
-    for path, render in ((html_path, render_html), (json_path, AuditResult.to_json), (csv_path, AuditResult.to_csv)):
-        if path:
-            path = Path(path)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(result), encoding="utf-8")
-            written.append(path)
+def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
+    """Write whichever of the three outputs were asked for; returns the paths written.
+
+    Each file is written to a temporary file beside it and renamed into place, so a reader never
+    sees half a report; if one cannot be written, those already written by this call are removed
+    again and the error propagates (all or nothing)."""
+    written: list[Path] = []
+    try:
+        for path, write in ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json),
+                            (csv_path, records_csv)):
+            if path:
+                path = Path(path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                _write_atomic(path, write(result))
+                written.append(path)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
     return written
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise

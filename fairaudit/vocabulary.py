@@ -143,20 +143,20 @@ register("max_mb", Option(
 register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
 register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
 register("features", Option("features", "--features", "Features", "Data"))
-register("ignore", Option("ignore", "--ignore", "Columns to ignore", "Data"))
+register("ignore", Option("ignore", "--ignore", "Ignore", "Data"))
 register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
 register("binarize", Option(
-    "binarize", "--binarize", "Split at a threshold", "Data",
-    library=lambda v: "binarize={%r: %s}" % _pair(v),
+    "binarize", "--binarize", "make groups by", "Data",
+    library=lambda v: "binarize={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--binarize {v}",
-    dashboard=lambda v: f"“Split at a threshold” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “a threshold” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("bins", Option(
-    "bins", "--bins", "Quantile bins", "Data",
-    library=lambda v: "bins={%r: %s}" % _pair(v),
+    "bins", "--bins", "make groups by", "Data",
+    library=lambda v: "bins={{{!r}: {}}}".format(*_pair(v)),
     cli=lambda v: f"--bins {v}",
-    dashboard=lambda v: f"“Quantile bins” for “{_pair(v)[0]}” (Data page)",
+    dashboard=lambda v: f"“make groups by” → “quantile bins” for “{_pair(v)[0]}” (Data page, with it as a sensitive attribute)",
 ))
 register("missing", Option(
     "missing", "--missing", "Missing cells", "Data",
@@ -175,12 +175,57 @@ register("small_groups", Option(
     dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
                          else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
 ))
-register("tensor_index", Option("index", "--tensor-index", "Index columns (entity first)", "Data"))
+register("tensor_index", Option("index", "--tensor-index", "Index columns, entity first", "Data"))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
 
-# The NMF family (``AuditConfig.options["nmf"][key]``; the NMF page). Labels: pages read
-# ``OPTIONS[name].widget`` so the dashboard and its messages say the same thing.
+# What to run (every method page).
+register("methods", Option(
+    "methods", "--methods", "the method pages", "PCA, NMF, Feature selection and Tensor",
+    dashboard=lambda v: "the PCA, NMF, Feature selection and Tensor pages (one family each)",
+))
+register("variants", Option(
+    "variants", "--variants", "Variants", "each method",
+    dashboard=lambda v: "“Variants” (on the method's page)" + (f" → “{v}”" if v else ""),
+))
+register("ranks", Option(
+    "ranks", "--ranks", "Ranks to sweep", "each method",
+    dashboard=lambda v: "the rank slider (on the method's page)",
+))
+register("seed", Option("random_state", "--seed", "Random seed", "each method"))
+register("leakage_classifier", Option(
+    "leakage_classifier", "--leakage-classifier", "Classifier for the leakage (unfairness) metrics", "each method",
+    choices={"qda": "QDA", "logistic": "logistic regression", "hgb": "gradient boosting", "mlp": "neural network"},
+    dashboard=lambda v: "“Classifier for the leakage (unfairness) metrics” (on the method's page)",
+))
+register("sdp_max_features", Option(
+    "sdp_max_features", "--sdp-max-features", "Fair PCA (SDP + LP, Samadi Alg. 1)", "PCA",
+    dashboard=lambda v: "“Fair PCA (SDP + LP, Samadi Alg. 1)” among the Variants (PCA page; it then runs at any size)",
+))
+register("mw_max_features", Option(
+    "mw_max_features", "--mw-max-features", "Fair PCA (multiplicative weights)", "PCA",
+    dashboard=lambda v: "“Fair PCA (multiplicative weights)” among the Variants (PCA page; it then runs at any size)",
+))
+register("allow_slow", Option(
+    "allow_slow", "--allow-slow", "Run audit", "each method",
+    library=lambda v: "the audit anyway (nothing stops a library call)",
+    dashboard=lambda v: "“Run audit” (on the method's page) to start it anyway",
+))
+register("output", Option(
+    "output", "--html/--json/--csv", "the Report page's downloads", "Report",
+    library=lambda v: "another output path",
+    cli=lambda v: "another --html/--json/--csv path",
+))
+
+# Family options (``AuditConfig.options[family][key]``, written ``family.key``).
+register("fs_clusters", Option("fs.n_clusters", "--clusters", "k-means clusters K", "Feature selection"))
+register("fs_kmeans_runs", Option("fs.kmeans_runs", "--kmeans-runs", "k-means runs per selection (mean ± std)", "Feature selection"))
+register("fs_formulation", Option(
+    "fs.formulation", "--fufs-formulation", "FUFS formulation", "Feature selection",
+    choices={"paper": "as printed (Xing et al. 2021, eq. 6)", "alignment": "normalised alignment (ours)"},
+))
+register("fs_alpha", Option("fs.alpha", "--fufs-alpha", "FUFS fairness weight α", "Feature selection"))
+register("fs_beta", Option("fs.beta", "--fufs-beta", "FUFS sparsity weight β", "Feature selection"))
 register("nonnegative", Option(
     "nmf.nonnegative", "--nonnegative", "Negative values (NMF needs non-negative data)", "NMF",
     choices={"error": "stop and say where the negative values are", "shift": "shift each feature by its minimum",
@@ -190,44 +235,63 @@ register("zero_rows", Option(
     "nmf.zero_rows", "--zero-rows", "Rows that are all zero", "NMF",
     choices={"error": "stop and name them", "drop": "leave them out"},
 ))
-register("nmf_scaling", Option(
-    "nmf.scaling", "--nmf-scaling", "NMF feature scaling", "NMF",
-    choices={"unit_norm": "unit ℓ2 norm per feature (the paper's §6.1)", "none": "none"},
-))
+register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
+register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
 register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
-register("nmf_solver", Option(
-    "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", "NMF",
-    choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
-))
-_NMF_STOPPING = {"eq10": "eq. (10) (the paper's)", "window": "change over 100 iterations"}
-register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+_NMF_STOPPING = {"eq10": "eq. (10), as printed", "window": "window rule: change over 100 iterations (ours)"}
 register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
-register("fair_nmf_weights", Option(
-    "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", "NMF",
-    choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},
-))
 register("fair_nmf_init", Option(
     "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
-    choices={"random": "random (the paper's)", "nmf": "the standard NMF"},
+    choices={"random": "a random start, as printed", "nmf": "the standard NMF of the same rank (ours)"},
 ))
-register("fair_nmf_keep_best", Option(
-    "nmf.keep_best", "--fair-nmf-keep-best", "Keep the best Fairer-NMF iterate", "NMF",
-    cli=lambda v: "--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best",
-))
-register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
-register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
 register("am_max_cells", Option(
     "nmf.am_max_cells", "--am-max-cells", "Fairer-NMF (alternating minimisation, Alg. 2)", "NMF",
     dashboard=lambda v: "“Fairer-NMF (alternating minimisation, Alg. 2)” among the Variants (NMF page; it then runs at any size)",
 ))
-# (the same entries as the ui branch's; whichever lands second drops its copy)
-if "variants" not in OPTIONS:
-    register("variants", Option(
-        "variants", "--variants", "Variants", "each method",
-        dashboard=lambda v: "“Variants” (on the method's page)" + (f" → “{v}”" if v else ""),
-    ))
-if "ranks" not in OPTIONS:
-    register("ranks", Option(
-        "ranks", "--ranks", "Ranks to sweep", "each method",
-        dashboard=lambda v: "the rank slider (on the method's page)",
-    ))
+# NMF options the NMF page leaves at the audit's defaults (the paper's, or ours where docs/nmf.md
+# says why): set from the command line or the library; the dashboard says so.
+_NMF_CLI_ONLY = "NMF (command line and library)"
+
+
+def _cli_only(flag: str) -> Callable[[str], str]:
+    return lambda v: f"{flag} {v} on the command line (the NMF page runs the audit's default)"
+
+
+register("nmf_scaling", Option(
+    "nmf.scaling", "--nmf-scaling", "NMF feature scaling", _NMF_CLI_ONLY,
+    choices={"unit_norm": "unit ℓ2 norm per feature (the paper's §6.1)", "none": "none"}, dashboard=_cli_only("--nmf-scaling"),
+))
+register("nmf_solver", Option(
+    "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", _NMF_CLI_ONLY,
+    choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
+    dashboard=_cli_only("--nmf-solver"),
+))
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", _NMF_CLI_ONLY,
+                                choices=_NMF_STOPPING, dashboard=_cli_only("--nmf-stopping")))
+register("fair_nmf_weights", Option(
+    "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", _NMF_CLI_ONLY,
+    choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},
+    dashboard=_cli_only("--fair-nmf-weights"),
+))
+register("fair_nmf_keep_best", Option(
+    "nmf.keep_best", "--fair-nmf-keep-best", "Keep the best Fairer-NMF iterate", _NMF_CLI_ONLY,
+    cli=lambda v: "--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best",
+    dashboard=lambda v: ("--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best")
+    + " on the command line (the NMF page runs the audit's default)",
+))
+register("cpd_kernel", Option(
+    "cpd.khsic_kernel", "--cpd-kernel", "KHSIC kernel", "Tensor",
+    choices={"auto": "automatic", "exact": "exact", "nystrom": "Nyström approximation"},
+))
+register("cpd_epochs", Option("cpd.n_epochs", "--cpd-epochs", "Largest number of epochs per fit", "Tensor"))
+register("cpd_khsic_max_rows", Option(
+    "cpd.khsic_max_rows", "--cpd-khsic-max-rows", "Run KHSIC anyway", "Tensor",
+    dashboard=lambda v: "“Run KHSIC anyway” ticked (Tensor page)",
+))
+register("cpd_points", Option("cpd.n_lambdas", "--cpd-points", "λ values in the sweep", "Tensor"))
+register("cpd_sweep_rank", Option("cpd.sweep_rank", "--cpd-sweep-rank", "CP rank of the sweep", "Tensor"))
+register("cpd_lambdas", Option("cpd.lambdas", "--cpd-lambdas", "λ values in the sweep", "Tensor"))
+register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSIC kernel", "Tensor",
+                                 dashboard=lambda v: "“KHSIC kernel” (Tensor page; the Nyström choice uses 500 landmarks)"))
+register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per fit", "Tensor",
+                           dashboard=lambda v: "“Largest number of epochs per fit” (Tensor page)"))

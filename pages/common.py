@@ -1,40 +1,59 @@
-"""Streamlit pieces shared by the pages: session state, cached audits, result rendering.
+"""Streamlit pieces shared by the pages: session state, the session's runs, result rendering.
 
-Views only: every number comes from :mod:`fairaudit` (records, figures, findings).
+Views only: every number comes from :mod:`fairaudit` (records, figures, findings). Everything a
+user supplied (file, column and group names, values inside messages) goes through :func:`plain`
+before any Markdown-rendering call, widget labels included.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections import OrderedDict
+import logging
 
 import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, run_audit
+from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, default_variants
+from fairaudit.cost import duration, expected_seconds
 from fairaudit.findings import findings
 from fairaudit.metrics import METRIC_DEFINITIONS
-from fairaudit.plots import FAMILY_FIGURES, family_figures, group_sizes_figure, metric_title, variant_title
+from fairaudit.plots import (
+    FAMILY_FIGURES,
+    better_text,
+    family_figures,
+    group_sizes_figure,
+    metric_label,
+    metric_line,
+    variant_title,
+)
 from fairaudit.report import details_rows, summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
+from fairaudit.vocabulary import render
+from pages.runs import ResultStore, Run, RunRegistry
 
-AUTO_RUN_MAX_CELLS = 20_000
-"""A method page runs its default audit on open when rows × features is at most this (the
-embedded samples); larger data wait for the Run button. Pages may pass their own limit."""
+log = logging.getLogger("fairaudit.app")
 
-_CACHE_SIZE = 32
+QUICK_WAIT_SECONDS = 2.0
+"""A page waits this long for a run it just started before it draws a progress bar instead: quick
+audits (and results from the cache) appear at once."""
+
+PROGRESS_REFRESH_SECONDS = 0.7
 
 
 # ---------------------------------------------------------------- messages
-_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:")
+_MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:&")
 
 
 def plain(text) -> str:
     """``text`` with every Markdown (and HTML-in-Markdown) special character escaped, so user
-    values render as the characters they are in any ``st.markdown``/``st.error``/``st.info``."""
-    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text))
+    values render as the characters they are in any ``st.markdown``/``st.error``/``st.info`` and
+    in widget labels (which render Markdown, images included)."""
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in str(text)).replace("\n", " ")
+
+
+def words(text) -> str:
+    """A library message or note (which may name options) worded for the dashboard and escaped."""
+    return plain(render(str(text), "dashboard"))
 
 
 def show_error(exc: FairAuditError) -> None:
@@ -42,13 +61,28 @@ def show_error(exc: FairAuditError) -> None:
     st.error(plain(exc.render("dashboard")))
 
 
+def show_bug(exc: BaseException, where: str) -> None:
+    """An unexpected error: a readable line on the page, the traceback in the server's log only."""
+    log.error("unexpected error on %s", where, exc_info=exc)
+    st.error(
+        f"Something went wrong on the {where} page (a bug in fairaudit, not your data's fault). "
+        "The details are in the server's log; the other pages keep working."
+    )
+
+
 # ---------------------------------------------------------------- session data
 def init_state() -> None:
     """First visit: the default sample, prepared, so every page has data at once."""
     if "data" not in st.session_state:
         sample = SAMPLES[DEFAULT_SAMPLE]
-        st.session_state["data"] = load_sample(DEFAULT_SAMPLE)
-        st.session_state["source"] = {"kind": "sample", "name": DEFAULT_SAMPLE, "title": sample.title}
+        set_data(load_sample(DEFAULT_SAMPLE), {"kind": "sample", "name": DEFAULT_SAMPLE, "title": sample.title})
+
+
+def set_data(data, source: dict) -> None:
+    """Make ``data`` the session's data in use; results of earlier data stay with their data."""
+    st.session_state["data"] = data
+    st.session_state["source"] = source
+    st.session_state["data-token"] = st.session_state.get("data-token", 0) + 1
 
 
 def current_data():
@@ -56,80 +90,165 @@ def current_data():
     return st.session_state["data"]
 
 
+def data_token() -> int:
+    """Identifies the data in use within this session (a new one each time data is chosen)."""
+    init_state()
+    return st.session_state["data-token"]
+
+
 def data_summary(data) -> str:
-    groups = ", ".join(f"{label} ({n})" for label, n in data.group_sizes().items())
-    return f"**{data.source.get('name', 'data')}** — {data.n_rows} rows × {data.n_features} features; groups: {groups}"
+    """One Markdown line naming the data in use (escaped)."""
+    groups = ", ".join(f"{plain(label)} ({n:,})" for label, n in data.group_sizes().items())
+    return (
+        f"**{plain(data.source.get('name', 'data'))}** — {data.n_rows:,} rows × {data.n_features:,} features; "
+        f"groups: {groups}"
+    )
 
 
-# ---------------------------------------------------------------- cached audits
+# ---------------------------------------------------------------- runs
 @st.cache_resource(show_spinner=False)
-def _audit_store() -> OrderedDict:
-    """Audit results shared by all sessions, keyed on (data fingerprint, configuration)."""
-    return OrderedDict()
+def result_store() -> ResultStore:
+    """The numeric results shared by all sessions (no names inside their keys; see pages.runs)."""
+    return ResultStore(size=32)
 
 
-def audit_key(data, config: AuditConfig) -> str:
-    return data.cache_key() + ":" + json.dumps(config.to_dict(), sort_keys=True, default=str)
+def registry() -> RunRegistry:
+    """This session's runs."""
+    if "runs" not in st.session_state:
+        st.session_state["runs"] = RunRegistry(result_store())
+    return st.session_state["runs"]
 
 
-def cached_result(data, config: AuditConfig) -> AuditResult | None:
-    store = _audit_store()
-    key = audit_key(data, config)
-    if key in store:
-        store.move_to_end(key)
-        return store[key]
-    return None
+def start_run(label: str, configs: list[tuple[str, AuditConfig]]) -> Run:
+    """Start an audit that belongs to the session; wait briefly so quick ones show at once."""
+    run = registry().start(label, current_data(), data_token(), configs)
+    run.wait(QUICK_WAIT_SECONDS)
+    return run
 
 
-def run_with_progress(data, config: AuditConfig, label: str) -> AuditResult | None:
-    """Run (or fetch) an audit, showing progress per fit; errors become ``st.error``."""
-    cached = cached_result(data, config)
-    if cached is not None:
-        return cached
-    bar = st.progress(0.0, text=f"{label}: starting…")
-    started = time.perf_counter()
-
-    def progress(event: dict) -> None:
-        fraction = event["done"] / max(event["total"], 1)
-        bar.progress(
-            min(fraction, 1.0),
-            text=f"{label}: {event['variant']} at rank {event['rank']} "
-            f"({event['done']}/{event['total']} fits, {time.perf_counter() - started:.1f} s)",
-        )
-
-    try:
-        result = run_audit(data, config, progress=progress)
-    except FairAuditError as exc:
-        bar.empty()
-        show_error(exc)
-        return None
-    bar.empty()
-    store = _audit_store()
-    store[audit_key(data, config)] = result
-    while len(store) > _CACHE_SIZE:
-        store.popitem(last=False)
-    return result
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def remember(method: str, result: AuditResult) -> None:
-    """Keep the latest result per family for the Report page."""
-    st.session_state.setdefault("results", {})[method] = result
+def run_status(run: Run) -> tuple[float, str]:
+    """(fraction done, one line of text) for a run's progress bar."""
+    if run.state == "queued":
+        return 0.0, f"{run.label}: waiting for another audit on this server to finish…"
+    event = run.last_event
+    parts = [run.label]
+    if len(run.jobs) > 1:
+        current = next((j for j in run.jobs if j.state == "running"), None)
+        finished = sum(j.state in ("done", "cached", "failed") for j in run.jobs)
+        parts.append(f"family {min(finished + 1, len(run.jobs))} of {len(run.jobs)}"
+                     + (f" ({FAMILY_TITLES.get(current.method, current.method)})" if current else ""))
+    if event:
+        job = next((j for j in run.jobs if j.method == event.get("method")), None)
+        stage = event.get("stage")
+        doing = f"{variant_title(event['method'], str(event.get('variant', '')))} at rank {event.get('rank')}"
+        if stage and stage != "fit":
+            doing += f" ({stage})"
+        if job is not None and job.total:
+            doing += f", {job.done}/{job.total} fits"
+        parts.append(doing)
+    parts.append(f"{_clock(run.elapsed())} elapsed")
+    left = run.seconds_left()
+    if left is not None and run.state == "running":
+        parts.append(f"about {_clock(left)} left")
+    if run.cancel_requested:
+        parts.append("cancelling after the current fit…")
+    return run.fraction(), " · ".join(plain(p) for p in parts)
 
 
-def results_for(data) -> dict[str, AuditResult]:
-    """This session's latest result per family, for the current data only."""
-    sha = data.fingerprint()["sha256"]
-    return {m: r for m, r in st.session_state.get("results", {}).items() if r.data.get("sha256") == sha}
+def _draw_runs(runs: list[Run], where: str) -> None:
+    for run in runs:
+        fraction, text = run_status(run)
+        st.progress(min(max(fraction, 0.0), 1.0), text=text)
+        if not run.cancel_requested and st.button("Cancel", key=f"cancel-{where}-{run.id}", help="Stop after the current fit"):
+            run.cancel()
+            st.rerun(scope="fragment")
+
+
+def runs_panel(where: str, method: str | None = None) -> None:
+    """Live progress of the session's active runs (of ``method`` only, if given), refreshed while
+    any runs; when one ends the whole page reruns so its results appear wherever they belong."""
+    reg = registry()
+
+    def active() -> list[Run]:
+        runs = reg.active()
+        return [r for r in runs if method in r.methods] if method else runs
+
+    if not active():
+        return
+
+    @st.fragment(run_every=PROGRESS_REFRESH_SECONDS)
+    def panel():
+        if reg.newly_ended():
+            st.rerun()
+        _draw_runs(active(), where)
+
+    panel()
+
+
+def settle_runs() -> None:
+    """Called at the top of every full page run: runs that ended are shown by this run."""
+    reg = registry()
+    reg.newly_ended()
+    reg.forget_ended(data_token())
+
+
+def show_run_messages(method: str) -> None:
+    """Errors and cancellations of the latest run of ``method`` on this data."""
+    token = data_token()
+    for run in reversed(registry().runs):
+        if run.data_token != token or method not in run.methods or run.active:
+            continue
+        for failed, message in run.errors:
+            if failed == method:
+                st.error(plain(message))
+        job = next(j for j in run.jobs if j.method == method)
+        if job.state == "cancelled":
+            title = FAMILY_TITLES.get(method, method)
+            st.warning(
+                f"{title}: the last run was cancelled after {job.done} of {job.total} fits; nothing from it was kept."
+                if job.total else f"{title}: the last run was cancelled before this family started."
+            )
+        return
+
+
+def show_last_run_messages() -> None:
+    """The Report page's view of the latest ended run on this data: each family's error, and one
+    line for a cancellation (which families it stopped, and where)."""
+    token = data_token()
+    run = next((r for r in reversed(registry().runs) if r.data_token == token and not r.active), None)
+    if run is None:
+        return
+    for method, message in run.errors:
+        st.error(f"{FAMILY_TITLES.get(method, method)}: {plain(message)}")
+    stopped = [j for j in run.jobs if j.state == "cancelled"]
+    if stopped:
+        parts = [
+            f"{FAMILY_TITLES.get(j.method, j.method)} after {j.done} of {j.total} fits" if j.total
+            else f"{FAMILY_TITLES.get(j.method, j.method)} before it started"
+            for j in stopped
+        ]
+        st.warning(f"The last run was cancelled: {'; '.join(parts)}. Nothing of a cancelled family was kept.")
+
+
+def results_for() -> dict[str, AuditResult]:
+    """This session's latest result per family on the data in use."""
+    return {method: result for method, (result, _) in registry().latest(data_token()).items()}
 
 
 # ---------------------------------------------------------------- rendering results
 def show_findings(result: AuditResult, method: str) -> None:
     for sentence in findings(result).get(method, []):
-        st.info(sentence)
+        st.info(words(sentence))
 
 
 def show_figures(result: AuditResult, method: str, variants=None) -> None:
-    """Per-group figures full width (vanilla and fair panels side by side), the rest two abreast."""
+    """Per-group figures full width (vanilla and fair panels side by side), the rest two abreast;
+    under each, its metric's one-line definition and which way is better."""
     figures = family_figures(result.records, method, variants)
     wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
     group_figures = [(m, f) for m, f in figures if m in wide]
@@ -138,12 +257,29 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
     # frontier and over rank).
     for index, (metric, fig) in enumerate(group_figures):
         st.plotly_chart(fig, key=f"{method}-group-{index}-{metric}", width="stretch")
+        _definition(metric)
     for start in range(0, len(other), 2):
         columns = st.columns(2)
         for offset, (column, (metric, fig)) in enumerate(zip(columns, other[start : start + 2], strict=False)):
             with column:
                 st.plotly_chart(fig, key=f"{method}-{start + offset}-{metric}", width="stretch")
+                _definition(metric)
 
+
+def _definition(metric: str) -> None:
+    arrow = better_text(metric)
+    line = metric_line(metric)
+    if line or arrow:
+        st.caption(plain(" ".join(part for part in (arrow + "." if arrow else "", line) if part)))
+
+
+TABLE_COLUMNS = {
+    "pca": ["max_loss", "loss_gap", "variance_explained", "unfairness_balanced", "seconds"],
+    "nmf": ["max_rel_loss", "rel_loss_gap", "total_rel_error", "unfairness_balanced", "seconds"],
+    "fs": ["balance", "proportion", "acc", "nmi", "alignment_protected", "unfairness_balanced", "seconds"],
+    "cpd": ["lam", "residual_fit", "nkhsic", "orthogonality", "unfairness_balanced", "seconds"],
+}
+"""The per-rank table's columns by default (the rest are one click away): a table that fits."""
 
 
 def show_table(result: AuditResult, method: str) -> None:
@@ -152,9 +288,15 @@ def show_table(result: AuditResult, method: str) -> None:
         return
     table["variant"] = [variant_title(method, v) for v in table["variant"]]
     numeric = [c for c in table.columns if c not in ("variant", "rank")]
-    config = {c: st.column_config.NumberColumn(metric_title(c), format="%.4g") for c in numeric}
+    default = [c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric
     st.subheader("Per-rank table")
-    st.dataframe(table, hide_index=True, width="stretch", column_config=config)
+    shown = st.multiselect(
+        "Columns", numeric, default=default, format_func=metric_label, key=f"{method}-table-columns",
+        help="Every whole-data metric of the audit; the Report page exports all of them.",
+    )
+    config = {c: st.column_config.NumberColumn(metric_label(c), format="%.4g", help=metric_line(c)) for c in shown}
+    config["variant"] = st.column_config.TextColumn("variant")
+    st.dataframe(table[["variant", "rank", *shown]], hide_index=True, width="stretch", column_config=config)
 
 
 def show_details(result: AuditResult, method: str) -> None:
@@ -167,21 +309,22 @@ def show_details(result: AuditResult, method: str) -> None:
         )
 
 
-def show_notes(result: AuditResult) -> None:
+def show_notes(result: AuditResult, method: str | None = None) -> None:
     for skip in result.skipped:
-        st.warning(f"Skipped {skip['variant']}: {skip['reason']}")
+        if method is None or skip.get("method") == method:
+            st.warning(f"Skipped {plain(variant_title(skip['method'], skip['variant']))}: {words(skip['reason'])}")
     for warning in result.warnings:
-        st.caption(f"⚠ {warning}")
+        st.caption(f"⚠ {words(warning)}")
 
 
 def show_explainers(result: AuditResult, method: str) -> None:
     used = [m for m in dict.fromkeys(result.records[result.records.method == method].metric) if m in METRIC_DEFINITIONS]
-    with st.expander("What the metrics mean (definitions and sources)"):
+    with st.expander("Every metric in full (definitions and sources)"):
         for metric in used:
             definition = METRIC_DEFINITIONS[metric]
             st.markdown(
-                f"**{definition['title']}** (`{metric}`) — {definition['plain']}  \n"
-                f"Definition: `{definition['formula']}` — *{definition['source']}*"
+                f"**{plain(metric_label(metric))}** (`{metric}`) — {plain(definition['plain'])}  \n"
+                f"Definition: `{definition['formula']}` — *{plain(definition['source'])}*"
             )
 
 
@@ -190,20 +333,22 @@ def show_result(result: AuditResult, method: str, variants=None) -> None:
     show_figures(result, method, variants)
     show_table(result, method)
     show_details(result, method)
-    show_notes(result)
+    show_notes(result, method)
     show_explainers(result, method)
     st.caption(
-        f"{FAMILY_TITLES.get(method, method)} audit of {result.data.get('name')} "
-        f"(sha256 {str(result.data.get('sha256'))[:12]}…) in {result.seconds:.1f} s. "
+        f"{FAMILY_TITLES.get(method, method)} audit of {plain(result.data.get('name'))} "
+        f"(sha256 {plain(str(result.data.get('sha256'))[:12])}…) in {result.seconds:.1f} s. "
         "The Report page exports everything shown here."
     )
 
 
-def rank_range(label: str, limit: int, default_max: int = 10, key: str | None = None) -> tuple[int, ...]:
+def rank_range(label: str, limit: int, default: tuple[int, int] | None = None, key: str | None = None) -> tuple[int, ...]:
     if limit <= 1:
         st.caption("Rank: 1 (the data allow no other)")
         return (1,)
-    low, high = st.slider(label, 1, limit, (1, min(default_max, limit)), key=key)
+    low, high = default or (1, min(10, limit))
+    low, high = max(1, min(low, limit)), max(1, min(high, limit))
+    low, high = st.slider(label, 1, limit, (low, high), key=key)
     return tuple(range(low, high + 1))
 
 
@@ -216,31 +361,42 @@ LEAKAGE_LABELS = {
 }
 
 
+def saved_settings(method: str) -> dict:
+    """The settings of the last audit the user ran on ``method``'s page (widgets start there when
+    the user comes back: Streamlit forgets a widget's value when its page is not shown)."""
+    return st.session_state.setdefault("settings", {}).get(method, {})
+
+
 def method_page(
     method: str,
     *,
     title: str,
     intro: str,
     variants: dict[str, str],
-    default_variants: list[str],
     heavy: dict[str, str],
     rank_limit: int,
+    skipped: frozenset[str] | set[str] = frozenset(),
     rank_label: str = "Ranks to sweep",
     options_ui=None,
     default_leakage: str = "qda",
     ranks_ui=None,
     leakage_option: str | None = None,
-    auto_run_max_cells: int = AUTO_RUN_MAX_CELLS,
+    auto_run: bool = False,
 ) -> AuditResult | None:
     """The common shape of the PCA / NMF / feature-selection / tensor pages.
 
-    ``heavy`` maps variant names to a warning shown when they are chosen; ``options_ui`` draws
-    family options inside the form and returns them as ``AuditConfig.options[method]``;
-    ``ranks_ui`` replaces the rank-range slider (it returns the ranks, or None for the family's
-    default sweep). ``leakage_option`` names the family option that takes the leakage classifier
-    (the CP family has its own) instead of the audit-wide setting.
+    ``heavy`` maps variant names to a warning shown when they are chosen (or left out by default);
+    ``skipped`` names the variants the library's default audit skips on data this size (they
+    start unselected, as in the CLI); ``options_ui(data,
+    saved)`` draws family options inside the form (starting from ``saved``, the last run's) and
+    returns them as ``AuditConfig.options[method]``; ``ranks_ui(saved)`` replaces the rank-range
+    slider (it returns the ranks, or None for the family's default sweep). ``leakage_option``
+    names the family option that takes the leakage classifier (the CP family has its own)
+    instead of the audit-wide setting. ``auto_run``: the page may start its default audit on
+    first open (only for audits that take a few seconds at most).
     """
-    data = current_data()
+    data, token = current_data(), data_token()
+    saved = saved_settings(method)
     st.title(title)
     text, sizes = st.columns([3, 1])
     with text:
@@ -249,52 +405,78 @@ def method_page(
     with sizes:
         st.plotly_chart(group_sizes_figure(data.group_sizes()), key=f"{method}-group-sizes", config={"displayModeBar": False})
     with st.form(f"{method}-settings"):
-        left, right = st.columns([3, 2])
-        with left:
-            chosen = st.multiselect(
-                "Variants (vanilla and fair, shown side by side)",
-                options=list(variants),
-                default=default_variants,
-                format_func=lambda v: variants[v],
-                key=f"{method}-variants",
-            )
-        with right:
-            ranks = ranks_ui() if ranks_ui else rank_range(rank_label, rank_limit, key=f"{method}-ranks")
-        options = options_ui(data) if options_ui else {}
-        leakage = st.selectbox(
+        chosen = st.pills(
+            "Variants (vanilla and fair, shown side by side)",
+            options=list(variants),
+            selection_mode="multi",
+            # the library's default set, less what is too slow for this data (the library would skip it)
+            default=[v for v in saved.get("variants", [v for v in default_variants(method) if v not in skipped]) if v in variants],
+            format_func=lambda v: variants[v],
+            key=f"{method}-variants",
+        )
+        ranks = ranks_ui(saved) if ranks_ui else rank_range(rank_label, rank_limit, saved.get("rank_bounds"), key=f"{method}-ranks")
+        options = options_ui(data, saved.get("options", {})) if options_ui else {}
+        leakage_default = saved.get("leakage", default_leakage)
+        classifier, seed_column = st.columns([3, 1])
+        leakage = classifier.selectbox(
             "Classifier for the leakage (unfairness) metrics",
             list(LEAKAGE_LABELS),
-            index=list(LEAKAGE_LABELS).index(default_leakage),
+            index=list(LEAKAGE_LABELS).index(leakage_default),
             format_func=LEAKAGE_LABELS.get,
             key=f"{method}-leakage",
         )
+        seed = int(seed_column.number_input(
+            "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
+            help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
+        ))
         submitted = st.form_submit_button("Run audit", type="primary")
-    if leakage_option:
-        options = {**options, leakage_option: leakage}
-    for variant in chosen:
-        if variant in heavy:
-            st.warning(f"{variants[variant]}: {heavy[variant]}")
+    if chosen:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
+        seconds, _ = expected_seconds(data.n_rows, data.n_features, AuditConfig(methods=(method,), ranks=ranks or None))
+        if seconds >= 5:
+            st.caption(f"Expect roughly {duration(seconds)} for the default variants on data this size (two cores); "
+                       "the run goes on if you open other pages, and its progress stays in the sidebar.")
+    for variant in variants:
+        if variant in heavy and (variant in chosen or variant in skipped):
+            note = "" if variant in chosen else " (not selected by default on data this size)"
+            st.warning(f"{variants[variant]}{note}: {plain(heavy[variant])}")
+    config = None
     if not chosen:
         st.info("Choose at least one variant.")
+    else:
+        try:
+            config = AuditConfig(
+                methods=(method,),
+                ranks=ranks,
+                variants=tuple(chosen),
+                random_state=seed,
+                leakage_classifier=leakage if not leakage_option else "qda",
+                options={method: {**options, leakage_option: leakage} if leakage_option else options}
+                if (options or leakage_option) else {},
+            )
+        except FairAuditError as exc:
+            show_error(exc)
+    reg = registry()
+    running = reg.running_for(method, token)
+    first_visit = (method, token) not in st.session_state.setdefault("auto-started", set())
+    if config is not None and (submitted or (auto_run and first_visit and running is None and method not in results_for())):
+        st.session_state["auto-started"].add((method, token))
+        st.session_state["settings"][method] = {
+            "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,
+            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed,
+        }
+        start_run(FAMILY_TITLES.get(method, method), [(method, config)])
+        running = reg.running_for(method, token)
+    if running is not None:
+        runs_panel(f"page-{method}", method)
+    show_run_messages(method)
+    latest = reg.latest(token).get(method)
+    if latest is None:
+        if running is None:
+            st.info("Press **Run audit** to fit the chosen variants over the ranks.")
         return None
-    try:
-        config = AuditConfig(
-            methods=(method,),
-            ranks=ranks,
-            variants=tuple(chosen),
-            leakage_classifier=leakage if not leakage_option else "qda",
-            options={method: options} if options else {},
-        )
-    except FairAuditError as exc:
-        show_error(exc)
-        return None
-    result = cached_result(data, config)
-    small = data.n_rows * data.n_features <= auto_run_max_cells
-    if result is None and (submitted or (small and not any(v in heavy for v in chosen))):
-        result = run_with_progress(data, config, title)
-    if result is None:
-        st.info("Press **Run audit** to fit the chosen variants over the ranks.")
-        return None
-    remember(method, result)
-    show_result(result, method, chosen)
+    result, used = latest
+    if running is not None:
+        st.caption("Below: the previous result, until the run above finishes.")
+    shown_variants = [v for v in variants if used.names(method, v) or (used.variants == "all" and used.wants(method, v))]
+    show_result(result, method, shown_variants)
     return result

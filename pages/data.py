@@ -9,7 +9,7 @@ from fairaudit import FairAuditError, prepare, read_table
 from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
 from fairaudit.vocabulary import OPTIONS
-from pages.common import current_data, data_summary, show_error
+from pages.common import current_data, data_summary, plain, set_data, show_error
 
 SMALL_GROUP_WARNING = 30
 MISSING_LABELS = OPTIONS["missing"].choices  # the words error messages use for these choices
@@ -19,10 +19,12 @@ st.title("Data")
 st.markdown(
     "Start from an embedded sample or upload your own CSV. The file is only read, never changed. "
     "Then say which column holds the **sensitive attribute** (several columns give intersectional "
-    "groups), which columns are **features**, and how to treat missing cells."
+    "groups), which columns are **features**, and how to treat missing cells. The data in use is "
+    "audited on the method pages: **PCA** first (seconds), then NMF, Feature selection and Tensor."
 )
 current = current_data()
 st.caption("In use now: " + data_summary(current))
+st.page_link("pages/pca.py", label="Audit the data in use with PCA", icon=":material/arrow_forward:")
 
 source = st.radio("Source", ["Embedded sample", "Upload a CSV file"], horizontal=True, key="data-source")
 
@@ -92,14 +94,14 @@ table = st.session_state.get("table")
 
 def preview(table):
     """The first rows and a per-column summary; returns the summary table."""
-    st.subheader(f"Preview of {table.name}")
-    st.caption(
-        f"{len(table.frame)} rows × {len(table.columns)} columns · encoding {table.encoding} · "
+    st.subheader(f"Preview of {plain(table.name)}")
+    st.caption(plain(
+        f"{len(table.frame):,} rows × {len(table.columns)} columns · encoding {table.encoding} · "
         f"delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
         f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
-    )
+    ))
     for line in table.log:
-        st.caption(f"• {line}")
+        st.caption(f"• {plain(line)}")
     st.dataframe(table.frame.head(50), width="stretch", height=240)
     summary = table.describe()
     with st.expander("Columns: type, distinct values, missing cells"):
@@ -126,20 +128,20 @@ def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, d
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
             values = pd.to_numeric(table.frame[column], errors="coerce")
             how = st.radio(
-                f"'{column}' is numeric with {distinct[column]} values: make groups by",
+                f"“{plain(column)}” is numeric with {distinct[column]} values: make groups by",
                 ["a threshold", "quantile bins"],
                 horizontal=True,
                 key=f"roles-how-{column}",
             )
             if how == "a threshold":
                 binarize[column] = st.number_input(
-                    f"Threshold for '{column}' (groups: below / at or above)",
+                    f"Threshold for “{plain(column)}” (groups: below / at or above)",
                     value=float(values.median()),
                     key=f"roles-threshold-{column}",
                 )
             else:
                 bins[column] = int(
-                    st.number_input(f"Number of quantile bins for '{column}'", 2, 10, 4, key=f"roles-bins-{column}")
+                    st.number_input(f"Number of quantile bins for “{plain(column)}”", 2, 10, 4, key=f"roles-bins-{column}")
                 )
     return sensitive, binarize, bins
 
@@ -160,7 +162,7 @@ def table_roles(table, summary, defaults: dict, sensitive: list[str]) -> dict:
     label_options = ["(none)"] + [c for c in columns if c not in sensitive]
     default_label = defaults.get("label") or "(none)"
     label = st.selectbox(
-        "Label (ground truth, optional — used for clustering accuracy in feature selection; never a feature)",
+        "Label (ground truth, optional) — used for clustering accuracy in feature selection; never a feature",
         label_options,
         index=label_options.index(default_label) if default_label in label_options else 0,
         key=f"roles-label-{table.sha256[:8]}",
@@ -224,9 +226,9 @@ def use_data(build) -> None:
     except FairAuditError as exc:
         show_error(exc)
         return
-    st.session_state["data"] = prepared
-    st.session_state["source"] = {"kind": "table", "name": prepared.source.get("name")}
+    set_data(prepared, {"kind": "table", "name": prepared.source.get("name")})
     st.success("Data ready. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
+    st.page_link("pages/pca.py", label="Audit it with PCA", icon=":material/arrow_forward:")
 
 
 def show_table_and_roles(table) -> None:
@@ -267,19 +269,26 @@ if table is not None:
 data = current_data()
 st.subheader("Groups in the data in use")
 if data.tensor_shape:
-    st.caption(f"A tensor of shape {' × '.join(map(str, data.tensor_shape))} (modes: {', '.join(data.tensor_modes)}); groups are per entity.")
+    st.caption(
+        f"A tensor of shape {' × '.join(map(str, data.tensor_shape))} (modes: {plain(', '.join(data.tensor_modes))}); "
+        "groups are per entity."
+    )
 sizes = pd.DataFrame({"group": list(data.group_sizes()), "rows": list(data.group_sizes().values())})
 sizes["share"] = (sizes["rows"] / sizes["rows"].sum()).map(lambda v: f"{v:.1%}")
 st.dataframe(sizes, hide_index=True)
 small = sizes[sizes.rows < SMALL_GROUP_WARNING]
 for _, row in small.iterrows():
     st.warning(
-        f"Group {row['group']} has only {row['rows']} rows: its per-group metrics will be noisy. "
-        "Consider merging categories or fewer intersections."
+        f"Group {plain(row['group'])} has only {row['rows']} rows: its per-group metrics will be noisy. "
+        "Use fewer sensitive columns (fewer intersections), or drop the group with “Minimum group size” and "
+        "“Drop groups below the minimum instead of stopping” above."
     )
 with st.expander("Preprocessing record (goes into every report)"):
     fingerprint = data.fingerprint()
-    st.markdown(f"**{fingerprint['name']}** · sha256 `{fingerprint['sha256']}`")
-    st.markdown(f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: {', '.join(fingerprint['feature_names'])}")
+    st.markdown(f"**{plain(fingerprint['name'])}** · sha256 `{fingerprint['sha256']}`")
+    st.markdown(
+        f"{fingerprint['rows']} rows used of {fingerprint['rows_read']} read · features: "
+        f"{plain(', '.join(map(str, fingerprint['feature_names'])))}"
+    )
     for line in fingerprint["preprocessing"]:
-        st.markdown(f"- {line}")
+        st.markdown(f"- {plain(line)}")

@@ -1,5 +1,9 @@
 """Report page: everything audited on the current data, as one self-contained HTML file, JSON,
-CSV, or a ZIP of all three (the same report as the command line's --html/--json/--csv)."""
+CSV, or a ZIP of all three (the same report as the command line's --html/--json/--csv).
+
+It reads the session's latest result per family each time it is drawn (a run that ends while
+the user is here reruns the page), so it never shows a stale state; it can also start the
+default audit of the families not audited yet, with one overall progress bar."""
 
 from __future__ import annotations
 
@@ -9,12 +13,23 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.findings import findings
 from fairaudit.report import report_files, zip_files
-from pages.common import current_data, data_summary, remember, results_for, run_with_progress, show_error
+from pages.common import (
+    current_data,
+    data_summary,
+    data_token,
+    plain,
+    registry,
+    results_for,
+    runs_panel,
+    show_error,
+    show_last_run_messages,
+    start_run,
+    words,
+)
 
 st.title("Report")
 data = current_data()
 st.caption(data_summary(data))
-results = results_for(data)
 
 st.markdown(
     "The report holds the data fingerprint (file name, sha256, rows, group sizes), the "
@@ -22,43 +37,61 @@ st.markdown(
     "the metric definitions with their sources. It is one HTML file with plotly.js inside: it opens "
     "offline, in any browser, and can be handed to someone else as it is."
 )
+reg = registry()
+token = data_token()
+running = [run for run in reg.active() if run.data_token == token]
+results = results_for()
 missing = [m for m in FAMILIES if m not in results]
+pending = {m for run in running for m in run.methods}
 if missing:
     names = ", ".join(FAMILY_TITLES.get(m, m) for m in missing)
-    st.info(f"Not audited yet on this data: {names}. Run them on their pages, or all at once with defaults here.")
-    if st.button("Run the default audit of every family", key="report-run-all"):
-        for method in missing:
-            try:
-                config = AuditConfig(methods=(method,))
-            except FairAuditError as exc:
-                show_error(exc)
-                continue
-            result = run_with_progress(data, config, FAMILY_TITLES.get(method, method))
-            if result is not None:
-                remember(method, result)
-        results = results_for(data)
+    st.info(f"Not audited yet on this data: {names}. Run them on their pages, or all at once with the defaults here.")
+    to_run = [m for m in missing if m not in pending]
+    if to_run and st.button(
+        "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
+        key="report-run-all",
+        help="One family after the other, in the background: you can look at other pages meanwhile and cancel it.",
+    ):
+        try:
+            configs = [(method, AuditConfig(methods=(method,))) for method in to_run]
+        except FairAuditError as exc:
+            show_error(exc)
+        else:
+            start_run("Default audit of every family", configs)
+            st.rerun()
+runs_panel("report")
+show_last_run_messages()
 
 if not results:
     st.stop()
 
-try:
-    combined = combine_results([results[m] for m in FAMILIES if m in results])
-except FairAuditError as exc:
-    show_error(exc)
-    st.stop()
-
+identity = tuple((m, id(results[m])) for m in FAMILIES if m in results)
+built = st.session_state.get("report-built")
+if built is None or built[0] != identity:  # build once per set of results, not on every rerun
+    try:
+        combined = combine_results([results[m] for m in FAMILIES if m in results])
+    except FairAuditError as exc:
+        show_error(exc)
+        st.stop()
+    with st.spinner("Building the report: every figure, the records, the findings…"):
+        found = findings(combined)
+        files = report_files(combined, found, interface="dashboard")
+        built = (identity, combined, found, files, zip_files(files))
+    st.session_state["report-built"] = built
+_, combined, found, files, zipped = built
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
-found = findings(combined)
-files = report_files(combined, found)
 html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
 columns[1].download_button("JSON", files["report.json"], file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
 columns[2].download_button("CSV records", files["records.csv"], file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
-columns[3].download_button("ZIP of all three", zip_files(files), file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
-st.caption(f"{len(combined.records)} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)}; HTML {len(html) / 1e6:.1f} MB.")
+columns[3].download_button("ZIP of all three", zipped, file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
+st.caption(
+    f"{len(combined.records):,} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)} on "
+    f"{plain(combined.data.get('name'))}; HTML {len(html) / 1e6:.1f} MB."
+)
 
 st.subheader("Findings")
 for method, sentences in found.items():
     for sentence in sentences:
-        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {sentence}")
+        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {words(sentence)}")

@@ -6,9 +6,15 @@ import streamlit as st
 
 from fairaudit.cpd._kernels import NYSTROM_LANDMARKS, NYSTROM_ROWS
 from fairaudit.cpd.audit import DEFAULT_OPTIONS
-from fairaudit.cpd.estimator import rank_limit
+from fairaudit.cpd.estimator import KERNELS, rank_limit
 from fairaudit.plots import VARIANT_TITLES
 from pages.common import current_data, method_page
+
+KERNEL_LABELS = {
+    "auto": f"automatic — exact up to {NYSTROM_ROWS:,} entities, Nyström above",
+    "exact": "exact — O(n²) per step",
+    "nystrom": f"Nyström approximation ({NYSTROM_LANDMARKS} landmark entities) — faster on many entities",
+}
 
 data = current_data()
 shape = data.tensor_shape or (data.n_rows, data.n_features)
@@ -17,24 +23,33 @@ khsic_limit = DEFAULT_OPTIONS["khsic_max_rows"]
 heavy = {}
 if shape[0] > NYSTROM_ROWS:
     heavy["khsic"] = (
-        f"{shape[0]} entities: KHSIC approximates the {shape[0]}×{shape[0]} kernel of the entity embedding "
+        f"{shape[0]:,} entities: KHSIC approximates the {shape[0]:,}×{shape[0]:,} kernel of the entity embedding "
         f"(Nyström, {NYSTROM_LANDMARKS} landmark entities; noted in the warnings). The default audit took ~40 s at "
         f"3,000 entities and ~85 s at 5,000 on two cores; above {khsic_limit:,} KHSIC is skipped unless "
         "you tick “Run KHSIC anyway”."
     )
 
 
-def options(data) -> dict:
+def options(data, saved: dict) -> dict:
     left, middle, right = st.columns(3)
     with left:
-        sweep = st.checkbox("λ sweep (the fit–unfairness frontier)", value=True, key="cpd-sweep")
+        sweep = st.checkbox("λ sweep (the fit–leakage frontier)", value=saved.get("sweep", True), key="cpd-sweep")
+        points = int(st.number_input("λ values in the sweep", 2, 20, int(saved.get("n_lambdas", DEFAULT_OPTIONS["n_lambdas"])),
+                                     key="cpd-points"))
     with middle:
-        points = int(st.number_input("λ values in the sweep", 2, 20, 10, key="cpd-points"))
+        sweep_rank = int(st.number_input("CP rank of the sweep", 1, limit, min(limit, int(saved.get("sweep_rank", 8))),
+                                         key="cpd-sweep-rank"))
+        epochs = int(st.number_input("Largest number of epochs per fit", 1, 10_000, int(saved.get("n_epochs", DEFAULT_OPTIONS["n_epochs"])),
+                                     key="cpd-epochs", help="A fit stops earlier when its objective settles."))
     with right:
-        sweep_rank = int(st.number_input("CP rank of the sweep", 1, limit, min(limit, 8), key="cpd-sweep-rank"))
-    chosen = {"sweep": sweep, "n_lambdas": points, "sweep_rank": sweep_rank}
+        kernel = st.selectbox(
+            "KHSIC kernel", KERNELS, index=KERNELS.index(saved.get("khsic_kernel", DEFAULT_OPTIONS["khsic_kernel"])),
+            format_func=KERNEL_LABELS.get, key="cpd-kernel",
+        )
+    chosen = {"sweep": sweep, "n_lambdas": points, "sweep_rank": sweep_rank, "n_epochs": epochs, "khsic_kernel": kernel}
     if shape[0] > khsic_limit and st.checkbox(
-        f"Run KHSIC anyway ({shape[0]:,} entities, above the {khsic_limit:,} limit: expect minutes)", key="cpd-khsic-anyway"
+        f"Run KHSIC anyway ({shape[0]:,} entities, above the {khsic_limit:,} limit: expect minutes)",
+        value="khsic_max_rows" in saved, key="cpd-khsic-anyway",
     ):
         chosen["khsic_max_rows"] = shape[0]
     return chosen
@@ -51,17 +66,18 @@ method_page(
     intro=(
         "A CP decomposition gives every entity (a user, a patient, a row) an embedding — the rows of "
         "the factor **A** — that downstream models reuse. If it encodes the group, they inherit it. "
+        "The fair methods add a penalty on how much A depends on the group, weighted by λ: "
         "**KHSIC-BCD** (Kim & Gittens, *Learning fair canonical polyadical decompositions using a "
-        "kernel independence criterion*) penalises the RBF-kernel HSIC between A and the groups; "
-        "**HSIC-BCD** uses a linear kernel and **FATR** (Zhu et al. 2018) makes A orthogonal to the "
-        "group indicator — which, as their Theorem 1 shows, can leave the group perfectly predictable. "
-        f"Here: {layout}. The λ sweep draws residual fit against leakage."
+        "kernel independence criterion*) measures that dependence with the kernel (RBF) Hilbert–Schmidt "
+        "independence criterion, KHSIC; **HSIC-BCD** uses a linear kernel; **FATR** (Zhu et al. 2018) "
+        "makes A orthogonal to the group indicator — which, as Kim & Gittens' Theorem 1 shows, can leave "
+        f"the group perfectly predictable. Here: {layout}. The λ sweep draws residual fit against leakage."
     ),
     variants=VARIANT_TITLES["cpd"],
-    default_variants=list(VARIANT_TITLES["cpd"]),
     heavy=heavy,
+    skipped={"khsic"} if shape[0] > khsic_limit else set(),
     rank_limit=limit,
-    rank_label="CP ranks to sweep",
+    rank_label="CP ranks R to sweep",
     options_ui=options,
     leakage_option="leakage_classifier",
 )

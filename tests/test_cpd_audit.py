@@ -8,14 +8,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairaudit import AuditData, read_table, prepare
-from fairaudit.audit import AuditConfig, run_audit
+from fairaudit import AuditData, prepare, read_table
+from fairaudit.audit import AuditConfig, run_audit, split_variant
 from fairaudit.cli import main
-from fairaudit.audit import split_variant
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.plots import family_figures, frontier
-from fairaudit.samples import fair_cpd_tensor, load_sample
+from fairaudit.samples import fair_cpd_tensor
+from fairaudit.vocabulary import render
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "cpd_tensor.csv"
@@ -93,9 +93,9 @@ def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
     options = dict(FAST, khsic_max_rows=50, sweep=False)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": options}))
     assert set(result.records.variant) == {"vanilla", "fatr", "hsic"}
-    reason = result.skipped[0]["reason"]
-    assert result.skipped[0]["variant"] == "khsic" and "khsic_max_rows=50" in reason
-    assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows" in reason  # the exact kernel: memory
+    reason = render(result.skipped[0]["reason"])
+    assert result.skipped[0]["variant"] == "khsic" and "limit of 50" in reason and "khsic_max_rows=60" in reason
+    assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows 60" in render(result.skipped[0]["reason"], "cli")  # the exact kernel: memory
     nystrom = dict(options, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="khsic", options={"cpd": nystrom}))
     assert "Nyström kernel (20 landmarks)" in result.skipped[0]["reason"]  # Nyström: time, not an n×n matrix

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairaudit import AuditData
+from fairaudit import MCFS, AuditData
 from fairaudit.audit import AuditConfig, AuditResult, run_audit
 from fairaudit.cli import main
 from fairaudit.errors import ParameterError
@@ -57,9 +57,10 @@ def test_selected_features_are_reported_and_fufs_avoids_the_proxies(result):
             assert len(details[variant][str(rank)]["selected"]) == rank
     assert {"zip_proxy", "name_proxy"} & set(details["variance"]["2"]["selected"]) == {"zip_proxy", "name_proxy"}
     assert not {"zip_proxy", "name_proxy"} & set(details["fufs"]["4"]["selected"])
-    proxies = details["fufs"]["4"]["proxies"]  # n_sensitive_features defaults to 10 % of 8 columns: 1
-    assert len(proxies) == 1 and set(proxies) <= {"zip_proxy", "name_proxy"}
+    proxies = details["fufs"]["2"]["proxies"]  # the 2 features ranked first by FUFS's decomposition indicator g
+    assert set(proxies) == {"zip_proxy", "name_proxy"}
     assert details["fufs"]["4"]["kernel"].startswith("exact RBF")
+    assert details["fufs"]["4"]["formulation"].startswith("as printed (Xing et al. 2021, eq. 6")
     fair = result.metric("alignment_protected", "fs").set_index(["variant", "rank"]).value
     assert fair[("fufs", 2)] < fair[("variance", 2)]
 
@@ -92,12 +93,41 @@ def test_clusters_default_to_the_groups_without_a_label_and_say_so():
         run_audit(data, AuditConfig(methods=("fs",), ranks=(2,), options={"fs": {"n_clusters": 1}}))
 
 
-def test_nystroem_is_recorded_in_the_audit():
+@pytest.mark.parametrize(("formulation", "kernel"), [("paper", "exact RBF kernels on a stratified sample of 100 of 160 rows"),
+                                                    ("alignment", "Nyström RBF kernel with 60 landmark rows")])
+def test_kernel_approximation_is_recorded_in_the_audit(formulation, kernel):
     config = AuditConfig(methods=("fs",), ranks=(3,), variants=("fufs",),
-                         options={"fs": {"kmeans_runs": 2, "exact_max_rows": 100, "n_landmarks": 60}})
+                         options={"fs": {"kmeans_runs": 2, "exact_max_rows": 100, "n_landmarks": 60, "formulation": formulation}})
     out = run_audit(_planted(), config)
-    assert out.details["fs"]["fufs"]["3"]["kernel"].startswith("Nyström RBF kernel with 60 landmark rows")
-    assert any("low-rank approximation" in w for w in out.warnings)
+    assert out.details["fs"]["fufs"]["3"]["kernel"].startswith(kernel)
+    assert any("FUFS computed its kernels with an approximation" in w for w in out.warnings)
+    assert out.details["fs"]["fufs"]["3"]["formulation"].startswith("as printed" if formulation == "paper" else "ours")
+
+
+def test_one_fit_serves_the_sweep_and_mcfs_paths_equal_fits_per_size():
+    data = _planted()
+    config = AuditConfig(methods=("fs",), ranks=(2, 3, 5), variants=("mcfs", "fufs", "udfs"), options={"fs": {"kmeans_runs": 2}})
+    out = run_audit(data, config)
+    seconds = out.metric("seconds", "fs").set_index(["variant", "rank"]).value
+    for variant in ("mcfs", "fufs", "udfs"):
+        assert len({seconds[(variant, r)] for r in (2, 3, 5)}) == 1  # one fit, its time at every size
+    from fairaudit.fs.audit import minmax
+
+    X = minmax(data.X_raw)
+    big = MCFS(5, n_clusters=2).fit(X)
+    for m in (1, 2, 3):
+        np.testing.assert_array_equal(np.sort(big.ranking_for(m)[:m]), np.flatnonzero(MCFS(m, n_clusters=2).fit(X).get_support()))
+    with pytest.raises(ParameterError, match="ranking_for"):
+        big.ranking_for(6)
+
+
+def test_unknown_formulation_names_the_option_in_each_interface():
+    config = AuditConfig(methods=("fs",), ranks=(2,), variants=("fufs",), options={"fs": {"formulation": "normalised"}})
+    with pytest.raises(ParameterError) as caught:
+        run_audit(_planted(), config)
+    assert "--fufs-formulation paper" in caught.value.render("cli")
+    assert "“FUFS formulation”" in caught.value.render("dashboard")
+    assert "formulation='alignment'" in str(caught.value)
 
 
 def test_cli_runs_fs_with_label_and_clusters(tmp_path, capsys):
@@ -140,3 +170,21 @@ def test_crime_fufs_is_least_aligned_with_race_and_most_balanced():
         fufs = wide.loc[("fufs", rank)]
         assert fufs["balance"] > max(wide.loc[(b, rank), "balance"] for b in baselines)
         assert fufs["alignment_protected"] < min(wide.loc[(b, rank), "alignment_protected"] for b in baselines)
+
+
+def test_cli_fufs_flags_reach_the_options_and_the_details(tmp_path, capsys):
+    data = _planted()
+    frame = np.column_stack([data.X_raw, np.asarray(data.sensitive_features)])
+    path = tmp_path / "planted.csv"
+    path.write_text("\n".join([",".join([*data.feature_names, "group"])] + [",".join(map(str, row)) for row in frame]) + "\n")
+    out_json = tmp_path / "out.json"
+    code = main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--ranks", "2", "--variants", "fufs",
+                 "--kmeans-runs", "2", "--fufs-formulation", "alignment", "--fufs-alpha", "2", "--fufs-beta", "0.5",
+                 "--json", str(out_json)])
+    assert code == 0
+    payload = json.loads(out_json.read_text())
+    assert payload["config"]["options"]["fs"] == {"kmeans_runs": 2, "formulation": "alignment", "alpha": 2.0, "beta": 0.5}
+    assert payload["details"]["fs"]["fufs"]["2"]["formulation"].startswith("ours")
+    assert "formulation" in capsys.readouterr().out
+    assert main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--fufs-alpha", "-1"]) == 2
+    assert "--fufs-alpha must be a number ≥ 0" in capsys.readouterr().err

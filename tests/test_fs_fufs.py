@@ -9,10 +9,19 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from fairaudit import FUFS, FairAuditError, LaplacianScore, VarianceSelector
 from fairaudit.errors import ParameterError, RankError
 from fairaudit.fs._alignment import ExactRBF, Linear, NystroemRBF, project_capped_simplex
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """One BLAS/OpenMP thread, as the FS audit runs: on the shared two-core machine the default
+    thread pools made these small products many times slower."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 def _centred_alignment(K: np.ndarray, T: np.ndarray) -> float:
@@ -125,14 +134,19 @@ def planted_proxies(seed: int = 0, n: int = 240):
     return np.hstack([informative, proxies]), group
 
 
-def test_fufs_ranks_planted_proxies_last_while_unfair_baselines_rank_them_first():
+@pytest.mark.parametrize("formulation", ["paper", "alignment"])
+def test_fufs_ranks_planted_proxies_last_while_unfair_baselines_rank_them_first(formulation):
     X, group = planted_proxies()
     proxies = np.arange(8, 11)
-    fufs = FUFS(n_features_to_select=4, n_sensitive_features=3, random_state=0).fit(X, sensitive_features=group)
+    fufs = FUFS(n_features_to_select=4, formulation=formulation, n_sensitive_features=3, random_state=0)
+    fufs.fit(X, sensitive_features=group)
     assert set(fufs.ranking_[proxies]) == {9, 10, 11}
     assert not fufs.get_support()[proxies].any()
-    assert set(np.flatnonzero(fufs.sensitive_support_)) == set(proxies)
-    assert fufs.alignments_["protected"] < 0.05
+    if formulation == "alignment":
+        assert set(np.flatnonzero(fufs.sensitive_support_)) == set(proxies)
+        assert fufs.alignments_["protected"] < 0.05
+    else:  # the decomposition indicator g puts the proxies first (Table 6's comparison)
+        assert set(np.argsort(-fufs.sensitive_scores_)[:3]) == set(proxies)
     for baseline in (VarianceSelector(4), LaplacianScore(4)):
         baseline.fit(X)
         assert set(baseline.ranking_[proxies]) == {1, 2, 3}, type(baseline).__name__
@@ -140,7 +154,7 @@ def test_fufs_ranks_planted_proxies_last_while_unfair_baselines_rank_them_first(
 
 def test_objective_never_decreases_and_weights_stay_feasible():
     X, group = planted_proxies(seed=1)
-    fufs = FUFS(n_features_to_select=5, random_state=0).fit(X, sensitive_features=group)
+    fufs = FUFS(n_features_to_select=5, formulation="alignment", random_state=0).fit(X, sensitive_features=group)
     assert np.all(np.diff(fufs.objective_history_) >= -1e-12)
     assert fufs.scores_.min() >= 0 and fufs.scores_.max() <= 1
     assert fufs.scores_.sum() == pytest.approx(5)
@@ -152,17 +166,17 @@ def test_fixed_learning_rate_schedule_and_linear_kernel():
     X, group = planted_proxies(seed=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fixed = FUFS(4, learning_rate=0.05, lr_decay=0.01, max_iter=400).fit(X, sensitive_features=group)
+        fixed = FUFS(4, formulation="alignment", learning_rate=0.05, lr_decay=0.01, max_iter=400).fit(X, sensitive_features=group)
     assert not fixed.get_support()[8:].any()
-    linear = FUFS(4, kernel="linear").fit(X, sensitive_features=group)
+    linear = FUFS(4, formulation="alignment", kernel="linear").fit(X, sensitive_features=group)
     assert linear.approximation_ == "linear kernel (closed form)"
     assert not linear.get_support()[8:].any()
 
 
 def test_nystroem_is_used_above_the_row_threshold_and_agrees_on_planted_data():
     X, group = planted_proxies(seed=3, n=400)
-    exact = FUFS(4, random_state=0).fit(X, sensitive_features=group)
-    approx = FUFS(4, exact_max_rows=100, n_landmarks=120, random_state=0).fit(X, sensitive_features=group)
+    exact = FUFS(4, formulation="alignment", random_state=0).fit(X, sensitive_features=group)
+    approx = FUFS(4, formulation="alignment", exact_max_rows=100, n_landmarks=120, random_state=0).fit(X, sensitive_features=group)
     assert exact.approximation_.startswith("exact")
     assert approx.approximation_.startswith("Nyström")
     assert not approx.get_support()[8:].any()
@@ -171,13 +185,13 @@ def test_nystroem_is_used_above_the_row_threshold_and_agrees_on_planted_data():
 
 def test_precomputed_proxies_give_the_same_selection():
     X, group = planted_proxies(seed=5)
-    first = FUFS(4, n_sensitive_features=3).fit(X, sensitive_features=group)
-    again = FUFS(4, n_sensitive_features=3, proxies=first.sensitive_support_).fit(X, sensitive_features=group)
+    first = FUFS(4, formulation="alignment", n_sensitive_features=3).fit(X, sensitive_features=group)
+    again = FUFS(4, formulation="alignment", n_sensitive_features=3, proxies=first.sensitive_support_).fit(X, sensitive_features=group)
     np.testing.assert_array_equal(again.get_support(), first.get_support())
     np.testing.assert_allclose(again.objective_history_, first.objective_history_)
     assert again.sensitive_objective_history_.size == 0
     with pytest.raises(ParameterError, match="proxies"):
-        FUFS(4, proxies=[0, 1]).fit(X, sensitive_features=group)
+        FUFS(4, formulation="alignment", proxies=[0, 1]).fit(X, sensitive_features=group)
 
 
 def test_swap_refinement_never_loses_objective():
@@ -185,8 +199,8 @@ def test_swap_refinement_never_loses_objective():
     X = (rng.random((120, 40)) < 0.15).astype(float)  # sparse binary columns, as the google data
     group = rng.integers(0, 2, size=120)
     X[:, 0] = group * (rng.random(120) < 0.8)
-    refined = FUFS(10, random_state=0).fit(X, sensitive_features=group)
-    plain = FUFS(10, refine=False, random_state=0).fit(X, sensitive_features=group)
+    refined = FUFS(10, formulation="alignment", random_state=0).fit(X, sensitive_features=group)
+    plain = FUFS(10, formulation="alignment", refine=False, random_state=0).fit(X, sensitive_features=group)
     assert refined.binary_objective_ >= refined.rounded_objective_
     assert plain.binary_objective_ == plain.rounded_objective_ and plain.n_swaps_ == 0
     assert refined.rounded_objective_ == pytest.approx(plain.binary_objective_)
@@ -194,10 +208,11 @@ def test_swap_refinement_never_loses_objective():
     assert set(refined.ranking_[refined.get_support()]) == set(range(1, 11))
 
 
-def test_max_iter_cap_warns():
+@pytest.mark.parametrize("formulation", ["paper", "alignment"])
+def test_max_iter_cap_warns(formulation):
     X, group = planted_proxies(seed=4)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        fitted = FUFS(4, max_iter=2).fit(X, sensitive_features=group)
+        fitted = FUFS(4, formulation=formulation, max_iter=2).fit(X, sensitive_features=group)
     assert fitted.converged_ is False and fitted.n_iter_ == 2
 
 
@@ -212,6 +227,13 @@ def test_max_iter_cap_warns():
         ({"gamma": -2.0}, ParameterError, "gamma"),
         ({"learning_rate": 0.0}, ParameterError, "learning_rate"),
         ({"approximation": "rff"}, ParameterError, "approximation"),
+        ({"approximation": "nystroem"}, ParameterError, "formulation='paper'"),
+        ({"formulation": "alignment", "approximation": "sample"}, ParameterError, "formulation='alignment'"),
+        ({"formulation": "normalised"}, ParameterError, "formulation"),
+        ({"beta": -0.5}, ParameterError, "beta"),
+        ({"init": "zeros"}, ParameterError, "init"),
+        ({"gamma_protected": 0.0}, ParameterError, "gamma_protected"),
+        ({"exact_max_rows": 1}, ParameterError, "exact_max_rows"),
     ],
 )
 def test_bad_parameters_raise_a_specific_message(params, error, match):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fairaudit import AuditData, read_table
-from fairaudit.pca import FairPCA, PCA, rank_sweep
+from fairaudit.pca import PCA, FairPCA, rank_sweep
 
 from .conftest import shared_file
 

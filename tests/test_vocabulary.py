@@ -41,3 +41,34 @@ def test_error_renders_per_interface():
     assert "--missing drop" in error.render("cli")
     assert "“Missing cells”" in error.render("dashboard")
     assert "--missing" not in error.render("dashboard")
+
+
+def test_every_flag_a_message_can_name_exists_in_the_cli():
+    """A message must not advise an option the CLI does not have."""
+    from fairaudit.cli import build_parser
+
+    parser = build_parser()
+    audit = parser._subparsers._group_actions[0].choices["audit"]
+    flags = {flag for action in audit._actions for flag in action.option_strings}
+    for name, option in OPTIONS.items():
+        for flag in option.flag.split("/"):
+            flag = flag if flag.startswith("--") else "--" + flag
+            assert flag in flags, (name, flag)
+
+
+def test_every_control_a_message_can_name_is_on_a_page():
+    """…nor a dashboard control that is not there (labels as the pages or the variant titles show them)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    text = "".join(p.read_text(encoding="utf-8") for p in [*root.glob("pages/*.py"), root / "app.py", root / "fairaudit/plots.py"])
+    import re
+
+    descriptive = {"the method pages", "the upload limit", "the Report page's downloads"}  # not a widget's label
+    pages = set(re.findall(r'title="([^"]+)"', (root / "app.py").read_text(encoding="utf-8"))) | {
+        "each method", "PCA, NMF, Feature selection and Tensor"}
+    for name, option in OPTIONS.items():
+        if option.page not in pages:  # an option with no dashboard control must say so in its own words
+            assert option.dashboard is not None, (name, option.page)
+        elif option.widget and option.widget not in descriptive:
+            assert option.widget in text, (name, option.widget)

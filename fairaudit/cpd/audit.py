@@ -46,6 +46,7 @@ from ..audit import SWEEP_SEPARATOR, AuditConfig, RecordSink, merged_options, re
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
+from ..vocabulary import term
 from . import _kernels
 from . import sweep as _sweep
 from .estimator import KERNELS, FairCPD, kernel_choice, median_gamma, rank_limit
@@ -156,7 +157,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
             f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
             f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
-            "khsic_kernel='exact' (CLI --cpd-kernel exact) for the exact kernel, O(n²) per step."
+            f"{term('cpd_kernel', 'exact')} for the exact kernel, O(n²) per step."
         )
     gammas: dict[int, float] = {}
     unconverged: dict[str, set[int]] = {}
@@ -210,8 +211,7 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         name = next(v for v, m in VARIANTS.items() if m == method)
         sink.warn(
             f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
-            f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise n_epochs (CLI --cpd-epochs) for "
-            "tighter fits."
+            f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
         )
 
 
@@ -226,8 +226,8 @@ def _khsic_too_large(n: int, options: dict) -> str:
     else:
         cost = f"the exact kernel needs the {n}×{n} kernel matrix of the entity embedding at every step"
     return (
-        f"skipped: {n} entities exceed khsic_max_rows={limit} ({cost}); raise the limit "
-        "(CLI --cpd-khsic-max-rows; “Run KHSIC anyway” on the Tensor page) to run it."
+        f"skipped: {n} entities exceed KHSIC's limit of {limit:,} ({cost}); to run it anyway, use "
+        f"{term('cpd_khsic_max_rows', n)}."
     )
 
 

@@ -1,7 +1,8 @@
 """Centred kernel alignment of feature-weighted kernels, with analytic gradients.
 
-The quantity FUFS optimises (Xing, Liu, Chen, Li, "Fairness-Aware Unsupervised Feature
-Selection", arXiv:2106.02216, eqs. 1–2) is the *centred kernel alignment*
+The *centred kernel alignment* (Cristianini et al. 2002; Cortes et al. 2012), the normalised form
+of the traces in Xing, Liu, Chen, Li, "Fairness-Aware Unsupervised Feature Selection"
+(arXiv:2106.02216, eqs. 1, 2, 4), is
 
     A_c(K, T) = ⟨H K H, H T H⟩_F / (‖H K H‖_F ‖H T H‖_F),     H = I − 11ᵀ/n,
 
@@ -22,9 +23,11 @@ all features, of the protected attribute, ...). This module evaluates weighted s
     ``K_w = X diag(w) Xᵀ``. With centred ``X_c`` and ``C = X_cᵀ X_c``, ``‖H K_w H‖² = wᵀ (C∘C) w``
     and ``⟨H K_w H, F Fᵀ⟩ = Σ_j w_j ‖Fᵀ x_cj‖²`` — closed form, exact at any ``n`` in O(d²).
 
-Choices that are ours (the paper's body could not be consulted; see :mod:`fairaudit.fs.fufs`):
-the weights enter the RBF kernel *linearly* in the squared distance (``K_{X diag(√w)}``), so a
-feature at weight 0 still has a non-zero gradient and can come back; and the bandwidth is
+This is the machinery of ``FUFS(formulation="alignment")`` (ours) and of the audit's
+``alignment_data`` / ``alignment_protected`` metrics; [Xing21] itself uses the *unnormalised*
+centred traces ``Tr(HKHT)`` (:mod:`fairaudit.fs._paper`). Choices that are ours: the weights
+enter the RBF kernel *linearly* in the squared distance (``K_{X diag(√w)}``), so a feature at
+weight 0 still has a non-zero gradient and can come back; and the bandwidth is
 rescaled by the total weight, ``γ_w = γ d / Σ_j w_j``, so a kernel on ``m`` selected features
 has the same typical scale as the kernel on all ``d`` (``Σ w`` is fixed by the constraint, so the
 rescaling is a constant and does not enter the gradient).

@@ -8,15 +8,24 @@ k-means on the selected columns repeated ``kmeans_runs`` times (default 50) →
 kernel with all features (``alignment_data``) and with the groups (``alignment_protected``);
 the shared representation metrics of the selected columns (``mmd2``, ``mmd2_rbf``,
 ``unfairness``, ``unfairness_balanced``); ``seconds`` (the selector's fit). The selected column
-names, in selection order, go to ``AuditResult.details["fs"][variant][rank]["selected"]``.
+names, in selection order, go to ``AuditResult.details["fs"][variant][rank]["selected"]``; for
+FUFS also which formulation ran (``formulation``), its kernel computation (``kernel``) and the
+features its decomposition indicator / proxy stage singled out (``proxies``).
 
-Options (``AuditConfig.options["fs"]``; CLI ``--clusters``, ``--kmeans-runs``):
-``n_clusters`` (K; default: the label's number of classes, else the number of groups),
-``kmeans_runs``, ``scaling`` (``"minmax"`` default — every feature rescaled to [0, 1], the
-range of the paper's data sets; ``"data"`` uses the data's own scaling, which after
-standardisation gives every feature variance 1 and makes the variance baseline a tie), and
-FUFS's ``alpha``, ``beta``, ``n_sensitive_features``, ``kernel``, ``approximation``,
-``exact_max_rows``, ``n_landmarks``, ``max_iter``, ``refine``.
+One fit per selector serves the whole sweep wherever the selector's ranking does not depend on
+the subset size (variance, Laplacian score, SPEC, UDFS, NDFS, FUFS as printed) or where the
+smaller sizes come out of the same fit (MCFS's LARS paths); ``seconds`` is then that fit's time
+at every size. FUFS with ``formulation="alignment"`` optimises for one size and is fitted per
+size (its proxy stage once).
+
+Options (``AuditConfig.options["fs"]``; CLI ``--clusters``, ``--kmeans-runs``,
+``--fufs-formulation``, ``--fufs-alpha``, ``--fufs-beta``): ``n_clusters`` (K; default: the
+label's number of classes, else the number of groups), ``kmeans_runs``, ``scaling``
+(``"minmax"`` default — every feature rescaled to [0, 1], the range of the paper's data sets;
+``"data"`` uses the data's own scaling, which after standardisation gives every feature variance
+1 and makes the variance baseline a tie), ``n_neighbors`` of the graph-based baselines, and
+FUFS's ``formulation``, ``alpha``, ``beta``, ``proxy_weight``, ``n_sensitive_features``,
+``kernel``, ``approximation``, ``exact_max_rows``, ``n_landmarks``, ``max_iter``, ``refine``.
 """
 
 from __future__ import annotations
@@ -24,20 +33,35 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
 from ..errors import ParameterError
+from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
-from .baselines import MCFS, SPEC, LaplacianScore, VarianceSelector
+from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
-from .fufs import FUFS, _resolve_gamma
+from .fufs import FORMULATIONS, FUFS, _resolve_gamma
 
-VARIANTS = ("variance", "lapscore", "spec", "mcfs", "fufs")
+VARIANTS = ("variance", "lapscore", "spec", "mcfs", "udfs", "ndfs", "fufs")
 """Variant names in report order (display titles: ``fairaudit.plots.VARIANT_TITLES["fs"]``)."""
 
-FUFS_OPTIONS = ("alpha", "beta", "n_sensitive_features", "kernel", "approximation", "exact_max_rows", "n_landmarks", "max_iter", "refine")
+FUFS_OPTIONS = (
+    "formulation", "alpha", "beta", "proxy_weight", "n_sensitive_features", "kernel", "approximation",
+    "exact_max_rows", "n_landmarks", "max_iter", "refine",
+)
+DEFAULT_FORMULATION = "paper"
+"""The audit runs FUFS as printed ([Xing21] eq. 6) unless ``options["fs"]["formulation"]`` says
+otherwise (``docs/fs.md`` compares the two on the paper's data)."""
+FORMULATION_NAMES = {
+    "paper": "as printed (Xing et al. 2021, eq. 6: unnormalised traces, joint m and g, ℓ1 β, box)",
+    "alignment": "ours (normalised alignment, capped simplex, proxy stage, swap refinement)",
+}
 DEFAULT_FRACTIONS = (0.1, 0.2, 0.3, 0.4)
+KMEANS_RUNS = 50
+"""k-means runs per selection (mean and std reported), as the FUFS paper; the CLI and the
+dashboard start from this value."""
 
 
 def default_ranks(n_features: int) -> tuple[int, ...]:
@@ -53,15 +77,31 @@ def minmax(X: np.ndarray) -> np.ndarray:
 
 
 def _make(name: str, m: int, n_clusters: int, options: dict, seed: int):
+    neighbours = options.get("n_neighbors", 5)
     if name == "variance":
         return VarianceSelector(m)
     if name == "lapscore":
-        return LaplacianScore(m, n_neighbors=options.get("n_neighbors", 5))
+        return LaplacianScore(m, n_neighbors=neighbours)
     if name == "spec":
         return SPEC(m, random_state=seed)
     if name == "mcfs":
-        return MCFS(m, n_clusters=n_clusters, n_neighbors=options.get("n_neighbors", 5), random_state=seed)
-    return FUFS(m, random_state=seed, **{k: options[k] for k in FUFS_OPTIONS if k in options})
+        return MCFS(m, n_clusters=n_clusters, n_neighbors=neighbours, random_state=seed)
+    if name == "udfs":
+        return UDFS(m, n_clusters=n_clusters, n_neighbors=neighbours)
+    if name == "ndfs":
+        return NDFS(m, n_clusters=n_clusters, n_neighbors=neighbours, random_state=seed)
+    fufs = {k: options[k] for k in FUFS_OPTIONS if k in options}
+    fufs.setdefault("formulation", DEFAULT_FORMULATION)
+    if fufs["formulation"] not in FORMULATIONS:
+        raise ParameterError(
+            f"the FUFS formulation must be one of {', '.join(FORMULATIONS)}; got {fufs['formulation']!r}. "
+            f"Choose {term('fs_formulation', 'paper')} or {term('fs_formulation', 'alignment')}."
+        )
+    return FUFS(m, random_state=seed, **fufs)
+
+
+def _one_fit_serves_every_size(name: str, options: dict) -> bool:
+    return name != "fufs" or options.get("formulation", DEFAULT_FORMULATION) == "paper"
 
 
 def _labels(data: AuditData) -> np.ndarray | None:
@@ -80,10 +120,12 @@ def _n_clusters(data: AuditData, labels, options: dict, sink: RecordSink) -> int
             K = max(2, data.groups.n_groups)
             sink.warn(
                 f"fs: no ground-truth label and no cluster count given; k-means uses K = {K} clusters "
-                "(the number of groups). Pass --label COLUMN or --clusters K to choose."
+                f"(the number of groups). Set {term('label')} or {term('fs_clusters')} to choose."
             )
     if isinstance(K, bool) or not isinstance(K, int | np.integer) or not 2 <= K <= data.n_rows:
-        raise ParameterError(f"--clusters must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}.")
+        raise ParameterError(
+            f"{term('fs_clusters')} must be a whole number from 2 to the number of rows ({data.n_rows}), got {K!r}."
+        )
     return int(K)
 
 
@@ -97,8 +139,20 @@ def _alignment_backend(X: np.ndarray, options: dict, seed: int):
     )
 
 
+THREADS = 1
+"""BLAS and OpenMP threads while the FS audit runs. Its products are thin (n × d with small d)
+and scikit-learn's k-NN graph and KMeans use OpenMP: on the shared two-core machine the default
+sample's audit took 5.5 s with the libraries' default threads and 2.1 s with one (same process,
+load average 10)."""
+
+
 def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     """Run every feature selector over the sweep and write records and details to ``sink``."""
+    with threadpool_limits(limits=THREADS):
+        _audit_fs(data, config, sink)
+
+
+def _audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     options = dict(config.options.get("fs", {}))
     scaling = options.get("scaling", "minmax")
     if scaling not in ("minmax", "data"):
@@ -109,7 +163,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     codes, group_labels = data.groups.codes, data.groups.labels
     labels = _labels(data)
     K = _n_clusters(data, labels, options, sink)
-    runs = options.get("kmeans_runs", 50)
+    runs = options.get("kmeans_runs", KMEANS_RUNS)
     seed = config.random_state
     names = np.asarray(data.feature_names, dtype=object)
     alignment = _alignment_backend(X, options, seed)
@@ -118,15 +172,7 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     sink.expect(len(chosen) * len(ranks))
     for name in chosen:
         with sink.collect_warnings(name) as converge:
-            proxies = None
-            for m in ranks:
-                estimator = _make(name, m, K, options, seed)
-                if name == "fufs" and proxies is not None:
-                    estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
-                started = time.perf_counter()
-                estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
-                seconds = time.perf_counter() - started
-                order = np.argsort(estimator.ranking_)[:m]
+            for m, estimator, order, seconds in _selections(name, ranks, X, codes, K, options, seed):
                 Z = X[:, order]
                 sink.add_all(name, m, cluster_scores(Z, codes, n_clusters=K, labels=labels, runs=runs, random_state=seed))
                 mask = np.zeros(d)
@@ -138,18 +184,16 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 sink.add(name, m, "seconds", seconds)
                 sink.detail(name, m, "selected", [str(n) for n in names[order]])
                 if name == "fufs":
-                    proxies = estimator.sensitive_support_
-                    sink.detail(name, m, "proxies", [str(n) for n in names[estimator.sensitive_support_]])
+                    sink.detail(name, m, "formulation", FORMULATION_NAMES[estimator.formulation])
+                    sink.detail(name, m, "proxies", [str(n) for n in names[_proxies(estimator, m)]])
                     sink.detail(name, m, "kernel", estimator.approximation_)
                     sink.add(name, m, "n_iter", estimator.n_iter_)
                 if name == "spec":
                     sink.detail(name, m, "graph", estimator.graph_)
                 sink.progress(name, m, seconds)
-        if name == "fufs" and getattr(estimator, "approximation_", "").startswith("Nyström"):
-            sink.warn(
-                f"fs/fufs: {data.n_rows} rows exceed exact_max_rows={options.get('exact_max_rows', EXACT_MAX_ROWS)}, so FUFS "
-                f"optimised its kernel alignments through a low-rank approximation ({estimator.approximation_})."
-            )
+        if name == "fufs" and getattr(estimator, "approximation_", "").startswith(("Nyström", "exact RBF kernels on a")):
+            sink.warn(f"fs/fufs: the data have {data.n_rows} rows, so FUFS computed its kernels with an approximation "
+                      f"({estimator.approximation_}).")
         if converge:
             sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
     if isinstance(alignment, NystroemRBF):
@@ -157,3 +201,35 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
             f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
             f"because the data have more than {options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
         )
+
+
+def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int):
+    """``(m, estimator, selected columns in order, fit seconds)`` for every size of the sweep,
+    with one fit wherever it serves every size (module docstring)."""
+    if _one_fit_serves_every_size(name, options):
+        estimator = _make(name, max(ranks), K, options, seed)
+        started = time.perf_counter()
+        estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
+        seconds = time.perf_counter() - started
+        for m in ranks:
+            yield m, estimator, estimator.ranking_for(m)[:m], seconds
+        return
+    proxies = None
+    for m in ranks:
+        estimator = _make(name, m, K, options, seed)
+        if proxies is not None:
+            estimator.set_params(proxies=proxies)  # the proxy stage does not depend on m
+        started = time.perf_counter()
+        estimator.fit(X, sensitive_features=codes)
+        seconds = time.perf_counter() - started
+        proxies = estimator.sensitive_support_
+        yield m, estimator, np.argsort(estimator.ranking_)[:m], seconds
+
+
+def _proxies(estimator: FUFS, m: int) -> np.ndarray:
+    """The features FUFS singled out as carrying the protected attribute: the ``m`` first by the
+    decomposition indicator ``g`` (paper; [Xing21] Table 6 compares them with the selection at
+    the same size) or the proxy stage's (alignment)."""
+    if estimator.formulation == "paper":
+        return np.argsort(estimator.sensitive_ranking_, kind="stable")[:m]
+    return np.flatnonzero(estimator.sensitive_support_)

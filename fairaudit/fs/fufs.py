@@ -1,55 +1,41 @@
-"""FUFS: fairness-aware unsupervised feature selection by centred kernel alignment.
+"""FUFS: fairness-aware unsupervised feature selection ([Xing21]), as printed and as we improved it.
 
 Reference
 ---------
 [Xing21] X. Xing, H. Liu, C. Chen, J. Li. "Fairness-Aware Unsupervised Feature Selection".
     arXiv:2106.02216, 2021 (CIKM 2021).
 
-What is the paper's and what is ours
-------------------------------------
-The paper's full text could not be consulted here (only its abstract); the formulation below
-follows its stated design — keep a subset of real features whose kernel best *preserves the
-kernel of the original feature space* while being *minimally aligned with the protected
-attributes*, measured by centred kernel alignment, relaxed to a box and solved by projected
-gradient — and the structure the issue names (eqs. 1, 2, 4, 6, 7; parameters ``alpha``,
-``beta``, ``n_sensitive_features``). Every concrete choice below that the abstract does not fix
-is ours and marked as such.
+Two formulations (``FUFS(formulation=...)``); ``docs/fs.md`` lists every deviation with its
+measured effect.
 
-* Alignment (eq. 1) and centred alignment (eq. 2): ``A(K, T) = ⟨K, T⟩_F / (‖K‖_F ‖T‖_F)`` and
-  ``A_c(K, T) = A(HKH, HTH)`` with ``H = I − 11ᵀ/n`` (Cristianini et al. 2002; Cortes et al.
-  2012).
-* Kernels: ``K_X`` is the RBF kernel of all features; the protected kernel ``K_Y = Y Yᵀ`` with
-  ``Y`` the one-hot group indicator (1 when two rows share a group) — *ours*; for a selection
-  weight ``s``, ``K_s`` is the RBF kernel of ``X diag(√s)``, i.e. ``exp(−γ_s Σ_j s_j (x_aj −
-  x_bj)²)`` with ``γ_s = γ d / Σ_j s_j`` (*ours*: linear weights keep the gradient non-zero at
-  ``s_j = 0``; the rescaling keeps ``K_s`` on the scale of ``K_X``).
-* Proxies (``n_sensitive_features = g``, *our reading*): the ``g`` features whose joint kernel is
-  best aligned with the protected kernel, ``t* = argmax_{t ∈ C_g} A_c(K_t, K_Y)``, found with the
-  same projected gradient and rounded to the top ``g``. They are the features through which the
-  protected attribute reaches the data (a zip code standing in for race); ``sensitive_scores_``.
-* Objective (eq. 4 with binary ``s``; eq. 6 relaxed to ``s ∈ C_m = {s ∈ [0, 1]^d : Σ s = m}``)::
+``"paper"`` (default) — [Xing21] §3 exactly: minimise eq. (6)::
 
-      J(s) = A_c(K_s, K_X) − α A_c(K_s, K_Y) − β A_c(K_s, K_{t*})
+    L(m, g) = −Tr(HKHK^M) + α Tr(HK^MHK^P) − α Tr(HK^GHK^P) + β (‖m‖₁ + ‖g‖₁),  m, g ∈ [0, 1]^d
 
-  *Ours*: the split of the fairness penalty into the protected attribute itself (``alpha``) and
-  its proxies (``beta``); keeping ``Σ s = m`` in the relaxation (a box alone would be maximised
-  by keeping every feature).
-* Projected gradient (eq. 7): ``s ← Π_{C_m}(s + η_k ∇J(s))`` with the analytic gradient of the
-  alignments (:mod:`fairaudit.fs._alignment`) and the Euclidean projection onto the box
-  ``[0, 1]^d`` intersected with ``Σ s = m`` (a box clip after a scalar shift). Step sizes: a
-  fixed schedule ``η_k = learning_rate / (1 + lr_decay k)``, or ``"auto"`` (*ours*): Armijo
-  backtracking along the projection arc from a Barzilai–Borwein trial step, so ``objective_history_`` never decreases. Start:
-  ``s = m/d`` for every feature (deterministic). Final selection: the ``m`` largest ``s_j``
-  (ties broken by the gradient at the solution), then (*ours*, ``refine=True``) improved by
-  gradient-guided swaps that are kept only when the binary objective increases — on data whose
-  relaxed optimum spreads weight over many features (google: 1,036 sparse binary columns) plain
-  rounding loses much of the objective.
-* Constant columns (*ours*) carry no distance and have a zero gradient: they are left out of
-  the optimisation, scored 0 and ordered last.
-* Scale (*ours*): above ``exact_max_rows`` rows the RBF kernels use the Nyström approximation on
-  ``n_landmarks`` seeded landmark rows, and the objective and its gradient are computed through
-  the approximation in O(n L (L + d)) time and O(n L) memory per evaluation (``approximation_``
-  says which was used); fixed targets keep their 64 leading directions.
+jointly in the selection indicator ``m`` and the decomposition indicator ``g``
+(``M = X diag(m)``, ``G = X diag(g)(I − diag(m))``, eq. 3), with the unnormalised centred traces
+of eqs. (1), (2), (4), RBF kernels (§4.1), projected gradient on the box (eq. 7, Algorithm 1) and
+the features ranked by ``m`` (Algorithm 1 line 11). The number of features ``k`` does not enter
+the relaxed problem (the Lagrangian form replaced ``1ᵀm = k`` by the ℓ1 term), so one fit ranks
+every subset size. What the paper leaves open (bandwidth, ``P``'s encoding, ``η``, initialisation,
+stopping rule) is chosen in :mod:`fairaudit.fs._paper` and said there.
+
+``"alignment"`` (ours; the audit's formulation before the paper's text was available) — the
+normalised centred alignment ``A_c(K, T) = ⟨HKH, HTH⟩ / (‖HKH‖ ‖HTH‖)`` instead of the raw
+traces, over the capped simplex ``{s ∈ [0, 1]^d : Σ s = m}`` instead of a box with an ℓ1 term,
+with the proxies found in a separate first stage::
+
+    t* = argmax_{t ∈ C_g} A_c(K_t, K_Y)                          (the g proxy features)
+    J(s) = A_c(K_s, K_X) − α A_c(K_s, K_Y) − proxy_weight · A_c(K_s, K_{t*})
+
+``K_Y = YYᵀ`` (one-hot groups); ``K_s`` is the RBF kernel of ``X diag(√s)`` with bandwidth
+``γ d / Σ s`` (weights enter the squared distance linearly, so a feature at 0 keeps a non-zero
+gradient). Scale-free in ``n`` and ``d``; maximised by projected gradient with Armijo /
+Barzilai–Borwein steps; the ``m`` largest ``s_j`` rounded and improved by gradient-guided swaps
+(``refine``). Above ``exact_max_rows`` rows its kernels use the Nyström approximation.
+
+Common to both: constant columns carry no distance and have a zero gradient; they are left out
+of the optimisation, scored 0 and ordered last.
 """
 
 from __future__ import annotations
@@ -59,25 +45,51 @@ import warnings
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import ParameterError
 from ..groups import check_groups, encode_groups
+from ..linalg import blas_threads
 from ..validation import check_rank
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, Linear, project_capped_simplex, rbf_backend
+from ._paper import LinearPaperObjective, PaperObjective, minimise_box, protected_matrix, scale_gamma
 from ._selector import FittedSelector
 
+FORMULATIONS = ("paper", "alignment")
+"""``FUFS(formulation=...)``: [Xing21] eq. (6) as printed, or our normalised-alignment version."""
 KERNELS = ("rbf", "linear")
-APPROXIMATIONS = ("auto", "exact", "nystroem")
+APPROXIMATIONS = {"paper": ("auto", "exact", "sample"), "alignment": ("auto", "exact", "nystroem")}
+INITS = ("half", "random")
+BLAS_THREADS = 1
+"""BLAS threads while FUFS fits: its products are n × n by n × d with small d; on the shared
+two-core machine the Nyström test fit took 48 s with the default threads and 2 s with one."""
+PAPER_MAX_ROWS = 1000
+"""The paper formulation's exact kernels are ``n × n``; above this many rows (``approximation=
+"auto"``) they are computed on a stratified sample of this many rows, traces rescaled by
+``(n / s)²``."""
 
 
-def _resolve_gamma(gamma, X: np.ndarray) -> float:
+def _resolve_gamma(gamma, X: np.ndarray, name: str = "gamma") -> float:
     if gamma == "scale":
-        variance = float(X.var())
-        return 1.0 / (X.shape[1] * variance) if variance > 0 else 1.0
+        return scale_gamma(X)
     if isinstance(gamma, numbers.Real) and not isinstance(gamma, bool) and gamma > 0:
         return float(gamma)
-    raise ParameterError(f"gamma must be 'scale' or a positive number, got {gamma!r}.")
+    raise ParameterError(f"{name} must be 'scale' or a positive number, got {gamma!r}.")
+
+
+def stratified_rows(codes: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` row indices drawn without replacement, each group in proportion to its size (at
+    least one row per group), sorted."""
+    codes = np.asarray(codes)
+    n = codes.size
+    if size >= n:
+        return np.arange(n)
+    chosen = []
+    for code in np.unique(codes):
+        rows = np.flatnonzero(codes == code)
+        take = min(rows.size, max(1, round(size * rows.size / n)))
+        chosen.append(rng.choice(rows, size=take, replace=False))
+    return np.sort(np.concatenate(chosen))
 
 
 def _order(scores: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
@@ -181,76 +193,92 @@ def swap_refine(value_grad, mask: np.ndarray, max_rounds: int = 200):
     return mask, value, start, swaps
 
 
+
 class FUFS(FittedSelector):
     """Fairness-aware unsupervised feature selection ([Xing21]; see the module docstring).
 
     Parameters
     ----------
     n_features_to_select : int, default=10
-        ``m``: how many features to keep (clipped to the number of features at fit time).
+        ``k``: how many features to keep.
+    formulation : {"paper", "alignment"}, default="paper"
+        ``"paper"``: [Xing21] eq. (6) as printed. ``"alignment"``: our normalised-alignment,
+        capped-simplex version with a proxy stage (module docstring; ``docs/fs.md``).
     alpha : float, default=1.0
-        Weight of the alignment with the protected attribute's kernel (the fairness penalty).
+        α of eq. (6): the weight of the protected-attribute terms (eqs. 2 and 4). The paper uses
+        1 on CRIME and GOOGLE+, 0.01 on ADOLESCENT and TOXICITY (§4.1). In ``"alignment"``: the
+        weight of ``A_c(K_s, K_Y)``.
     beta : float, default=0.1
-        Weight of the alignment with the kernel of the ``g`` proxy features.
+        β of eq. (6): the ℓ1 (sparsity) weight on ``m`` and ``g`` (paper: 0.1 on CRIME and
+        GOOGLE+, 10 on ADOLESCENT and TOXICITY). Not used by ``"alignment"``.
+    proxy_weight : float, default=0.1
+        ``"alignment"`` only: the weight of the proxies' alignment ``A_c(K_s, K_{t*})``.
     n_sensitive_features : int or None, default=None
-        ``g``: number of proxy features (those best aligned with the protected attribute) whose
-        kernel is penalised with weight ``beta``. ``None``: 10 % of the features (at least 1);
-        ``0``: no proxy term.
+        ``"alignment"`` only: ``g``, the number of proxy features (``None``: 10 % of the
+        features, at least 1; ``0``: no proxy term).
     kernel : {"rbf", "linear"}, default="rbf"
+        The paper's experiments use the RBF kernel (§4.1).
     gamma : "scale" or float, default="scale"
-        RBF bandwidth of the all-feature kernel; ``"scale"`` = ``1 / (d · Var(X))`` as in
-        scikit-learn's SVC.
+        RBF bandwidth of the feature kernels: ``"scale"`` = ``1 / (d · Var(X))``.
+    gamma_protected : "scale" or float, default="scale"
+        ``"paper"`` only: RBF bandwidth of ``K^P`` (same rule on the protected matrix).
+    init : {"half", "random"}, default="half"
+        ``"paper"`` only: start at ``m = g = ½``, or uniform draws (seeded by ``random_state``).
     max_iter : int, default=300
-        Projected-gradient iterations per stage.
+        Projected-gradient iterations (per stage for ``"alignment"``).
     tol : float, default=1e-6
-        Stop when no weight moves more than ``tol``, or the objective gained less than ``tol``
-        (relative) per iteration over the last 10 iterations.
+        ``"paper"``: stop when ``L`` changed by at most ``tol`` (relative) in one iteration.
+        ``"alignment"``: when no weight moves more than ``tol`` or ``J`` gained less than ``tol``
+        (relative) per iteration over the last 10.
     learning_rate : "auto" or float, default="auto"
-        ``"auto"``: Armijo backtracking; a float ``η₀``: the schedule ``η₀ / (1 + lr_decay k)``.
+        η of eq. (7). ``"auto"``: Armijo backtracking from a Barzilai–Borwein step (the objective
+        never gets worse); a float: fixed (``"alignment"``: ``η₀ / (1 + lr_decay k)``).
     lr_decay : float, default=0.0
-    approximation : {"auto", "exact", "nystroem"}, default="auto"
-        RBF kernels exactly (``n × n``) or by Nyström; ``"auto"`` is exact up to
-        ``exact_max_rows`` rows.
-    exact_max_rows : int, default=3000
+    approximation : {"auto", "exact", "sample", "nystroem"}, default="auto"
+        RBF kernels on all ``n`` rows (``n × n``), or above ``exact_max_rows`` rows: for
+        ``"paper"`` on a stratified ``"sample"`` of ``exact_max_rows`` rows (traces rescaled by
+        ``(n/s)²``), for ``"alignment"`` by ``"nystroem"``.
+    exact_max_rows : int or None, default=None
+        ``None``: 1,000 for ``"paper"`` (:data:`PAPER_MAX_ROWS`), 3,000 for ``"alignment"``.
     n_landmarks : int, default=300
+        ``"alignment"`` with Nyström only.
     refine : bool, default=True
-        After rounding the relaxed solution to its ``m`` largest weights, improve the binary
-        selection by gradient-guided swaps (:func:`swap_refine`, ours); never worse than plain
-        rounding, which ``refine=False`` gives.
+        ``"alignment"`` only: improve the rounded selection by gradient-guided swaps.
     proxies : array-like of bool (n_features,) or None, default=None
-        Proxy features found by an earlier fit on the same data (its ``sensitive_support_``):
-        the proxy stage, which does not depend on ``n_features_to_select``, is then skipped —
-        a sweep over subset sizes computes it once.
+        ``"alignment"`` only: proxies from an earlier fit on the same data (skips the proxy stage).
     random_state : int, RandomState or None, default=None
-        Seeds the Nyström landmarks (the optimisation itself is deterministic).
+        Seeds the row sample / Nyström landmarks and ``init="random"``.
 
     Attributes
     ----------
     scores_ : ndarray (n_features,)
-        The relaxed selection weights ``s ∈ [0, 1]``, ``Σ s = m``.
+        ``"paper"``: the relaxed selection indicator ``m ∈ [0, 1]``; ``"alignment"``: the relaxed
+        weights ``s`` (``Σ s = k``).
     sensitive_scores_ : ndarray (n_features,)
-        The relaxed proxy weights ``t ∈ [0, 1]``, ``Σ t = g`` (zeros when ``g = 0``).
+        ``"paper"``: the decomposition indicator ``g``; ``"alignment"``: the proxy weights ``t``.
     support_ : ndarray of bool (n_features,)
-        The ``m`` selected features.
-    sensitive_support_ : ndarray of bool (n_features,)
-        The ``g`` proxy features.
+        The ``k`` selected features.
     ranking_ : ndarray of int (n_features,)
-        Position of each feature in the selection order (1 = kept first).
+        Position of each feature in the selection order (1 = kept first). For ``"paper"`` it does
+        not depend on ``k``: the first ``k'`` entries are the selection of size ``k'``.
+    sensitive_ranking_ : ndarray of int (n_features,)
+        ``"paper"``: each feature's position by ``g`` (1 = most tied to the protected attribute).
+    sensitive_support_ : ndarray of bool (n_features,)
+        ``"paper"``: the ``k`` features ranked first by ``g`` (the comparison of [Xing21] Table
+        6); ``"alignment"``: the ``g`` proxy features.
     objective_history_ : ndarray
-        ``J(s)`` after each projected-gradient iteration (starting point first).
-    rounded_objective_, binary_objective_ : float
-        ``J`` of the ``m`` largest relaxed weights, and of the final binary selection.
-    n_swaps_ : int
-        Feature swaps made by the refinement.
-    sensitive_objective_history_ : ndarray
-        ``A_c(K_t, K_Y)`` over the proxy stage.
+        ``L`` (``"paper"``, non-increasing with ``learning_rate="auto"``) or ``J``
+        (``"alignment"``, non-decreasing) per iteration, the starting point first.
+    traces_ : dict
+        ``"paper"``: the three traces of eq. (6) at the solution — ``data`` (eq. 1), ``protected``
+        (eq. 2), ``proxies`` (eq. 4).
     alignments_ : dict
-        Centred alignments of the *selected* (binary) features' kernel with ``data`` (all
-        features), ``protected`` (the group kernel) and ``proxies``.
+        ``"alignment"``: centred alignments of the selection's kernel with ``data``,
+        ``protected`` and ``proxies``.
     n_iter_ : int
     converged_ : bool
     approximation_ : str
-        Which kernel computation was used (exact, Nyström with L landmarks, linear closed form).
+        Which kernel computation was used.
     gamma_ : float
     groups_ : ndarray of str
 
@@ -269,28 +297,36 @@ class FUFS(FittedSelector):
         self,
         n_features_to_select=10,
         *,
+        formulation="paper",
         alpha=1.0,
         beta=0.1,
+        proxy_weight=0.1,
         n_sensitive_features=None,
         kernel="rbf",
         gamma="scale",
+        gamma_protected="scale",
+        init="half",
         max_iter=300,
         tol=1e-6,
         learning_rate="auto",
         lr_decay=0.0,
         approximation="auto",
-        exact_max_rows=EXACT_MAX_ROWS,
+        exact_max_rows=None,
         n_landmarks=NYSTROM_LANDMARKS,
         refine=True,
         proxies=None,
         random_state=None,
     ):
         self.n_features_to_select = n_features_to_select
+        self.formulation = formulation
         self.alpha = alpha
         self.beta = beta
+        self.proxy_weight = proxy_weight
         self.n_sensitive_features = n_sensitive_features
         self.kernel = kernel
         self.gamma = gamma
+        self.gamma_protected = gamma_protected
+        self.init = init
         self.max_iter = max_iter
         self.tol = tol
         self.learning_rate = learning_rate
@@ -304,6 +340,8 @@ class FUFS(FittedSelector):
 
     # ------------------------------------------------------------------ validation
     def _check_params(self, d: int) -> tuple[int, int]:
+        if self.formulation not in FORMULATIONS:
+            raise ParameterError(f"formulation must be one of {', '.join(FORMULATIONS)}, got {self.formulation!r}.")
         m = check_rank(self.n_features_to_select, d, "n_features_to_select")
         g = self.n_sensitive_features
         if g is None:
@@ -312,14 +350,19 @@ class FUFS(FittedSelector):
             raise ParameterError(
                 f"n_sensitive_features must be a whole number from 0 to the number of features ({d}), got {g!r}."
             )
-        for name in ("alpha", "beta"):
+        for name in ("alpha", "beta", "proxy_weight"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or isinstance(value, bool) or not np.isfinite(value) or value < 0:
                 raise ParameterError(f"{name} must be a non-negative number, got {value!r}.")
         if self.kernel not in KERNELS:
             raise ParameterError(f"kernel must be one of {', '.join(KERNELS)}, got {self.kernel!r}.")
-        if self.approximation not in APPROXIMATIONS:
-            raise ParameterError(f"approximation must be one of {', '.join(APPROXIMATIONS)}, got {self.approximation!r}.")
+        allowed = APPROXIMATIONS[self.formulation]
+        if self.approximation not in allowed:
+            raise ParameterError(
+                f"approximation must be one of {', '.join(allowed)} with formulation={self.formulation!r}, got {self.approximation!r}."
+            )
+        if self.init not in INITS:
+            raise ParameterError(f"init must be one of {', '.join(INITS)}, got {self.init!r}.")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ParameterError(f"max_iter must be a positive whole number, got {self.max_iter!r}.")
         lr = self.learning_rate
@@ -327,7 +370,102 @@ class FUFS(FittedSelector):
             raise ParameterError(f"learning_rate must be 'auto' or a positive number, got {lr!r}.")
         if not isinstance(self.n_landmarks, numbers.Integral) or self.n_landmarks < 2:
             raise ParameterError(f"n_landmarks must be a whole number of at least 2, got {self.n_landmarks!r}.")
+        rows = self.exact_max_rows
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, numbers.Integral) or rows < 2):
+            raise ParameterError(f"exact_max_rows must be None or a whole number of at least 2, got {rows!r}.")
         return m, int(g)
+
+    def _exact_max_rows(self) -> int:
+        if self.exact_max_rows is not None:
+            return int(self.exact_max_rows)
+        return PAPER_MAX_ROWS if self.formulation == "paper" else EXACT_MAX_ROWS
+
+    def ranking_for(self, m: int) -> np.ndarray:
+        """The feature order of a selection of ``m`` features: for ``"paper"`` the fitted order
+        for every ``m`` (``k`` does not enter eq. 6); ``"alignment"`` needs a fit at ``m``."""
+        check_is_fitted(self, "support_")
+        if self.formulation != "paper" and m != int(self.support_.sum()):
+            raise ParameterError(f"formulation='alignment' optimises for one size; fit with n_features_to_select={m}.")
+        return np.argsort(self.ranking_, kind="stable")
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y=None, *, sensitive_features):
+        """Select ``n_features_to_select`` columns of ``X`` given one group value per row."""
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
+        groups = encode_groups(sensitive_features, n_rows=X.shape[0])
+        check_groups(groups, min_size=1)
+        d = X.shape[1]
+        m, g = self._check_params(d)
+        active = np.flatnonzero(np.ptp(X, axis=0) > 0)
+        if active.size == 0:
+            raise ParameterError("every column of X is constant; there is nothing to select from.")
+        self.groups_ = np.asarray(groups.labels, dtype=object)
+        with blas_threads(BLAS_THREADS):
+            if self.formulation == "paper":
+                order = self._fit_paper(X, groups, active)
+            else:
+                order = self._fit_alignment(X, groups, active, m, g)
+        order = np.concatenate([active[order], np.setdiff1d(np.arange(d), active)])
+        self.ranking_ = np.empty(d, dtype=int)
+        self.ranking_[order] = np.arange(1, d + 1)
+        self.support_ = self.ranking_ <= m
+        if self.formulation == "paper":
+            by_g = np.concatenate([active[_order(self.sensitive_scores_[active], -self._g_grad)], np.setdiff1d(np.arange(d), active)])
+            self.sensitive_ranking_ = np.empty(d, dtype=int)
+            self.sensitive_ranking_[by_g] = np.arange(1, d + 1)
+            self.sensitive_support_ = self.sensitive_ranking_ <= m
+            del self._g_grad
+        if not self.converged_:
+            warnings.warn(
+                f"FUFS stopped after max_iter={self.max_iter} projected-gradient iterations before the "
+                f"objective settled (tol={self.tol}); raise max_iter for a tighter optimum.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        return self
+
+    def _fit_paper(self, X, groups, active) -> np.ndarray:
+        """[Xing21] eq. (6) by eq. (7); returns the active features' order (by ``m``, Alg. 1 l. 11)."""
+        n, d = X.shape
+        Xa = X[:, active]
+        da = active.size
+        rng = np.random.default_rng(self.random_state)
+        P = protected_matrix(groups.codes, groups.n_groups)
+        if self.kernel == "linear":
+            objective = LinearPaperObjective(Xa, P, alpha=self.alpha, beta=self.beta)
+            self.approximation_ = "linear kernels (closed form)"
+            self.gamma_ = self.gamma_protected_ = float("nan")
+        else:
+            self.gamma_ = _resolve_gamma(self.gamma, Xa)
+            self.gamma_protected_ = _resolve_gamma(self.gamma_protected, P, "gamma_protected")
+            limit = self._exact_max_rows()
+            rows = np.arange(n)
+            if self.approximation == "sample" or (self.approximation == "auto" and n > limit):
+                rows = stratified_rows(groups.codes, min(limit, n), rng)
+            objective = PaperObjective(
+                Xa[rows], P[rows], alpha=self.alpha, beta=self.beta, gamma=self.gamma_,
+                gamma_protected=self.gamma_protected_, scale=(n / rows.size) ** 2,
+            )
+            self.approximation_ = (
+                f"exact RBF kernels ({n}×{n})" if rows.size == n
+                else f"exact RBF kernels on a stratified sample of {rows.size} of {n} rows (traces × (n/s)²)"
+            )
+        start = np.full(2 * da, 0.5) if self.init == "half" else rng.uniform(size=2 * da)
+        z, grad, history, self.n_iter_, self.converged_ = minimise_box(
+            objective.value_grad, start, max_iter=self.max_iter, tol=self.tol, learning_rate=self.learning_rate
+        )
+        m_weights, g_weights = z[:da], z[da:]
+        self.scores_ = np.zeros(d)
+        self.scores_[active] = m_weights
+        self.sensitive_scores_ = np.zeros(d)
+        self.sensitive_scores_[active] = g_weights
+        self._g_grad = grad[da:]
+        self.objective_history_ = history
+        self.traces_ = objective.parts(m_weights, g_weights)
+        # Ties in m (features at a bound of the box) go to the steepest descent −∂L/∂m_j, then to
+        # the kernel terms' gradient in m_j² (at m_j = 0 the first is β for every feature).
+        curvature = objective.selection_curvature(m_weights)
+        return np.lexsort((curvature, grad[:da], -np.round(m_weights, 12)))
 
     def _backend(self, X: np.ndarray):
         if self.kernel == "linear":
@@ -336,29 +474,18 @@ class FUFS(FittedSelector):
             X,
             _resolve_gamma(self.gamma, X),
             approximation=self.approximation,
-            exact_max_rows=self.exact_max_rows,
+            exact_max_rows=self._exact_max_rows(),
             n_landmarks=self.n_landmarks,
             random_state=self.random_state,
         )
 
-    # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features):
-        """Select ``n_features_to_select`` columns of ``X`` given one group value per row."""
-        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
-        groups = encode_groups(sensitive_features, n_rows=X.shape[0])
-        check_groups(groups, min_size=1)
-        n, d = X.shape
-        m, g = self._check_params(d)
-        # Constant columns carry no information (zero gradient, zero distance): they are left out
-        # of the optimisation, scored 0 and ordered last.
-        active = np.flatnonzero(np.ptp(X, axis=0) > 0)
-        if active.size == 0:
-            raise ParameterError("every column of X is constant; there is nothing to select from.")
+    def _fit_alignment(self, X, groups, active, m, g) -> np.ndarray:
+        """Our normalised-alignment formulation (module docstring); returns the active order."""
+        d = X.shape[1]
         da, ma, ga = active.size, min(m, active.size), min(g, active.size)
         backend = self._backend(X[:, active])
         self.approximation_ = backend.describe()
         self.gamma_ = getattr(backend, "gamma", float("nan"))
-        self.groups_ = np.asarray(groups.labels, dtype=object)
         one_hot = np.eye(groups.n_groups)[groups.codes]
         protected = backend.target_factor(one_hot)
         options = dict(max_iter=self.max_iter, tol=self.tol, learning_rate=self.learning_rate, lr_decay=self.lr_decay)
@@ -367,8 +494,9 @@ class FUFS(FittedSelector):
         self.sensitive_scores_ = np.zeros(d)
         self.sensitive_support_ = np.zeros(d, dtype=bool)
         self.sensitive_objective_history_ = np.zeros(0)
+        weight = float(self.proxy_weight)
         targets, coefs = [backend.target_weights(np.ones(da), da), protected], [1.0, -float(self.alpha)]
-        if self.proxies is not None and self.beta > 0:
+        if self.proxies is not None and weight > 0:
             given = np.asarray(self.proxies)
             if given.dtype != bool or given.shape != (d,):
                 raise ParameterError(f"proxies must be a boolean mask with one entry per feature ({d}), got shape {given.shape}.")
@@ -377,8 +505,8 @@ class FUFS(FittedSelector):
             self.sensitive_scores_ = given.astype(float)
             if proxies.sum() > 0:
                 targets.append(backend.target_weights(proxies, proxies.sum()))
-                coefs.append(-float(self.beta))
-        elif ga > 0 and self.beta > 0:
+                coefs.append(-weight)
+        elif ga > 0 and weight > 0:
             def proxy_value_grad(t):
                 value, grad, _ = backend.value_grad(t, ga, [1.0], [protected])
                 return value, grad
@@ -390,16 +518,16 @@ class FUFS(FittedSelector):
             self.sensitive_support_[active] = proxies > 0
             self.sensitive_objective_history_ = t_history
             targets.append(backend.target_weights(proxies, ga))
-            coefs.append(-float(self.beta))
+            coefs.append(-weight)
 
-        # Stage 2: the selection, s = argmax A_c(K_s, K_X) − α A_c(K_s, K_Y) − β A_c(K_s, K_t*) over C_m.
+        # Stage 2: s = argmax A_c(K_s, K_X) − α A_c(K_s, K_Y) − proxy_weight A_c(K_s, K_t*) over C_m.
         coefs = np.asarray(coefs)
 
         def value_grad(s):
             value, grad, _ = backend.value_grad(s, ma, coefs, targets)
             return value, grad
 
-        s, s_grad, history, n_iter, converged = projected_gradient(value_grad, ma, da, **options)
+        s, s_grad, history, self.n_iter_, self.converged_ = projected_gradient(value_grad, ma, da, **options)
         relaxed_order = _order(s, s_grad)
         rounded = np.zeros(da)
         rounded[relaxed_order[:ma]] = 1.0
@@ -408,26 +536,11 @@ class FUFS(FittedSelector):
         else:
             self.binary_objective_ = self.rounded_objective_ = value_grad(rounded)[0]
             self.n_swaps_ = 0
-        # kept features first (in relaxed order), then the others, then constant columns
-        relaxed_order = np.concatenate([relaxed_order[rounded[relaxed_order] == 1], relaxed_order[rounded[relaxed_order] == 0]])
-        order = np.concatenate([active[relaxed_order], np.setdiff1d(np.arange(d), active)])
         self.scores_ = np.zeros(d)
         self.scores_[active] = s
         self.objective_history_ = history
-        self.n_iter_ = n_iter
-        self.converged_ = converged
-        self.ranking_ = np.empty(d, dtype=int)
-        self.ranking_[order] = np.arange(1, d + 1)
-        self.support_ = self.ranking_ <= m
-        chosen = self.support_[active].astype(float)
-        _, _, final = backend.value_grad(chosen, ma, coefs, targets, gradient=False)
+        _, _, final = backend.value_grad(rounded, ma, coefs, targets, gradient=False)
         names = ("data", "protected", "proxies")
         self.alignments_ = {name: float(value) for name, value in zip(names, final, strict=False)}
-        if not converged:
-            warnings.warn(
-                f"FUFS stopped after max_iter={self.max_iter} projected-gradient iterations before the "
-                f"objective settled (tol={self.tol}); raise max_iter for a tighter optimum.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
-        return self
+        # kept features first (in relaxed order), then the others
+        return np.concatenate([relaxed_order[rounded[relaxed_order] == 1], relaxed_order[rounded[relaxed_order] == 0]])

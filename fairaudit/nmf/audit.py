@@ -203,8 +203,8 @@ def am_too_slow(n_rows: int, n_features: int, options: dict) -> str | None:
         return (
             f"skipped: alternating minimisation solves {n_rows} non-negative least-squares problems and a "
             f"cone program per iteration (1–2 µs per cell at rank 10, up to 200 iterations); on "
-            f"{n_rows}×{n_features} data ({cells:,} cells, limit {term('am_max_cells', limit)}) a sweep would take "
-            f"minutes. fair_mu optimises the same objective; name fair_am in {term('variants')} to run it anyway."
+            f"{n_rows}×{n_features} data ({cells:,} cells, limit am_max_cells={limit:,}) a sweep would take "
+            f"minutes. fair_mu optimises the same objective; choose fair_am in {term('variants')} to run it anyway."
         )
     return None
 

@@ -13,6 +13,7 @@ import numpy as np
 from .. import metrics
 from ..audit import AuditConfig, RecordSink, representation_metrics
 from ..data import AuditData
+from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import GroupProblem
 from .covfair import CovFairPCA
@@ -35,12 +36,12 @@ def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
     if name == "fair_sdp" and n_features > config.sdp_max_features:
         return (
             f"skipped: the SDP's matrix variable is {n_features}×{n_features}, so it would take minutes "
-            f"(limit sdp_max_features={config.sdp_max_features}); fair_eig solves the same problem exactly."
+            f"(limit {term('sdp_max_features', config.sdp_max_features)}); fair_eig solves the same problem exactly."
         )
     if name == "fair_mw" and n_features > config.mw_max_features:
         return (
             f"skipped: multiplicative weights needs hundreds of eigen-decompositions of a "
-            f"{n_features}×{n_features} matrix per rank (limit mw_max_features={config.mw_max_features})."
+            f"{n_features}×{n_features} matrix per rank (limit {term('mw_max_features', config.mw_max_features)})."
         )
     return None
 

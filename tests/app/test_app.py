@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -28,14 +29,31 @@ def choose(at: AppTest, label_start: str, values: list[str]) -> None:
     [w for w in at.multiselect if w.label.startswith(label_start)][0].set_value(values).run()
 
 
-def test_first_open_lands_on_the_audited_default_sample():
+def test_first_open_lands_on_the_data_page_and_starts_nothing_slow():
     at = app().run()
+    assert not at.exception
+    assert at.title[0].value == "Data"
+    assert not at.session_state["runs"].runs  # nothing started without the user asking
+
+
+def test_pca_page_runs_its_quick_default_audit_on_first_open():
+    at = app().run()
+    at.switch_page("pages/pca.py").run()
     assert not at.exception
     assert any("vanilla PCA" in info.value for info in at.info)
     assert len(at.get("plotly_chart")) >= 5
 
 
-@pytest.mark.parametrize("page", ["pages/data.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
+@pytest.mark.parametrize("page", ["pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py"])
+def test_slower_families_wait_for_the_run_button(page):
+    at = app().run()
+    at.switch_page(page).run()
+    assert not at.exception
+    assert not at.session_state["runs"].runs
+    assert any("Run audit" in info.value for info in at.info)
+
+
+@pytest.mark.parametrize("page", ["pages/pca.py", "pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py", "pages/report.py"])
 def test_every_page_runs(page):
     at = app().run()
     at.switch_page(page).run()
@@ -112,7 +130,163 @@ def test_credit_upload_end_to_end(sensitive):
     assert any("Data ready" in s.value for s in at.success)
     at.switch_page("pages/pca.py").run()
     assert not at.exception
+    wait_for_runs(at)  # 30,000 rows: the page's run may outlast its first wait on a loaded machine
+    at.run()
+    assert not at.exception
     assert any("vanilla PCA's reconstruction loss for SEX=" in info.value for info in at.info)
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert len(at.get("download_button")) == 4
+
+
+# ---------------------------------------------------------------- runs belong to the session
+def wait_for_runs(at: AppTest, timeout: float = 120.0) -> None:
+    for run in at.session_state["runs"].runs:
+        assert run.wait(timeout), f"run {run.label} still going after {timeout} s"
+
+
+def test_a_run_survives_switching_pages_and_lands_on_its_page_and_the_report(monkeypatch):
+    import pages.common
+
+    monkeypatch.setattr(pages.common, "QUICK_WAIT_SECONDS", 0.0)  # the run is surely still going below
+    at = app().run()
+    at.switch_page("pages/nmf.py").run()
+    at.slider(key="nmf-ranks").set_value((1, 2))
+    at.button(key="FormSubmitter:nmf-settings-Run audit").click().run()
+    assert not at.exception
+    registry = at.session_state["runs"]
+    assert len(registry.runs) == 1
+    at.switch_page("pages/data.py").run()  # the user looks elsewhere while it runs
+    assert not at.exception
+    wait_for_runs(at)
+    assert registry.runs[0].state == "done"
+    at.switch_page("pages/nmf.py").run()
+    assert not at.exception
+    assert any("relative loss" in info.value for info in at.info)  # the NMF findings
+    assert at.slider(key="nmf-ranks").value == (1, 2)  # the settings the run used, not the defaults
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert len(at.get("download_button")) == 4
+    assert any("NMF" in info.value for info in at.info if "Findings" not in info.value)
+    assert not any("Not audited yet" in info.value and "NMF" in info.value for info in at.info)
+
+
+def test_cancel_stops_a_run_and_keeps_nothing(monkeypatch):
+    import pages.common
+
+    monkeypatch.setattr(pages.common, "QUICK_WAIT_SECONDS", 0.0)
+    at = app().run()
+    at.switch_page("pages/feature_selection.py").run()
+    at.button(key="FormSubmitter:fs-settings-Run audit").click().run()
+    run = at.session_state["runs"].runs[0]
+    run.cancel()
+    assert run.wait(60)
+    assert run.state == "cancelled" and "fs" not in run.results
+    at.switch_page("pages/feature_selection.py").run()
+    assert not at.exception
+    assert any("cancelled" in w.value for w in at.warning)
+
+
+# ---------------------------------------------------------------- safe by default
+def unescaped(text: str) -> str:
+    """``text`` as the reader sees it (Markdown backslash escapes removed)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def markdown_images_and_html(text: str) -> list[str]:
+    """Image or raw-HTML tokens a CommonMark renderer would make of ``text``."""
+    from markdown_it import MarkdownIt
+
+    found = []
+    for token in MarkdownIt("commonmark").parse(text):
+        for child in [token, *(token.children or [])]:
+            if child.type in ("image", "html_inline", "html_block"):
+                found.append(child.content or child.type)
+    return found
+
+
+def rendered_strings(at: AppTest) -> list[str]:
+    """Every string the page hands to Streamlit's Markdown renderer (bodies and widget labels)."""
+    out = []
+
+    def walk(node):
+        proto = getattr(node, "proto", None)
+        if proto is not None:
+            for field in ("body", "label"):
+                value = getattr(proto, field, None)
+                if isinstance(value, str) and value:
+                    out.append(value)
+        for child in getattr(node, "children", {}).values():
+            walk(child)
+
+    walk(at._tree)
+    return out
+
+
+def test_a_group_value_with_markdown_image_syntax_renders_as_text():
+    evil = "![x](http://host/p.png)"
+    rows = "".join(f"{evil if i % 2 else 'plain'},{i % 7},{(i * 3) % 11},{(i * 5) % 13}\n" for i in range(60))
+    at = app().run()
+    upload(at, "evil ![y](http://host/q.png).csv", ("grp,a,b,c\n" + rows).encode())
+    choose(at, "Sensitive", ["grp"])
+    at.button(key="roles-apply").click().run()
+    assert not at.exception
+    for page in ("pages/data.py", "pages/pca.py", "pages/report.py"):
+        at.switch_page(page).run()
+        assert not at.exception
+        strings = rendered_strings(at)
+        assert any(evil in unescaped(s) for s in strings), page  # the value is shown...
+        for s in strings:
+            assert not markdown_images_and_html(s), (page, s)  # ...as text, never as an image
+
+
+def test_two_sessions_with_numerically_identical_uploads_see_their_own_names():
+    rows = [(("F", "M")[i % 2], 20 + i % 13, 100 + (7 * i) % 17, i % 5) for i in range(80)]
+    first = "sex,age,income,score\n" + "".join(f"{s},{a},{b},{c}\n" for s, a, b, c in rows)
+    second = "sex,age,income,score\r\n" + "".join(f"{s},{a}.0,{b},{c}\r\n" for s, a, b, c in rows)  # other bytes, same numbers
+    sessions = {}
+    for name, content in (("alpha.csv", first), ("beta.csv", second)):
+        at = app().run()
+        upload(at, name, content.encode())
+        choose(at, "Sensitive", ["sex"])
+        at.button(key="roles-apply").click().run()
+        at.switch_page("pages/pca.py").run()
+        assert not at.exception
+        sessions[name] = at
+    beta = sessions["beta.csv"]
+    run = beta.session_state["runs"].runs[-1]
+    assert run.jobs[0].state == "cached"  # the numbers came from alpha's session...
+    captions = unescaped(" ".join(c.value for c in beta.caption))
+    assert "beta.csv" in captions and "alpha.csv" not in captions  # ...the names did not
+    beta.switch_page("pages/report.py").run()
+    assert not beta.exception
+    assert len(beta.get("download_button")) == 4
+    assert "beta.csv" in unescaped(" ".join(c.value for c in beta.caption))
+    result = beta.session_state["runs"].latest(beta.session_state["data-token"])["pca"][0]
+    assert result.data["name"] == "beta.csv"
+    alpha_result = sessions["alpha.csv"].session_state["runs"].latest(sessions["alpha.csv"].session_state["data-token"])["pca"][0]
+    assert alpha_result.data["name"] == "alpha.csv" and alpha_result.data["sha256"] != result.data["sha256"]
+
+
+@pytest.mark.slow
+def test_the_report_runs_every_family_in_one_run_and_shows_them_all():
+    """Every family's default audit (its library defaults: 50 k-means runs, a 10-point λ sweep)."""
+    rows = "".join(f"{'FM'[i % 2]},{20 + i % 17},{100 + (7 * i) % 23},{i % 5},{(i * i) % 11}\n" for i in range(48))
+    at = app().run()
+    upload(at, "small.csv", ("sex,age,income,score,visits\n" + rows).encode())
+    choose(at, "Sensitive", ["sex"])
+    at.button(key="roles-apply").click().run()
+    at.switch_page("pages/report.py").run()
+    assert any("Not audited yet" in info.value for info in at.info)
+    at.button(key="report-run-all").click().run()
+    assert not at.exception
+    run = at.session_state["runs"].runs[-1]
+    assert [job.method for job in run.jobs] == ["pca", "nmf", "fs", "cpd"]  # one run, one overall bar
+    wait_for_runs(at, 300)
+    assert run.state == "done", run.errors
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert not any("Not audited yet" in info.value for info in at.info)
+    assert len(at.get("download_button")) == 4
+    families = " ".join(unescaped(c.value) for c in at.caption)
+    assert all(title in families for title in ("PCA", "NMF", "Feature selection", "Tensor (CP)"))

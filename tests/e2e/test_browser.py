@@ -1,7 +1,8 @@
-"""One real-browser run: streamlit headless + Debian's chromium driven by pytest-playwright.
+"""Real-browser runs: streamlit headless + Debian's chromium driven by pytest-playwright.
 
-Upload a CSV on the Data page, audit it on the PCA page, see a plotly chart render, download
-the HTML report from the Report page.
+The server is started as `make app` starts it (the repository's .streamlit/config.toml, no
+address flag): it must listen on this machine only. Then: upload a CSV on the Data page, audit it
+on the PCA page, see a plotly chart render, download the HTML report from the Report page.
 """
 
 from __future__ import annotations
@@ -45,8 +46,7 @@ def _free_port() -> int:
 def app_url():
     port = _free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-         "--browser.gatherUsageStats", "false"],
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.time() + 60
@@ -56,17 +56,59 @@ def app_url():
             break
         except OSError:
             time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
+    yield f"http://localhost:{port}"
     process.terminate()
     process.wait(timeout=20)
+
+
+def _listening_addresses(port: int) -> set[str]:
+    """Local addresses of the sockets listening on ``port`` (from /proc/net/tcp and tcp6)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hex_port = local.split(":")
+            if int(hex_port, 16) == port and state == "0A":  # 0A: LISTEN
+                raw = bytes.fromhex(address)
+                # /proc prints each 32-bit word in host (little-endian) order
+                words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+                found.add(socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, words))
+    return found
+
+
+def _outward_address() -> str | None:
+    """This machine's address on its default route (no packet is sent), or None without one."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("192.0.2.1", 9))
+            address = sock.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") else address
+
+
+def test_the_server_listens_on_localhost_only_by_default(page, app_url):
+    port = int(app_url.rsplit(":", 1)[1])
+    addresses = _listening_addresses(port)
+    assert addresses, "nothing listens on the port"
+    assert addresses <= {"127.0.0.1", "::1"}, addresses
+    outward = _outward_address()
+    if outward is not None:
+        with pytest.raises(OSError):
+            socket.create_connection((outward, port), timeout=2).close()
+    page.set_default_timeout(60_000)
+    page.goto(app_url)  # and the dashboard is there for this machine's browser
+    page.get_by_role("heading", name="Data").first.wait_for()
 
 
 def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     page.set_default_timeout(120_000)
     page.goto(app_url)
-    page.locator(".js-plotly-plot .scatterlayer .trace").first.wait_for()  # the landing audit rendered
-
-    page.get_by_role("link", name="Data").click()
+    page.get_by_role("heading", name="Data").first.wait_for()  # the landing page
     page.get_by_text("Upload a CSV file").click()
     upload = tmp_path / "patients.csv"
     upload.write_bytes(sample_bytes("diabetes"))
@@ -75,14 +117,14 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     page.get_by_role("button", name="Use this data").click()
     page.get_by_text("Data ready").wait_for()
 
-    page.get_by_role("link", name="PCA").click()
+    page.get_by_role("link", name="Audit it with PCA").click()  # the next step offered after "Use this data"
     page.get_by_text("patients.csv", exact=False).first.wait_for()
     page.get_by_text("vanilla PCA's reconstruction loss for sex=").wait_for()
     chart = page.locator(".js-plotly-plot:has(.scatterlayer .trace)").first  # the first audit curve
     chart.locator(".scatterlayer .trace").first.wait_for()
     assert chart.locator("text.gtitle").first.text_content().startswith("Reconstruction loss")
 
-    page.get_by_role("link", name="Report").click()
+    page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Report").click()
     with page.expect_download() as download_info:
         page.get_by_role("button", name="HTML report").click()
     report = tmp_path / "report.html"

@@ -1,0 +1,257 @@
+"""The FUFS objective as printed: [Xing21] eq. (6), its gradient, and its minimisation (eq. 7).
+
+Reference
+---------
+[Xing21] X. Xing, H. Liu, C. Chen, J. Li. "Fairness-Aware Unsupervised Feature Selection".
+    arXiv:2106.02216, 2021 (CIKM 2021). §3, eqs. (1)–(7), Algorithm 1.
+
+Notation (rows are samples here; the paper's ``X ∈ R^{d×n}`` holds them as columns): ``X`` is the
+``n × d`` matrix of non-protected features, ``P`` the protected attribute(s), ``m, g ∈ [0, 1]^d``
+the relaxed selection and decomposition indicators, ``M = X diag(m)`` and
+``G = X diag(g) (I − diag(m))`` (eq. 3), ``H = I − 11ᵀ/n``. With the RBF kernel
+``κ(u, v) = exp(−γ ‖u − v‖²)`` (§4.1: "we specify the kernel function in FUFS as the RBF kernel")
+every kernel of a feature-weighted matrix is ``K_w[a, b] = exp(−γ Σ_j w_j (x_aj − x_bj)²)`` with
+``w = m ∘ m`` for ``K^M`` and ``w = (g ∘ (1 − m))²`` for ``K^G``; ``K = K_1`` (all features).
+
+The objective (eq. 6), to *minimise* over the box ``m, g ∈ [0, 1]^d``::
+
+    L(m, g) = −Tr(H K H K^M) + α Tr(H K^M H K^P) − α Tr(H K^G H K^P) + β (‖m‖₁ + ‖g‖₁)
+
+— the unnormalised centred traces of eqs. (1), (2) and (4). Since every kernel is symmetric and
+``HH = H``, ``Tr(H A H B) = ⟨H A H, B⟩_F``, so each term is one Frobenius product with a fixed
+centred matrix. With ``U = A ∘ K_w`` the chain rule gives
+``∂⟨A, K_w⟩/∂w_j = −γ Σ_ab U_ab (x_aj − x_bj)²`` (one ``n × n`` by ``n × d`` product), and
+
+    ∂L/∂m_j = 2 m_j ∂_w(−⟨HKH, K^M⟩ + α⟨HK^PH, K^M⟩)_j − 2 g_j² (1 − m_j) ∂_w(−α⟨HK^PH, K^G⟩)_j + β
+    ∂L/∂g_j = 2 g_j (1 − m_j)² ∂_w(−α⟨HK^PH, K^G⟩)_j + β
+
+(checked against finite differences and against a direct evaluation in the tests).
+
+What the paper leaves open, and our choice (listed in ``docs/fs.md``):
+
+* the bandwidth ``γ``: ``"scale"`` = ``1 / (d · Var(X))`` (scikit-learn's rule), the same ``γ``
+  for ``K``, ``K^M`` and ``K^G`` (the paper uses one kernel ``κ`` for all three, §3.1);
+* the protected matrix ``P``: the 0/1 indicator column for two groups (as in the paper's data
+  sets: one binary protected attribute), the one-hot indicators ``/√2`` for more (every pair of
+  different groups at distance 1), with its own ``γ_P`` by the same rule;
+* the initialisation ("Initialize indicator vectors m, g", Algorithm 1 line 1): ``m = g = ½``
+  (deterministic; ``init="random"`` draws them uniformly). ``0`` is no option: the gradient of the
+  kernel terms in ``m_j`` is proportional to ``m_j``, so a feature at ``0`` never moves;
+* the learning rate ``η`` of eq. (7): a fixed ``η``, or (default) Armijo backtracking from a
+  Barzilai–Borwein trial step, which keeps the update of eq. (7) and makes ``L`` non-increasing;
+* "while not convergence" (Algorithm 1 line 3): stop when ``L`` changed by at most ``tol``
+  (relative) in one iteration, or after ``max_iter`` iterations.
+
+Algorithm 1 computes both gradients (lines 4 and 6) from the kernels of the previous iterate
+(they are updated in lines 8–9), so one iteration is one projected-gradient step on ``(g, m)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._alignment import _inner
+
+
+def protected_matrix(codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """``P`` (rows = samples): the 0/1 indicator of the second group for two groups, else the
+    one-hot indicators scaled by ``1/√2`` — either way two rows of different groups are at
+    squared distance 1 and rows of one group at 0."""
+    codes = np.asarray(codes)
+    if n_groups == 2:
+        return (codes == 1).astype(float)[:, None]
+    return np.eye(n_groups)[codes] / np.sqrt(2.0)
+
+
+def scale_gamma(A: np.ndarray) -> float:
+    """``1 / (columns · Var(A))`` over all entries (scikit-learn's ``gamma="scale"``); 1 if constant."""
+    variance = float(np.var(A))
+    return 1.0 / (A.shape[1] * variance) if variance > 0 else 1.0
+
+
+def rbf_kernel_weighted(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float) -> np.ndarray:
+    """``exp(−γ Σ_j w_j (x_aj − x_bj)²)`` for every row pair (``sq = X ∘ X``), computed in place."""
+    K = (X * w) @ X.T
+    K *= 2.0
+    norms = sq @ w
+    K -= norms[:, None]
+    K -= norms[None, :]
+    np.minimum(K, 0.0, out=K)
+    K *= gamma
+    np.exp(K, out=K)
+    return K
+
+
+def centre(K: np.ndarray) -> np.ndarray:
+    """``H K H`` for a symmetric ``K``."""
+    rows = K.mean(axis=1)
+    return K - rows[:, None] - rows[None, :] + rows.mean()
+
+
+def _distance_gradient(U: np.ndarray, X: np.ndarray, sq: np.ndarray) -> np.ndarray:
+    """``Σ_ab U_ab (x_aj − x_bj)²`` for every ``j``, ``U`` symmetric: ``2 (sqᵀ U1 − Σ_a x_aj (UX)_aj)``."""
+    return 2.0 * (sq.T @ U.sum(axis=1) - np.einsum("aj,aj->j", X, U @ X))
+
+
+class PaperObjective:
+    """``L(m, g)`` of [Xing21] eq. (6) with exact RBF kernels, its parts and its gradient.
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Non-protected features (rows = samples).
+    P : ndarray (n, p)
+        Protected attribute(s) (:func:`protected_matrix`).
+    alpha, beta : float
+        The weights of eq. (6).
+    gamma, gamma_protected : float
+        RBF bandwidths of the feature kernels and of ``K^P``.
+    scale : float, default=1
+        Multiplies the three traces; ``(n / s)²`` when the rows are a sample of ``s`` of ``n``
+        rows, so the traces estimate the full data's and ``β`` keeps its weight against them.
+    """
+
+    def __init__(self, X, P, *, alpha: float, beta: float, gamma: float, gamma_protected: float, scale: float = 1.0):
+        self.X = np.ascontiguousarray(X, dtype=float)
+        self.sq = self.X * self.X
+        self.n, self.d = self.X.shape
+        self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
+        P = np.asarray(P, dtype=float)
+        self.data_target = centre(rbf_kernel_weighted(self.X, self.sq, np.ones(self.d), self.gamma))  # HKH
+        P_sq = P * P
+        self.protected_target = centre(rbf_kernel_weighted(P, P_sq, np.ones(P.shape[1]), float(gamma_protected)))  # HK^PH
+        self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
+
+    def parts(self, m: np.ndarray, g: np.ndarray) -> dict[str, float]:
+        """The three traces of eq. (6) (scaled) at ``(m, g)``: ``data`` = Tr(HKHK^M) (eq. 1),
+        ``protected`` = Tr(HK^MHK^P) (eq. 2), ``proxies`` = Tr(HK^GHK^P) (eq. 4)."""
+        KM = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
+        KG = rbf_kernel_weighted(self.X, self.sq, (g * (1.0 - m)) ** 2, self.gamma)
+        return {
+            "data": self.scale * _inner(self.data_target, KM),
+            "protected": self.scale * _inner(self.protected_target, KM),
+            "proxies": self.scale * _inner(self.protected_target, KG),
+        }
+
+    def value(self, m: np.ndarray, g: np.ndarray) -> float:
+        p = self.parts(m, g)
+        return -p["data"] + self.alpha * (p["protected"] - p["proxies"]) + self.beta * (float(np.sum(m)) + float(np.sum(g)))
+
+    def selection_curvature(self, m: np.ndarray) -> np.ndarray:
+        """``∂/∂w_j ⟨αHK^PH − HKH, K_w⟩`` at ``w = m ∘ m``: the selection's kernel terms as a
+        function of ``m_j²``. Where ``m_j`` sits at a bound its gradient in ``m_j`` is ``β`` alone
+        (at 0) or ties (at 1); this says which feature the kernel terms favour (ranking ties)."""
+        K = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
+        K *= self.selection_target
+        return -self.gamma * self.scale * _distance_gradient(K, self.X, self.sq)
+
+    def value_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
+        """``L`` and ``∇L`` at ``z = (m, g)`` (concatenated, length ``2d``)."""
+        d = self.d
+        m, g = z[:d], z[d:]
+        keep = 1.0 - m
+        KM = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
+        KG = rbf_kernel_weighted(self.X, self.sq, (g * keep) ** 2, self.gamma)
+        # the kernel part of L is ⟨αHK^PH − HKH, K^M⟩ − α⟨HK^PH, K^G⟩
+        KM *= self.selection_target  # U_M = A_M ∘ K^M
+        KG *= self.protected_target
+        value = self.scale * (float(KM.sum()) - self.alpha * float(KG.sum()))
+        value += self.beta * (float(np.sum(m)) + float(np.sum(g)))  # ‖·‖₁ on the box [0, 1]
+        grad_wM = -self.gamma * self.scale * _distance_gradient(KM, self.X, self.sq)
+        grad_wG = self.alpha * self.gamma * self.scale * _distance_gradient(KG, self.X, self.sq)  # of −α⟨A, K^G⟩
+        grad_m = 2.0 * m * grad_wM - 2.0 * g * g * keep * grad_wG + self.beta
+        grad_g = 2.0 * g * keep * keep * grad_wG + self.beta
+        return value, np.concatenate([grad_m, grad_g])
+
+
+class LinearPaperObjective:
+    """Eq. (6) with linear kernels (§3.1 allows any kernel; "polynomial or RBF" in practice):
+    ``K_w = X diag(w) Xᵀ``, so each trace is linear in ``w`` — ``Tr(HKHK_w) = Σ_j w_j (C²)_jj``
+    with ``C = X_cᵀX_c`` and ``Tr(HK_wHK^P) = Σ_j w_j ‖P_cᵀx_cj‖²`` — and ``L`` separates over
+    features: exact at any ``n`` in O(n d²)."""
+
+    def __init__(self, X, P, *, alpha: float, beta: float):
+        Xc = np.asarray(X, dtype=float) - np.mean(X, axis=0)
+        Pc = np.asarray(P, dtype=float) - np.mean(P, axis=0)
+        C = Xc.T @ Xc
+        self.data_weight = np.sum(C * C, axis=0)  # (C²)_jj
+        self.protected_weight = np.sum((Pc.T @ Xc) ** 2, axis=0)
+        self.d = Xc.shape[1]
+        self.alpha, self.beta = float(alpha), float(beta)
+
+    def parts(self, m, g) -> dict[str, float]:
+        return {
+            "data": float(self.data_weight @ (m * m)),
+            "protected": float(self.protected_weight @ (m * m)),
+            "proxies": float(self.protected_weight @ (g * (1.0 - m)) ** 2),
+        }
+
+    def value(self, m, g) -> float:
+        p = self.parts(m, g)
+        return -p["data"] + self.alpha * (p["protected"] - p["proxies"]) + self.beta * float(np.sum(m) + np.sum(g))
+
+    def selection_curvature(self, m) -> np.ndarray:
+        return self.alpha * self.protected_weight - self.data_weight
+
+    def value_grad(self, z):
+        d = self.d
+        m, g = z[:d], z[d:]
+        keep = 1.0 - m
+        own = self.alpha * self.protected_weight - self.data_weight
+        value = float(own @ (m * m)) - self.alpha * float(self.protected_weight @ (g * keep) ** 2)
+        value += self.beta * float(np.sum(m) + np.sum(g))
+        grad_m = 2.0 * m * own + 2.0 * self.alpha * g * g * keep * self.protected_weight + self.beta
+        grad_g = -2.0 * self.alpha * g * keep * keep * self.protected_weight + self.beta
+        return value, np.concatenate([grad_m, grad_g])
+
+
+def minimise_box(value_grad, start: np.ndarray, *, max_iter: int, tol: float, learning_rate):
+    """Minimise over the box ``[0, 1]^D`` by projected gradient, [Xing21] eq. (7):
+    ``z ← P[z − η ∇L(z)]`` with ``P`` the clip to ``[0, 1]``.
+
+    ``learning_rate``: a positive float is the paper's fixed ``η``; ``"auto"`` chooses ``η`` per
+    iteration by Armijo backtracking (``L(z⁺) ≤ L(z) + 10⁻⁴ ⟨∇L, z⁺ − z⟩``, halving ``η``) from a
+    Barzilai–Borwein trial step, so ``L`` never increases. Stops when ``L`` changed by at most
+    ``tol · max(1, |L|)`` in one iteration ("until the objective function converges", §3.3), when
+    no entry moves, or after ``max_iter`` iterations. Returns ``(z, ∇L(z), history, iterations,
+    converged)``.
+    """
+    z = np.clip(np.asarray(start, dtype=float), 0.0, 1.0)
+    value, grad = value_grad(z)
+    history = [value]
+    auto = learning_rate == "auto"
+    step, previous = None, None
+    converged, iteration = False, 0
+    while iteration < max_iter:
+        iteration += 1
+        if auto:
+            if previous is None:
+                peak = float(np.max(np.abs(grad)))
+                step = 0.1 / peak if peak > 0 else 1.0
+            else:  # Barzilai–Borwein: η = ‖Δz‖² / |⟨Δz, Δ∇L⟩|, within 10⁴× of the last step
+                dz, dg = z - previous[0], grad - previous[1]
+                curvature = abs(float(dz @ dg))
+                step = float(dz @ dz) / curvature if curvature > 0 else 2.0 * previous[2]
+                step = min(step, 1e4 * previous[2])
+            previous = (z, grad, step)
+            for _ in range(50):
+                candidate = np.clip(z - step * grad, 0.0, 1.0)
+                new_value, new_grad = value_grad(candidate)
+                if new_value <= value + 1e-4 * float(grad @ (candidate - z)):
+                    break
+                step *= 0.5
+            else:  # no descent along the projection arc: stationary to working precision
+                converged = True
+                break
+            previous = (previous[0], previous[1], step)
+        else:
+            candidate = np.clip(z - learning_rate * grad, 0.0, 1.0)
+            new_value, new_grad = value_grad(candidate)
+        moved = float(np.max(np.abs(candidate - z))) if z.size else 0.0
+        change = abs(value - new_value)
+        z, value, grad = candidate, new_value, new_grad
+        history.append(value)
+        if moved == 0.0 or change <= tol * max(1.0, abs(history[-2])):
+            converged = True
+            break
+    return z, grad, np.asarray(history), iteration, converged

@@ -1,0 +1,305 @@
+"""Runs belong to the session, not to the page.
+
+A :class:`Run` is one audit the user asked for (one family, or several one after the other). It
+executes in a background thread, so it goes on while the user looks at another page; every page
+shows its progress (the sidebar panel in ``app.py``), its results land in the session's
+:class:`RunRegistry` under the family they belong to (the family page and the Report page read
+them from there), and the user can cancel it. Cancelling raises
+:class:`fairaudit.audit.AuditCancelled` from the progress callback at the next fit (contract 4).
+
+No streamlit here: the registry is plain Python, kept in ``st.session_state`` by the pages, and
+tested on its own. The numeric cache (:class:`ResultStore`) is shared by every session; what
+identifies a user's data (file name, hash, preprocessing notes) is bound to a result only when it
+is handed to a session (:func:`bind`), so no session ever sees another's names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from fairaudit import FairAuditError
+from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, run_audit
+
+log = logging.getLogger("fairaudit.app")
+
+EXECUTION_LOCK = threading.Lock()
+"""One audit at a time in the server process: the machine's cores are better spent on one audit
+than shared by two, and Python 3.11's warning filters (which the audits use to collect their
+notes) are process-wide, not per thread."""
+
+FAMILY_WEIGHTS = {"pca": 1.0, "nmf": 14.0, "fs": 100.0, "cpd": 15.0}
+"""Prior relative cost of each family's default audit, for the time-left estimate of a run over
+several families before any of them has run: the default audits of the default sample took 0.8 s,
+11.7 s, 90 s and 12.8 s (two shared cores, one run each; see
+docs/architecture.md). Once a family has run, its measured speed rescales the rest."""
+
+
+# ---------------------------------------------------------------- the shared numeric cache
+class ResultStore:
+    """Audit results by (numeric data key, configuration), least recently used first out.
+
+    Shared by all sessions: the key holds no file name or hash, only what determines the numbers
+    (:meth:`fairaudit.data.AuditData.cache_key` and the configuration)."""
+
+    def __init__(self, size: int = 32):
+        self.size = size
+        self._items: OrderedDict[str, AuditResult] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(data, config: AuditConfig) -> str:
+        """The numbers' identity, plus the rows' line numbers in their file: a family's notes may
+        name lines (e.g. NMF's all-zero rows), which must be this file's, not another session's."""
+        lines = getattr(data, "lines", None)
+        where = "" if lines is None else hashlib.sha256(np.ascontiguousarray(lines).tobytes()).hexdigest()[:16]
+        return f"{data.cache_key()}:{where}:" + json.dumps(config.to_dict(), sort_keys=True, default=str)
+
+    def get(self, data, config: AuditConfig) -> AuditResult | None:
+        key = self.key(data, config)
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, data, config: AuditConfig, result: AuditResult) -> None:
+        with self._lock:
+            self._items[self.key(data, config)] = result
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+def bind(result: AuditResult, data) -> AuditResult:
+    """``result`` as this session's: its data fingerprint (name, sha256, notes) is ``data``'s."""
+    return dataclasses.replace(result, data=data.fingerprint())
+
+
+# ---------------------------------------------------------------- runs
+@dataclass
+class Job:
+    """One family's audit inside a run."""
+
+    method: str
+    config: AuditConfig
+    done: int = 0
+    total: int = 0
+    started: float | None = None
+    seconds: float | None = None
+    state: str = "waiting"  # waiting, running, done, failed, cancelled, cached
+
+
+_ids = itertools.count(1)
+
+
+@dataclass
+class Run:
+    """An audit the user started: one or more families, executed one after the other."""
+
+    label: str
+    data: object
+    data_token: int
+    jobs: list[Job]
+    store: ResultStore
+    id: int = field(default_factory=lambda: next(_ids))
+    state: str = "queued"  # queued, running, done, cancelled, failed
+    created: float = field(default_factory=time.monotonic)
+    started: float | None = None
+    finished: float | None = None
+    last_event: dict = field(default_factory=dict)
+    results: dict[str, AuditResult] = field(default_factory=dict)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """``(method, message in the dashboard's words)`` for each family that failed."""
+    _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    # -- state --------------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.state in ("queued", "running")
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return tuple(job.method for job in self.jobs)
+
+    def cancel(self) -> None:
+        """Ask the run to stop: it does at its next progress report (after the current fit)."""
+        self._cancel.set()
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self._cancel.is_set()
+
+    def elapsed(self, now: float | None = None) -> float:
+        if self.started is None:
+            return 0.0
+        return (self.finished or now or time.monotonic()) - self.started
+
+    def fraction(self) -> float:
+        """Overall share done, each family weighted by its prior cost."""
+        weights = [FAMILY_WEIGHTS.get(job.method, 1.0) for job in self.jobs]
+        done = 0.0
+        for job, weight in zip(self.jobs, weights, strict=True):
+            if job.state in ("done", "cached", "failed"):
+                done += weight
+            elif job.state == "running" and job.total:
+                done += weight * job.done / job.total
+        return done / sum(weights)
+
+    def seconds_left(self, now: float | None = None) -> float | None:
+        """An estimate of the time left, or None until there is something to estimate from.
+
+        The running family's own pace gives its remaining time; families not started yet are
+        estimated from their prior weights scaled by the pace measured so far."""
+        now = now or time.monotonic()
+        measured_weight = measured_seconds = left = pending_weight = 0.0
+        for job in self.jobs:
+            weight = FAMILY_WEIGHTS.get(job.method, 1.0)
+            if job.state in ("done", "failed") and job.seconds:
+                measured_weight += weight
+                measured_seconds += job.seconds
+            elif job.state == "running" and job.started is not None and job.done and job.total:
+                spent = now - job.started
+                share = job.done / job.total
+                measured_weight += weight * share
+                measured_seconds += spent
+                left += spent / share - spent
+            elif job.state in ("waiting", "running"):  # not started, or no fit finished yet
+                pending_weight += weight
+        if measured_weight == 0:
+            return None
+        return left + pending_weight * measured_seconds / measured_weight
+
+    # -- execution ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._execute, name=f"fairaudit-run-{self.id}", daemon=True)
+        self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the run to end; True if it has."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return not self.active
+
+    def _progress(self, event: dict) -> None:
+        job = self._job
+        job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
+        self.last_event = dict(event)
+        if self._cancel.is_set():
+            raise AuditCancelled(f"cancelled by the user after {job.done} of {job.total} fits")
+
+    def _execute(self) -> None:
+        with EXECUTION_LOCK:
+            self.state = "running"
+            self.started = time.monotonic()
+            try:
+                for job in self.jobs:
+                    if self._cancel.is_set():
+                        job.state = "cancelled"
+                        continue
+                    self._run_job(job)
+            finally:
+                self.finished = time.monotonic()
+                if self._cancel.is_set():
+                    self.state = "cancelled"
+                elif self.errors and not self.results:
+                    self.state = "failed"
+                else:
+                    self.state = "done"
+
+    def _run_job(self, job: Job) -> None:
+        self._job = job
+        job.started = time.monotonic()
+        cached = self.store.get(self.data, job.config)
+        if cached is not None:
+            job.state, job.seconds = "cached", 0.0
+            self.results[job.method] = bind(cached, self.data)
+            return
+        job.state = "running"
+        try:
+            result = run_audit(self.data, job.config, progress=self._progress)
+        except AuditCancelled:
+            job.state = "cancelled"
+            return
+        except FairAuditError as exc:
+            job.state = "failed"
+            self.errors.append((job.method, exc.render("dashboard")))
+            return
+        except Exception:  # a bug: the page gets a readable line, the server log the traceback
+            log.exception("audit %s of run %s failed", job.method, self.id)
+            job.state = "failed"
+            self.errors.append((job.method, "the audit stopped on an unexpected error (a bug in fairaudit); "
+                                "the server's log has the details."))
+            return
+        finally:
+            job.seconds = time.monotonic() - job.started
+        self.store.put(self.data, job.config, result)
+        self.results[job.method] = bind(result, self.data)
+        job.state = "done"
+
+
+# ---------------------------------------------------------------- the session's registry
+class RunRegistry:
+    """A session's runs and the latest result per family on the data in use."""
+
+    def __init__(self, store: ResultStore):
+        self.store = store
+        self.runs: list[Run] = []
+        self._seen: set[int] = set()
+
+    def start(self, label: str, data, data_token: int, configs: Sequence[tuple[str, AuditConfig]]) -> Run:
+        run = Run(label=label, data=data, data_token=data_token, jobs=[Job(m, c) for m, c in configs], store=self.store)
+        self.runs.append(run)
+        run.start()
+        return run
+
+    def active(self) -> list[Run]:
+        return [run for run in self.runs if run.active]
+
+    def running_for(self, method: str, data_token: int) -> Run | None:
+        """The active run that will produce ``method``'s result on this data, if any."""
+        for run in reversed(self.runs):
+            if run.active and run.data_token == data_token and method in run.methods:
+                return run
+        return None
+
+    def latest(self, data_token: int) -> dict[str, tuple[AuditResult, AuditConfig]]:
+        """Per family, the newest result on the data ``data_token`` (with its configuration)."""
+        found: dict[str, tuple[AuditResult, AuditConfig]] = {}
+        for run in self.runs:  # oldest first: newer runs overwrite
+            if run.data_token != data_token:
+                continue
+            for job in run.jobs:
+                if job.method in run.results:
+                    found[job.method] = (run.results[job.method], job.config)
+        return found
+
+    def newly_ended(self) -> list[Run]:
+        """Runs that ended since the last call (each reported once): the pages rerun to show them."""
+        ended = [run for run in self.runs if not run.active and run.id not in self._seen]
+        self._seen.update(run.id for run in ended)
+        return ended
+
+    def forget_ended(self, data_token: int) -> None:
+        """Drop ended runs nobody can see any more: those on earlier data (the session moved on)
+        and those on this data whose every family has a newer run."""
+        keep: list[Run] = []
+        newer: set[str] = set()
+        for run in reversed(self.runs):
+            if run.active:
+                keep.append(run)
+            elif run.data_token == data_token and not set(run.methods) <= newer:
+                keep.append(run)
+            if run.data_token == data_token:
+                newer.update(run.methods)
+        self.runs = keep[::-1]

@@ -1,0 +1,85 @@
+"""The session's run registry (pages/runs.py) without Streamlit: overall progress and time left,
+cancel, the shared numeric cache bound to each session's names."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fairaudit.audit import AuditConfig
+from fairaudit.data import AuditData
+from pages.runs import FAMILY_WEIGHTS, Job, ResultStore, Run, RunRegistry
+
+
+def tiny(name: str = "t.csv") -> AuditData:
+    rng = np.random.default_rng(0)
+    data = AuditData.from_arrays(rng.normal(size=(40, 4)), np.repeat(["a", "b"], 20))
+    data.source["name"] = name
+    return data
+
+
+def test_overall_fraction_weights_families_and_time_left_uses_the_measured_pace():
+    run = Run(label="all", data=None, data_token=1, store=ResultStore(),
+              jobs=[Job("pca", AuditConfig()), Job("nmf", AuditConfig()), Job("fs", AuditConfig())])
+    assert run.fraction() == 0 and run.seconds_left() is None  # nothing to estimate from yet
+    pca, nmf, fs = run.jobs
+    pca.state, pca.seconds = "done", 2.0
+    total = sum(FAMILY_WEIGHTS[m] for m in ("pca", "nmf", "fs"))
+    assert abs(run.fraction() - FAMILY_WEIGHTS["pca"] / total) < 1e-12
+    # PCA took 2 s for weight 1: the rest is estimated at the same pace
+    assert abs(run.seconds_left(now=0.0) - 2.0 * (FAMILY_WEIGHTS["nmf"] + FAMILY_WEIGHTS["fs"])) < 1e-9
+    nmf.state, nmf.started, nmf.done, nmf.total = "running", 10.0, 5, 10
+    left = run.seconds_left(now=20.0)  # NMF half done in 10 s: 10 s more, FS at the combined pace
+    pace = (2.0 + 10.0) / (FAMILY_WEIGHTS["pca"] + FAMILY_WEIGHTS["nmf"] / 2)
+    assert abs(left - (10.0 + FAMILY_WEIGHTS["fs"] * pace)) < 1e-9
+
+
+def test_cached_results_are_bound_to_each_sessions_names():
+    store = ResultStore()
+    first, second = RunRegistry(store), RunRegistry(store)
+    config = AuditConfig(ranks=(1,), variants="vanilla")
+    a = first.start("PCA", tiny("alpha.csv"), 1, [("pca", config)])
+    assert a.wait(120) and a.state == "done"
+    b = second.start("PCA", tiny("beta.csv"), 1, [("pca", config)])
+    assert b.wait(120) and b.jobs[0].state == "cached"
+    assert first.latest(1)["pca"][0].data["name"] == "alpha.csv"
+    assert second.latest(1)["pca"][0].data["name"] == "beta.csv"
+    assert second.latest(2) == {}  # other data in the same session: nothing stale
+
+
+def test_a_failed_family_reports_in_the_dashboards_words_and_the_others_still_land():
+    registry = RunRegistry(ResultStore())
+    run = registry.start("two", tiny(), 1, [("pca", AuditConfig(ranks=(9,))), ("cpd", AuditConfig(ranks=(1,), variants="vanilla",
+                                                                                                   options={"cpd": {"sweep": False}}))])
+    assert run.wait(120)
+    assert [m for m, _ in run.errors] == ["pca"] and "rank" in run.errors[0][1]
+    assert "cpd" in run.results and run.state == "done"
+
+
+def test_forget_keeps_what_a_page_can_still_show():
+    registry = RunRegistry(ResultStore())
+    config = AuditConfig(ranks=(1,), variants="vanilla")
+    old = registry.start("PCA", tiny(), 1, [("pca", config)])
+    new = registry.start("PCA", tiny(), 1, [("pca", AuditConfig(ranks=(2,), variants="vanilla"))])
+    other = registry.start("PCA", tiny(), 2, [("pca", config)])
+    for run in (old, new, other):
+        assert run.wait(120)
+    registry.forget_ended(data_token=2)
+    assert registry.runs == [other]
+
+
+def test_notes_that_name_lines_are_never_another_sessions():
+    """Same numbers, lines shifted by a preamble: the NMF note on the all-zero row names each
+    file's own line (the shared cache keys on the rows' line numbers too)."""
+    from fairaudit import prepare, read_table
+
+    body = "g,a,b,c\n" + "".join(f"{'xy'[i % 2]},{0 if i == 5 else 1 + i % 3},{0 if i == 5 else 2 + i % 5},{0 if i == 5 else 1}\n"
+                                 for i in range(40))
+    store = ResultStore()
+    config = AuditConfig(methods=("nmf",), ranks=(1,), variants="vanilla", options={"nmf": {"zero_rows": "drop"}})
+    notes = {}
+    for name, text, skip in (("plain.csv", body, 0), ("preamble.csv", "exported by a tool\n" + body, 1)):
+        data = prepare(read_table(text.encode(), name=name, skip_rows=skip), sensitive="g")
+        run = RunRegistry(store).start("NMF", data, 1, [("nmf", config)])
+        assert run.wait(120) and run.state == "done", run.errors
+        notes[name] = " ".join(run.results["nmf"].warnings)
+    assert "line 7" in notes["plain.csv"] and "line 8" in notes["preamble.csv"]

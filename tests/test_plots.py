@@ -1,0 +1,73 @@
+"""Charts people can read: colour-blind-safe colours visible on light and dark backgrounds, axis
+titles in each family's terms, which way is better on every metric, plain tick labels."""
+
+from __future__ import annotations
+
+import pytest
+
+from fairaudit.audit import AuditConfig, run_audit
+from fairaudit.metrics import METRIC_BETTER, METRIC_DEFINITIONS, better
+from fairaudit.plots import (
+    GROUP_COLOURS,
+    OKABE_ITO,
+    RANK_TITLES,
+    VANILLA_COLOUR,
+    VARIANT_COLOURS,
+    family_figures,
+    metric_label,
+    metric_line,
+)
+from fairaudit.samples import load_sample
+
+LIGHT, DARK = "#ffffff", "#0e1117"  # plotly_white's paper; Streamlit's dark background
+
+
+def _luminance(colour: str) -> float:
+    channels = [int(colour[i : i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2 contrast ratio."""
+    high, low = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_palette_is_okabe_ito_and_vanilla_reads_on_light_and_dark():
+    assert set(GROUP_COLOURS) <= set(OKABE_ITO.values()) and set(VARIANT_COLOURS) <= set(OKABE_ITO.values())
+    assert "#000000" not in GROUP_COLOURS + VARIANT_COLOURS  # black vanishes in the dark theme
+    # WCAG's 3:1 for graphical objects, on both backgrounds
+    assert contrast(VANILLA_COLOUR, LIGHT) >= 3 and contrast(VANILLA_COLOUR, DARK) >= 3
+    assert VANILLA_COLOUR not in GROUP_COLOURS + VARIANT_COLOURS
+
+
+def test_every_metric_says_which_way_is_better():
+    assert set(METRIC_DEFINITIONS) <= set(METRIC_BETTER), set(METRIC_DEFINITIONS) - set(METRIC_BETTER)
+    assert better("loss") == "lower" and better("variance_explained") == "higher" and better("lam") is None
+    assert better("heldout_loss") == "lower"
+    assert metric_label("max_loss").endswith("(↓ better)") and metric_label("balance").endswith("(↑ better)")
+    assert metric_line("loss").endswith(".") and "\n" not in metric_line("loss")
+
+
+@pytest.fixture(scope="module")
+def pca_figures():
+    result = run_audit(load_sample("two_groups"), AuditConfig(ranks=(1, 2, 3), variants="vanilla,fair_eig"))
+    return family_figures(result.records, "pca")
+
+
+def test_axes_speak_the_family_terms_and_ticks_are_plain_numbers(pca_figures):
+    for metric, figure in pca_figures:
+        layout = figure.layout
+        assert layout.xaxis.title.text == RANK_TITLES["pca"], metric
+        arrow = "better" in (layout.yaxis.title.text or "")
+        assert all(len(line) <= 30 for line in layout.yaxis.title.text.split("<br>")), layout.yaxis.title.text
+        assert arrow == (better(metric) is not None), (metric, layout.yaxis.title.text)
+        assert layout.yaxis.tickformat and "s" not in layout.yaxis.tickformat  # d3's "s" is the SI-prefix format
+        if metric == "seconds":
+            assert layout.yaxis.type == "log" and "log scale" in layout.yaxis.title.text.replace("<br>", " ")
+
+
+def test_legend_does_not_sit_on_the_axis_title(pca_figures):
+    for _, figure in pca_figures:
+        assert figure.layout.legend.y <= -0.25 and figure.layout.margin.b >= 100
