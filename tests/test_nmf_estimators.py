@@ -343,17 +343,3 @@ def test_nmf_passes_scikit_learns_estimator_checks():
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert not failed
 
-
-def test_algorithm_1_does_not_depend_on_the_threads(monkeypatch):
-    """The T runs' starts are drawn before any run, so one thread or two give the same E_ℓ."""
-    from fairaudit.nmf import _core
-
-    rng = np.random.default_rng(13)
-    X, groups = low_rank_groups(rng, noise=0.1)
-    data = GroupedData.build(X, groups)
-    results = []
-    for jobs in (1, 2):
-        monkeypatch.setattr(_core, "N_JOBS", jobs)
-        clear_estimate_cache()
-        results.append(estimate_group_errors(data, 3, random_state=4)[0])
-    np.testing.assert_array_equal(*results)

@@ -9,9 +9,7 @@ reconstruction error is ``‖X_ℓ − W_ℓ H‖_F`` and its own rank-r NMF err
 
 from __future__ import annotations
 
-import os
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,21 +33,6 @@ two cores shared with other work, 5 AM iterations on the Table-1 data at rank 12
 with two OpenBLAS threads and 0.27 s with one (benchmarks/bench_nmf_am.py), and in a one-off
 run 300 Fairer-NMF (MU) iterations on random 13,000×1,764 data at rank 10 95.7 s against
 30.7 s."""
-
-
-N_JOBS = min(2, os.cpu_count() or 1)
-"""Threads for independent NMF runs (Algorithm 1's ``T`` runs per group). NumPy releases the
-GIL in its products, so two runs at a time on two cores cut the wall
-time of ``E_ℓ`` on thousands of rows (``benchmarks/bench_nmf_sweep.py``); results do not depend
-on it (each run has its own start, drawn before any runs)."""
-
-
-def parallel_map(function, items: list) -> list:
-    """``[function(item) for item in items]``, on :data:`N_JOBS` threads when there are several."""
-    if N_JOBS <= 1 or len(items) <= 1:
-        return [function(item) for item in items]
-    with ThreadPoolExecutor(max_workers=N_JOBS) as pool:
-        return list(pool.map(function, items))
 
 
 def blas_threads():

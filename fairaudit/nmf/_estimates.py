@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ._core import GroupedData, blas_threads, parallel_map, random_factors
+from ._core import GroupedData, blas_threads, random_factors
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 CACHE_SIZE = 512
@@ -84,8 +84,7 @@ def estimate_group_errors(
     else:
         parent = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng()
         rngs = [parent] * data.n_groups
-    # The starts are drawn first, in the order of the runs (group by group), so the result does
-    # not depend on how the runs are spread over threads.
+    # The starts are drawn first, group by group (the order the runs always had).
     runs = []
     for g, block in enumerate(data.groups()):
         if r >= min(block.shape):
@@ -106,7 +105,7 @@ def estimate_group_errors(
 
     errors: dict[int, list[float]] = {}
     with blas_threads():
-        for g, error in parallel_map(run, runs):
+        for g, error in map(run, runs):
             errors.setdefault(g, []).append(error)
     E = np.array([float(np.mean(errors[g])) if g in errors else 0.0 for g in range(data.n_groups)])
     seconds = time.perf_counter() - start
