@@ -41,7 +41,7 @@ from .errors import FairAuditError, ParameterError
 from .fs.audit import KMEANS_RUNS
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
-from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
+from .nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
 from .vocabulary import render, term
 
 MAX_RANKS = 1000
@@ -202,8 +202,19 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--nmf-scaling", choices=NMF_SCALINGS, default=None,
                      help="feature scaling for NMF (default unit_norm, the paper's; --scaling is for PCA)")
     nmf.add_argument("--nmf-estimates", type=int, default=None, help="T: NMF runs per group averaged into E_l (default 5)")
-    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None, help="standard NMF solver (default cd)")
-    nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4)")
+    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None,
+                     help="standard NMF and E_l solver: mu (default, the paper's) or cd (coordinate descent, tighter E_l)")
+    nmf.add_argument("--nmf-stopping", choices=STOPPING_RULES, default=None,
+                     help="stopping rule of standard NMF and E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
+    nmf.add_argument("--fair-nmf-stopping", choices=STOPPING_RULES, default=None,
+                     help="stopping rule of Fairer-NMF: window (default; eq10 stops MU on plateaus) or eq10 (the paper's)")
+    nmf.add_argument("--fair-nmf-weights", choices=MU_WEIGHTS, default=None,
+                     help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
+    nmf.add_argument("--fair-nmf-init", choices=AUDIT_INITS, default=None,
+                     help="Fairer-NMF start: nmf (default: the standard NMF of the same rank) or random (the paper's)")
+    nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
+                     help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
+    nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4, eq. (10)'s)")
     nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
     nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
 
@@ -215,6 +226,11 @@ def _nmf_options(args) -> dict:
         "scaling": args.nmf_scaling,
         "n_estimates": args.nmf_estimates,
         "nmf_solver": args.nmf_solver,
+        "nmf_stopping": args.nmf_stopping,
+        "stopping": args.fair_nmf_stopping,
+        "mu_weights": args.fair_nmf_weights,
+        "init": args.fair_nmf_init,
+        "keep_best": args.fair_nmf_keep_best,
         "tol": args.nmf_tol,
         "max_iter": args.nmf_max_iter,
         "am_max_cells": args.am_max_cells,

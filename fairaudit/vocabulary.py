@@ -254,9 +254,46 @@ register("zero_rows", Option(
 register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
 register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
 register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
+_NMF_STOPPING = {"eq10": "eq. (10), as printed", "window": "window rule: change over 100 iterations (ours)"}
+register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+register("fair_nmf_init", Option(
+    "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
+    choices={"random": "a random start, as printed", "nmf": "the standard NMF of the same rank (ours)"},
+))
 register("am_max_cells", Option(
     "nmf.am_max_cells", "--am-max-cells", "Fairer-NMF (alternating minimisation, Alg. 2)", "NMF",
     dashboard=lambda v: "“Fairer-NMF (alternating minimisation, Alg. 2)” among the Variants (NMF page; it then runs at any size)",
+))
+# NMF options the NMF page leaves at the audit's defaults (the paper's, or ours where docs/nmf.md
+# says why): set from the command line or the library; the dashboard says so.
+_NMF_CLI_ONLY = "NMF (command line and library)"
+
+
+def _cli_only(flag: str) -> Callable[[str], str]:
+    return lambda v: f"{flag} {v} on the command line (the NMF page runs the audit's default)"
+
+
+register("nmf_scaling", Option(
+    "nmf.scaling", "--nmf-scaling", "NMF feature scaling", _NMF_CLI_ONLY,
+    choices={"unit_norm": "unit ℓ2 norm per feature (the paper's §6.1)", "none": "none"}, dashboard=_cli_only("--nmf-scaling"),
+))
+register("nmf_solver", Option(
+    "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", _NMF_CLI_ONLY,
+    choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
+    dashboard=_cli_only("--nmf-solver"),
+))
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", _NMF_CLI_ONLY,
+                                choices=_NMF_STOPPING, dashboard=_cli_only("--nmf-stopping")))
+register("fair_nmf_weights", Option(
+    "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", _NMF_CLI_ONLY,
+    choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},
+    dashboard=_cli_only("--fair-nmf-weights"),
+))
+register("fair_nmf_keep_best", Option(
+    "nmf.keep_best", "--fair-nmf-keep-best", "Keep the best Fairer-NMF iterate", _NMF_CLI_ONLY,
+    cli=lambda v: "--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best",
+    dashboard=lambda v: ("--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best")
+    + " on the command line (the NMF page runs the audit's default)",
 ))
 register("cpd_kernel", Option(
     "cpd.khsic_kernel", "--cpd-kernel", "KHSIC kernel", "Tensor",

@@ -12,7 +12,11 @@ whole-data ``max_rel_loss``, ``rel_loss_gap``, ``total_rel_error``, ``mmd2``, ``
 ``seconds`` and ``estimate_seconds``. Definitions: :mod:`fairaudit.metrics`.
 
 Each rank's ``E_ℓ`` (Algorithm 1) is computed once and shared by every variant (and cached
-across audits); the Fairer-NMF variants start from the vanilla solution (``init="nmf"``).
+across audits). The defaults are the paper's method (``E_ℓ`` and standard NMF by multiplicative
+updates stopped by eq. (10), Algorithms 2–3 as printed) except two: the Fairer-NMF iterations
+stop by our ``"window"`` rule, because eq. (10) stops multiplicative updates on plateaus — far
+from the results the authors saved — and they start from the standard NMF of the same rank
+(``docs/nmf.md`` has the measurements). Every fit says which version ran (the ``method`` detail).
 """
 
 from __future__ import annotations
@@ -27,10 +31,10 @@ from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
 from ..vocabulary import term
-from ._core import GroupedData, check_solver_parameters
+from ._core import STOPPING_RULES, GroupedData, check_solver_parameters
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
-from .fair import FairerNMF
+from .fair import MU_WEIGHTS, FairerNMF
 from .vanilla import NMF
 
 VARIANTS = ("vanilla", "fair_mu", "fair_am")
@@ -38,19 +42,32 @@ VARIANTS = ("vanilla", "fair_mu", "fair_am")
 
 NMF_SCALINGS = ("unit_norm", "none")
 ZERO_ROW_POLICIES = ("error", "drop")
+AUDIT_INITS = ("random", "nmf")
 
 DEFAULT_OPTIONS = {
     "nonnegative": "error",
     "scaling": "unit_norm",
     "zero_rows": "error",
     "n_estimates": 5,
-    "nmf_solver": "cd",
+    "nmf_solver": "mu",
+    "nmf_stopping": "eq10",
+    "stopping": "window",
+    "mu_weights": "squared",
+    "init": "nmf",
+    "keep_best": False,
     "tol": 1e-4,
     "max_iter": None,
     "am_max_cells": 100_000,
 }
-"""``AuditConfig.options["nmf"]`` keys and defaults. ``am_max_cells``: above this many
-``rows × features`` the AM variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
+"""``AuditConfig.options["nmf"]`` keys and defaults.
+
+The paper's settings (§6.1, Algorithms 1–3): ``n_estimates`` (``T = 5``), ``nmf_solver="mu"``
+and ``nmf_stopping="eq10"`` (standard NMF and Algorithm 1's group NMFs), ``mu_weights="squared"``
+(Algorithm 3's H-step), ``keep_best=False``, ``tol=1e-4``. Ours as the audit's defaults, each
+with its reason in ``docs/nmf.md``: ``stopping="window"`` for the Fairer-NMF iterations (eq. (10)
+stops multiplicative updates on plateaus) and ``init="nmf"`` (Fairer-NMF starts from the standard
+NMF it is compared with: lower or equal losses in less time than random starts). ``am_max_cells``: above this many ``rows × features`` the AM
+variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
 
 Measured (benchmarks/bench_nmf_am.py, rank 10, one BLAS thread, two cores shared with other
 work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000×20, 0.10–0.15 s at
@@ -58,6 +75,24 @@ work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000�
 2 to 72 iterations, some reaching the 200-iteration cap. At 100,000 cells a rank therefore
 takes up to about 20 s and a ten-rank sweep a few minutes at worst; the credit data
 (30,000×23) would take up to 1–1.6 min per rank."""
+
+
+OPTION_TERMS = {
+    "nonnegative": "nonnegative",
+    "scaling": "nmf_scaling",
+    "zero_rows": "zero_rows",
+    "n_estimates": "nmf_estimates",
+    "nmf_solver": "nmf_solver",
+    "nmf_stopping": "nmf_stopping",
+    "stopping": "fair_nmf_stopping",
+    "mu_weights": "fair_nmf_weights",
+    "init": "fair_nmf_init",
+    "keep_best": "fair_nmf_keep_best",
+    "tol": "nmf_tol",
+    "max_iter": "nmf_max_iter",
+    "am_max_cells": "am_max_cells",
+}
+"""Option key → its name in :mod:`fairaudit.vocabulary` (how messages name it in each interface)."""
 
 
 def nmf_options(config: AuditConfig) -> dict:
@@ -68,10 +103,18 @@ def nmf_options(config: AuditConfig) -> dict:
         ("scaling", NMF_SCALINGS),
         ("zero_rows", ZERO_ROW_POLICIES),
         ("nmf_solver", SOLVERS),
+        ("nmf_stopping", STOPPING_RULES),
+        ("stopping", STOPPING_RULES),
+        ("mu_weights", MU_WEIGHTS),
+        ("init", AUDIT_INITS),
+        ("keep_best", (True, False)),
     ):
         if options[key] not in allowed:
-            raise ParameterError(f"NMF option {key} must be one of {', '.join(allowed)}; got {options[key]!r}.")
-    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"])
+            raise ParameterError(
+                f"NMF option {term(OPTION_TERMS[key])} must be one of {', '.join(map(str, allowed))}; got {options[key]!r}."
+            )
+    names = {key: term(OPTION_TERMS[key]) for key in ("tol", "max_iter", "n_estimates")}
+    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"], names)
     return options
 
 
@@ -147,7 +190,7 @@ def nmf_ranks(config: AuditConfig, prepared: NMFInput) -> tuple[int, ...]:
         raise RankError(
             f"rank {too_high[0]} is larger than group {prepared.labels[smallest]!r} ({int(sizes[smallest])} rows): "
             "that group's own NMF (E_ℓ, Algorithm 1) would reproduce it exactly and its relative loss "
-            f"would mean nothing; choose ranks up to {int(sizes[smallest])}."
+            f"would mean nothing; choose {term('ranks')} up to {int(sizes[smallest])}."
         )
     return ranks
 
@@ -189,7 +232,7 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     grouped = GroupedData.build(X, sensitive)
     key = data_key(grouped)
     seed = config.random_state
-    common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "random_state": seed}
+    standard = standard_settings(options)
     sink.expect(len(chosen) * len(ranks))
     capped: dict[str, list[int]] = {name: [] for name in chosen}
     estimate_capped: list[int] = []
@@ -197,34 +240,25 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
         # Every warning but the iteration caps goes to the audit; the caps are summarised below.
         with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
             E, estimate_seconds = estimate_group_errors(
-                grouped,
-                rank,
-                n_estimates=options["n_estimates"],
-                solver=options["nmf_solver"],
-                tol=options["tol"],
-                max_iter=STANDARD_MAX_ITER,
-                random_state=seed,
-                key=key,
+                grouped, rank, n_estimates=options["n_estimates"], max_iter=STANDARD_MAX_ITER, random_state=seed,
+                key=key, **standard,
             )
         if caps:
             estimate_capped.append(rank)
-        # The vanilla NMF also starts the fair variants; its warnings count only when it is audited.
-        with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in chosen else ()) as caps:
-            vanilla = NMF(rank, solver=options["nmf_solver"], estimates=E, **common).fit(X, sensitive_features=sensitive)
-        fits = {"vanilla": (vanilla, caps, vanilla.fit_seconds_)}
+        fits = {}
+        # The vanilla NMF also starts the fair variants with init="nmf"; its warnings count only when it is audited.
+        if "vanilla" in chosen or options["init"] == "nmf":
+            with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in chosen else ()) as caps:
+                vanilla = NMF(rank, estimates=E, random_state=seed, **standard).fit(X, sensitive_features=sensitive)
+            fits["vanilla"] = (vanilla, caps, vanilla.fit_seconds_)
         for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
             if name in chosen:
-                with sink.collect_warnings(name, forward=Warning) as caps:
-                    fair = FairerNMF(
-                        rank, solver=solver, init="custom", estimates=E, nmf_solver=options["nmf_solver"],
-                        max_iter=options["max_iter"], **common,
-                    ).fit(X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_)
-                # A Fairer-NMF result costs its starting (vanilla) NMF plus its own iterations.
-                fits[name] = (fair, caps, vanilla.fit_seconds_ + fair.fit_seconds_)
+                fits[name] = _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, fits.get("vanilla"))
         for name in chosen:
             fitted, caps, seconds = fits[name]
             _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared, config)
             sink.keep(name, rank, fitted)
+            sink.detail(name, rank, "method", describe(name, options))
             if caps:
                 capped[name].append(rank)
             if getattr(fitted, "h_solvers_", {}).get("SCS"):
@@ -246,6 +280,62 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
                 f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
                 f"raise {term('nmf_max_iter')} or loosen {term('nmf_tol')}."
             )
+
+
+def standard_settings(options: dict) -> dict:
+    """Keyword arguments of :class:`NMF` and :func:`estimate_group_errors` for these options."""
+    return {"solver": options["nmf_solver"], "stopping": options["nmf_stopping"], "tol": options["tol"]}
+
+
+def fairer_settings(options: dict, solver: str) -> dict:
+    """Keyword arguments of :class:`FairerNMF` (``solver`` ``"mu"`` or ``"am"``) for these options,
+    without ``init`` (the audit passes the start)."""
+    return {
+        "solver": solver, "mu_weights": options["mu_weights"], "stopping": options["stopping"],
+        "keep_best": options["keep_best"], "nmf_solver": options["nmf_solver"], "nmf_stopping": options["nmf_stopping"],
+        "tol": options["tol"], "max_iter": options["max_iter"], "n_estimates": options["n_estimates"],
+    }
+
+
+def _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, vanilla_fit):
+    """``(model, caps, seconds)`` of one Fairer-NMF variant; from the vanilla fit with ``init="nmf"``."""
+    settings = {**fairer_settings(options, solver), "estimates": E, "random_state": seed}
+    with sink.collect_warnings(name, forward=Warning) as caps:
+        if options["init"] == "nmf":
+            vanilla = vanilla_fit[0]
+            fair = FairerNMF(rank, init="custom", **settings).fit(
+                X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_
+            )
+            # A Fairer-NMF result from init="nmf" costs its starting (vanilla) NMF plus its own iterations.
+            return fair, caps, vanilla.fit_seconds_ + fair.fit_seconds_
+        fair = FairerNMF(rank, init="random", **settings).fit(X, sensitive_features=sensitive)
+    return fair, caps, fair.fit_seconds_
+
+
+def describe(variant: str, options: dict) -> str:
+    """Which version of the method a fit ran, in words (the report's ``method`` detail)."""
+    paper, ours = "the paper's", "ours"
+    if options["nmf_solver"] == "cd":
+        standard = "coordinate descent (ours)"
+    else:
+        rule = "eq. (10)" if options["nmf_stopping"] == "eq10" else "the window rule (ours)"
+        standard = f"multiplicative updates stopped by {rule}"
+    estimate = f"E_ℓ: Algorithm 1, mean of T = {options['n_estimates']} NMFs per group by {standard}"
+    if variant == "vanilla":
+        return f"standard NMF (eq. (2)) by {standard}; {estimate}"
+    start = "from the standard NMF (ours)" if options["init"] == "nmf" else f"from a random start ({paper})"
+    stop = f"stopped by eq. (10) ({paper})" if options["stopping"] == "eq10" else "stopped by the window rule (ours)"
+    if variant == "fair_mu":
+        weights = (
+            f"H-step weights c_ℓ²/‖X_ℓ‖², c⁽⁰⁾ = 0 ({paper})" if options["mu_weights"] == "squared"
+            else f"H-step weights c_ℓ/(‖X_ℓ‖‖X_ℓ − W_ℓH‖), c⁽⁰⁾ = 1 ({ours})"
+        )
+        text = f"Algorithm 3 (multiplicative updates), {weights}, {start}, {stop}"
+    else:
+        text = f"Algorithm 2 (SOCP H-step, NNLS W-step), {start}, {stop}"
+    if options["keep_best"]:
+        text += ", best iterate kept (ours)"
+    return f"{text}; {estimate}"
 
 
 def _record(sink, name, rank, fitted, seconds, estimate_seconds, X, prepared: NMFInput, config) -> None:
