@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from fairaudit import AuditConfig, AuditData, metrics, run_audit
 from fairaudit.data import scale_features
 from fairaudit.engine import GroupMoments, LocalEngine, scaling_transform
+from fairaudit.errors import ParameterError
 from fairaudit.groups import encode_groups
 from fairaudit.pca import JEVDPCA, PCA, CovFairPCA, FairPCA, GroupProblem
 
@@ -118,6 +119,28 @@ def test_engine_moments_are_those_of_the_scaled_data(rng, scaling):
     assert summary.moments.allclose(direct, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(summary.sample.X, data.X, atol=1e-12)
     assert summary.sample.is_complete
+
+
+@pytest.mark.parametrize("scaling", ["standardize", "unit_norm"])
+def test_engine_moments_of_values_near_overflow_are_exact(rng, scaling):
+    """Columns near 1e308 are divided by a power of two before the raw moments (the data
+    boundary's rule): the moments equal those of the scaled data, finite."""
+    X, groups = random_groups_data(rng, 2, 4, rows_per_group=30)
+    X[:, 1] = X[:, 1] * 1e307 + 1e308
+    data = AuditData.from_arrays(X, groups, scaling=scaling)
+    summary = LocalEngine().summarise(data, sample_rows=10_000)
+    direct = GroupMoments.from_rows(scale_features(X, scaling), data.groups.codes, n_groups=2, labels=data.groups.labels)
+    assert np.isfinite(summary.moments.scatter).all()
+    assert summary.moments.allclose(direct, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(summary.sample.X, data.X, atol=1e-10)
+
+
+def test_engine_refuses_values_near_overflow_without_standardising(rng):
+    X, groups = random_groups_data(rng, 2, 4, rows_per_group=30)
+    X[:, 1] = 1e308
+    data = AuditData.from_arrays(X, groups, scaling="center")
+    with pytest.raises(ParameterError, match="overflow"):
+        LocalEngine().summarise(data, sample_rows=10_000)
 
 
 def test_scaling_transform_without_the_scatter(rng):

@@ -99,7 +99,7 @@ class LocalEngine:
 
     def summarise(self, data, *, sample_rows: int, random_state=0) -> DataSummary:
         groups = data.groups
-        X_raw = data.X_raw
+        X_raw = _exactly_prescaled(data)
         if X_raw.shape[1] > X_raw.shape[0]:  # wide: keep the rows, skip the d × d moments
             shift, scale = scaling_transform(*_feature_statistics(X_raw, groups), data.scaling)
             rows = (X_raw - shift) * scale
@@ -118,7 +118,26 @@ class LocalEngine:
         codes = data.groups.codes
         n = codes.shape[0]
         rows = np.arange(n) if n <= max_rows else _stratified_subsample(codes, max_rows, random_state)
-        return RowSample((data.X_raw[rows] - shift) * scale, codes[rows], n)
+        return RowSample((_exactly_prescaled(data)[rows] - shift) * scale, codes[rows], n)
+
+
+def _exactly_prescaled(data) -> np.ndarray:
+    """``data.X_raw``, with columns whose values would overflow the raw moments (above 2⁴⁸⁰)
+    divided by a power of two — exact in binary floating point, and invisible after the
+    scale-free scalings (``standardize``, ``unit_norm``), so the moments equal those of
+    :func:`fairaudit.data.scale_features` (the data boundary's rule, one place:
+    ``fairaudit.data._scaling``). Under ``center``/``none`` such values keep their units and are
+    refused with the data boundary's message (:meth:`AuditData.matrix`)."""
+    from ..data._scaling import _exponents, check_magnitude
+
+    X_raw = data.X_raw
+    exponents = _exponents(X_raw)
+    if exponents is None:
+        return X_raw
+    if data.scaling not in ("standardize", "unit_norm"):
+        check_magnitude(X_raw, data.feature_names, data.scaling)
+        return X_raw
+    return np.ldexp(X_raw, -exponents)
 
 
 def _feature_statistics(X: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
