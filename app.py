@@ -33,6 +33,10 @@ PAGES = {
     "Export": [
         st.Page("pages/report.py", title="Report", icon=":material/description:"),
     ],
+    "Take it further": [
+        st.Page("pages/models.py", title="Models", icon=":material/deployed_code:"),
+        st.Page("pages/compare.py", title="Compare", icon=":material/compare_arrows:"),
+    ],
 }
 
 page = st.navigation(PAGES)

@@ -19,6 +19,7 @@ from .data import AuditData, RawTable, load, prepare, prepare_tensor, read_table
 from .errors import FairAuditError
 from .fs import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .groups import encode_groups
+from .models import PortableModel, export_models, load_model
 from .nmf import NMF, FairerNMF
 from .pca import JEVDPCA, PCA, CovFairPCA, FairPCA
 
@@ -36,6 +37,7 @@ __all__ = [
     "CovFairPCA",
     "FairCPD",
     "FairAuditError",
+    "PortableModel",
     "FairerNMF",
     "FairPCA",
     "JEVDPCA",
@@ -43,7 +45,9 @@ __all__ = [
     "RawTable",
     "__version__",
     "encode_groups",
+    "export_models",
     "load",
+    "load_model",
     "prepare",
     "prepare_tensor",
     "read_table",

@@ -41,7 +41,7 @@ from threadpoolctl import threadpool_limits
 
 from . import metrics, uncertainty
 from ._version import __version__
-from .data import AuditData
+from .data import AuditData, worded
 from .errors import ParameterError, RankError
 from .vocabulary import render, term
 
@@ -135,11 +135,16 @@ class AuditConfig:
         least this many times worse than the best-served one (see
         :data:`fairaudit.findings.VERDICT_RULES`).
     keep_models : bool
-        Keep every fitted estimator in :attr:`AuditResult.models` (not serialised).
+        Keep every fitted estimator in :attr:`AuditResult.models` (for
+        :func:`fairaudit.models.export_models`); off by default, since NMF and CP estimators hold
+        a row per data row.
     leakage_permutations : int or None
         Permutations behind the leakage test's chance distribution (``None``: the classifier's
         default, :data:`fairaudit.metrics.LEAKAGE_PERMUTATIONS`; 0: none, the test then uses the
         cross-validation interval).
+    engine : str
+        How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
+        default, in-process) computes the group moments in one pass over the in-memory rows.
     """
 
     methods: Sequence[str] = ("pca",)
@@ -158,6 +163,7 @@ class AuditConfig:
     flag_ratio: float = 1.25
     keep_models: bool = False
     leakage_permutations: int | None = None
+    engine: str = "local"
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -170,6 +176,10 @@ class AuditConfig:
         for method in self.methods:
             if method not in FAMILIES:
                 raise ParameterError(f"unknown method {method!r} in {term('methods')}; available: {', '.join(FAMILIES)}.")
+        from .engine import ENGINES
+
+        if self.engine not in ENGINES:
+            raise ParameterError(f"engine must be one of {', '.join(ENGINES)}; got {self.engine!r}.")
         if self.leakage_classifier not in metrics.LEAKAGE_CLASSIFIERS:
             raise ParameterError(
                 f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "
@@ -243,9 +253,7 @@ class AuditConfig:
 
     def to_dict(self) -> dict:
         """The settings that determine the numbers (``keep_models`` does not, and is left out)."""
-        return {
-            key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"
-        }
+        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"}
 
 
 # ============================================================================ results
@@ -270,8 +278,8 @@ class AuditResult:
     "confidence", "holdout", "seconds", "not_bootstrapped": {metric: reason}}}`` (in the JSON
     and the report)."""
     models: dict = field(default_factory=dict, repr=False, compare=False)
-    """``{(method, variant, rank): fitted estimator}`` with ``AuditConfig(keep_models=True)``
-    (never serialised; :mod:`fairaudit.models` saves them)."""
+    """With ``AuditConfig(keep_models=True)``: the fitted estimator of every fit, keyed
+    ``(method, variant, rank)``. Never written to JSON; :mod:`fairaudit.models` saves them."""
 
     def metric(self, metric: str, method: str | None = None) -> pd.DataFrame:
         """Rows of one metric (optionally one method)."""
@@ -286,7 +294,7 @@ class AuditResult:
             "created": self.created,
             "seconds": self.seconds,
             "config": self.config,
-            "data": self.data,
+            "data": worded(self.data),
             "uncertainty": {method: {**summary, "why": render(str(summary.get("why", "")))} for method, summary in self.uncertainty.items()},
             "findings": [{**f.to_dict(), "text": render(f.text)} for found in findings(self).values() for f in found],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
@@ -465,13 +473,14 @@ class _ReplicateRecorder(Recorder):
 class RecordSink(Recorder):
     """Where a family writes its measurements, skips, warnings and progress."""
 
-    def __init__(self, method: str, progress: ProgressCallback | None = None):
+    def __init__(self, method: str, progress: ProgressCallback | None = None, keep_models: bool = False):
         self.method = method
+        self.keep_models = keep_models
+        self.models: dict[tuple[str, str, int], object] = {}
         self.rows: list[tuple] = []
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
         self.details: dict[str, dict[str, dict]] = {}
-        self.models: dict = {}
         self._progress = progress
         self._expected = 0
         self._done = 0
@@ -481,6 +490,11 @@ class RecordSink(Recorder):
         if isinstance(value, tuple):
             value, low, high = value
         self.rows.append((self.method, variant, int(rank), group, metric, float(value), float(low), float(high)))
+
+    def keep(self, variant: str, rank: int, estimator) -> None:
+        """Keep a fitted estimator under ``(method, variant, rank)`` when the audit keeps models."""
+        if self.keep_models:
+            self.models[(self.method, variant, int(rank))] = estimator
 
     def skip(self, variant: str, reason: str, rank: int | None = None) -> None:
         self.skipped.append({"method": self.method, "variant": variant, "rank": rank, "reason": reason})
@@ -646,19 +660,32 @@ def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs:
         return found
 
     for disparity in family.disparities:
-        metric, largest, gap, ratio = disparity.names(prefix)
+        metric = prefix + disparity.metric
         errors = per_group(prefix + disparity.error) if disparity.error else {}
         for (variant, rank), values in per_group(metric).items():
             if np.isnan(values).all():
                 continue
             key = (variant, rank, metric)
-            found = uncertainty.disparity(values, pairs.get(key), errors.get((variant, rank)))
-            pairs.setdefault(key, (found["worst"], found["best"]))
-            out.add(variant, rank, largest, found["largest"])
-            out.add(variant, rank, gap, found["gap"])
-            out.add(variant, rank, ratio, found["ratio"])
-            if "error_ratio" in found:
-                out.add(variant, rank, prefix + disparity.error_ratio, found["error_ratio"])
+            pairs.setdefault(key, add_disparity(out, variant, rank, disparity, values, errors.get((variant, rank)), prefix, pairs.get(key)))
+
+
+def add_disparity(
+    out: Recorder, variant: str, rank: int, disparity: uncertainty.Disparity, values, errors=None, prefix: str = "", pair=None
+) -> tuple[int, int]:
+    """Record the worst group's value, the gap, the ratio (and the error ratio, given the groups'
+    ``errors``) of one fit's per-group ``values`` of ``disparity.metric``; ``pair`` fixes the
+    ``(worst, best)`` groups (a replicate follows the point estimate's). Returns the pair.
+
+    The driver adds these for every family; a representation audited outside it (``yours``)
+    calls it directly, so that its records and findings read like any variant's."""
+    found = uncertainty.disparity(values, pair, errors)
+    _, largest, gap, ratio = disparity.names(prefix)
+    out.add(variant, rank, largest, found["largest"])
+    out.add(variant, rank, gap, found["gap"])
+    out.add(variant, rank, ratio, found["ratio"])
+    if "error_ratio" in found:
+        out.add(variant, rank, prefix + disparity.error_ratio, found["error_ratio"])
+    return found["worst"], found["best"]
 
 
 class _Collector(Recorder):
@@ -697,8 +724,8 @@ def run_family(family: FamilyAudit) -> dict:
     if test is not None:
         _disparity_records(collector.values, family, sink, pairs, HELDOUT_PREFIX)
     family.facts(fits, sink)
-    if config.keep_models:
-        family.models = family.models_of(fits)
+    for (variant, rank), model in family.models_of(fits).items() if config.keep_models else ():
+        sink.keep(variant, rank, model)
     replicates, why = uncertainty.resolve_replicates(
         family.method, config.bootstrap, family.data.n_rows, family.data.n_features, len(getattr(family, "ranks", ())) or None
     )
@@ -708,7 +735,7 @@ def run_family(family: FamilyAudit) -> dict:
         found = _bootstrap(family, fits, train, test, replicates, pairs)
         summary["seconds"] = round(time.perf_counter() - started, 3)
         summary["interval"] = uncertainty.INTERVAL_METHOD
-        _apply_intervals(sink, found, config.confidence)
+        _apply_intervals(family, found, config.confidence)
         summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
     return summary
 
@@ -754,14 +781,16 @@ def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replic
     return any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def _apply_intervals(sink: RecordSink, replicates: uncertainty.Replicates, confidence: float) -> None:
+def _apply_intervals(family: FamilyAudit, replicates: uncertainty.Replicates, confidence: float) -> None:
     """Write the bootstrap intervals into the sink's rows (rows that carry their own interval,
-    the leakage test's, keep it)."""
+    the leakage test's, keep it; metrics the family leaves out of replicates get none even when
+    a replicate measured them, e.g. the spread over fewer k-means runs)."""
+    sink = family.sink
     points = {(row[1], row[2], row[3], row[4]): row[5] for row in sink.rows}
     intervals = replicates.intervals(confidence, points)
     for index, row in enumerate(sink.rows):
         method, variant, rank, group, metric, value, low, high = row
-        if not (math.isnan(low) and math.isnan(high)):
+        if not (math.isnan(low) and math.isnan(high)) or metric.removeprefix(HELDOUT_PREFIX) in family.not_bootstrapped:
             continue
         found = intervals.get((variant, rank, group, metric))
         if found is not None:
@@ -835,9 +864,7 @@ def audit_family(method: str, data: AuditData, config: AuditConfig, sink: Record
     """Prepare and run one family on ``data`` (records to ``sink``); returns its uncertainty
     summary. Fitted models, if kept, are in ``sink.models``."""
     family = _family(method)(data, config, sink)
-    summary = run_family(family)
-    sink.models = getattr(family, "models", {})
-    return summary
+    return run_family(family)
 
 
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:
@@ -864,7 +891,7 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     notes: list[str] = []
     details: dict[str, dict] = {}
     summaries: dict[str, dict] = {}
-    models: dict = {}
+    models: dict[tuple[str, str, int], object] = {}
     smallest = min(data.group_sizes().items(), key=lambda item: item[1])
     if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
         notes.append(
@@ -874,12 +901,12 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
             f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
-        sink = RecordSink(method, progress)
+        sink = RecordSink(method, progress, keep_models=config.keep_models)
         summaries[method] = audit_family(method, data, config, sink)
+        models.update(sink.models)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)
         notes.extend(sink.warnings)
-        models.update({(method, *key): model for key, model in sink.models.items()})
         if sink.details:
             details[method] = sink.details
     records = pd.DataFrame(rows, columns=RECORD_COLUMNS)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 import tempfile
 import time
@@ -25,13 +24,24 @@ from pathlib import Path
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
 from .cost import duration, expected_seconds
-from .cpd.estimator import KERNELS
-from .data import DEFAULT_MAX_MB, MISSING_POLICIES, NONNEGATIVE_POLICIES, SCALINGS, prepare, prepare_tensor, read_table
-from .errors import FairAuditError, InputFileError, ParameterError
+from .cpd._kernels import NYSTROM_LANDMARKS
+from .cpd.estimator import FORMULATIONS, KERNELS
+from .data import (
+    DEFAULT_MAX_MB,
+    MISSING_POLICIES,
+    NONNEGATIVE_POLICIES,
+    SCALINGS,
+    check_path,
+    parse_merge,
+    prepare,
+    prepare_tensor,
+    read_table,
+)
+from .errors import FairAuditError, ParameterError
 from .fs.audit import KMEANS_RUNS
 from .metrics import LEAKAGE_CLASSIFIERS
 from .nmf._standard import SOLVERS as NMF_SOLVERS
-from .nmf.audit import NMF_SCALINGS, ZERO_ROW_POLICIES
+from .nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
 from .vocabulary import render, term
 
 MAX_RANKS = 1000
@@ -44,7 +54,7 @@ SEED_LIMIT = 2**32
 class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors in one line with status 2."""
 
-    def error(self, message):  # noqa: D401 - argparse API
+    def error(self, message):
         raise _UsageError(f"{message} (see --help)")
 
 
@@ -98,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     audit = commands.add_parser("audit", help="audit a CSV file", description="Run vanilla and fair methods on a CSV file.")
-    audit.add_argument("data", help="CSV file (UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)")
+    audit.add_argument("data", help="CSV file (UTF-8, UTF-8 with BOM or Windows-1252; comma, semicolon, tab or | separated) or Parquet file")
     _add_input_options(audit)
     runs = audit.add_argument_group("what to run")
     runs.add_argument("--methods", default="pca", help=f"comma-separated families: {', '.join(FAMILIES)} (default pca)")
@@ -120,32 +130,23 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
     _add_uncertainty_options(audit)
+    _add_pca_options(audit)
     _add_nmf_options(audit)
     _add_fs_options(audit)
-    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
-    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
-                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
-    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
-    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
-    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
-    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
-    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
-    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
-    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
-    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
-                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
-    cpd.add_argument("--cpd-landmarks", type=int, default=None, help="landmark entities of the Nyström kernel (default 500)")
+    _add_cpd_options(audit)
     outputs = audit.add_argument_group("outputs")
     outputs.add_argument("--html", help="write a self-contained HTML report here")
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+    _add_action_options(audit)
 
     columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
     columns.add_argument("data")
     columns.add_argument("--skip-rows", type=int, default=0)
     columns.add_argument("--no-header", action="store_true")
     columns.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB)
+    _add_action_commands(commands)
     return parser
 
 
@@ -162,6 +163,9 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     columns.add_argument("--one-hot", action="store_true", help="one-hot encode text feature columns")
     columns.add_argument("--binarize", action="append", metavar="COL=THRESHOLD", help="split a numeric sensitive column at a threshold")
     columns.add_argument("--bins", action="append", metavar="COL=N", help="cut a numeric sensitive column into N quantile bins")
+    columns.add_argument("--merge", action="append", metavar="COL=V1,V2:GROUP",
+                         help="merge values of a sensitive column into one group; * stands for every value not listed "
+                              "(repeat it: --merge EDUCATION=1,2:high --merge EDUCATION=*:low)")
     tensor = parser.add_argument_group("tensor input (long format: one line per cell)")
     tensor.add_argument("--tensor-index", metavar="ENTITY,MODE2,…", help="index columns, entity first (e.g. user,item,context); the file is then read as a tensor")
     tensor.add_argument("--tensor-value", metavar="COL", help="the value column of a long-format tensor")
@@ -196,6 +200,18 @@ def _add_uncertainty_options(parser: argparse.ArgumentParser) -> None:
 def _uncertainty_options(args) -> dict:
     """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
     return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio}
+def _add_pca_options(parser: argparse.ArgumentParser) -> None:
+    from .pca.audit import DEFAULT_OPTIONS as PCA_DEFAULTS
+    from .pca.jevd import SOLVERS as JEVD_SOLVERS
+
+    pca = parser.add_argument_group("PCA (--methods pca)")
+    pca.add_argument("--jevd-solver", choices=JEVD_SOLVERS, default=None,
+                     help=f"JEVD-PCA's scheme (default {PCA_DEFAULTS['jevd_solver']}: orthogonal Jacobi, stable; paper: "
+                          "Algorithm 1 as printed, which diverges on most real data; damped: Algorithm 1 with a backtracking step)")
+
+
+def _pca_options(args) -> dict:
+    return {"jevd_solver": args.jevd_solver} if args.jevd_solver else {}
 
 
 def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
@@ -206,8 +222,19 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--nmf-scaling", choices=NMF_SCALINGS, default=None,
                      help="feature scaling for NMF (default unit_norm, the paper's; --scaling is for PCA)")
     nmf.add_argument("--nmf-estimates", type=int, default=None, help="T: NMF runs per group averaged into E_l (default 5)")
-    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None, help="standard NMF solver (default cd)")
-    nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4)")
+    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None,
+                     help="standard NMF and E_l solver: mu (default, the paper's) or cd (coordinate descent, tighter E_l)")
+    nmf.add_argument("--nmf-stopping", choices=STOPPING_RULES, default=None,
+                     help="stopping rule of standard NMF and E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
+    nmf.add_argument("--fair-nmf-stopping", choices=STOPPING_RULES, default=None,
+                     help="stopping rule of Fairer-NMF: window (default; eq10 stops MU on plateaus) or eq10 (the paper's)")
+    nmf.add_argument("--fair-nmf-weights", choices=MU_WEIGHTS, default=None,
+                     help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
+    nmf.add_argument("--fair-nmf-init", choices=AUDIT_INITS, default=None,
+                     help="Fairer-NMF start: nmf (default: the standard NMF of the same rank) or random (the paper's)")
+    nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
+                     help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
+    nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4, eq. (10)'s)")
     nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
     nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
 
@@ -219,6 +246,11 @@ def _nmf_options(args) -> dict:
         "scaling": args.nmf_scaling,
         "n_estimates": args.nmf_estimates,
         "nmf_solver": args.nmf_solver,
+        "nmf_stopping": args.nmf_stopping,
+        "stopping": args.fair_nmf_stopping,
+        "mu_weights": args.fair_nmf_weights,
+        "init": args.fair_nmf_init,
+        "keep_best": args.fair_nmf_keep_best,
         "tol": args.nmf_tol,
         "max_iter": args.nmf_max_iter,
         "am_max_cells": args.am_max_cells,
@@ -249,7 +281,9 @@ def load_from_args(args):
         one_hot=args.one_hot,
         binarize=_pairs(args.binarize, "binarize", float),
         bins=_pairs(args.bins, "bins", int),
+        merge=parse_merge(args.merge),
         missing=args.missing,
+        reuse_table=True,  # the table is not used again: the matrix may take over its memory
         scaling=_scaling(args),
         min_group_size=args.min_group_size,
         small_groups="drop" if args.drop_small_groups else "error",
@@ -277,11 +311,34 @@ def _load_tensor(args, table):
         sensitive=args.sensitive,
         binarize=_pairs(args.binarize, "binarize", float),
         bins=_pairs(args.bins, "bins", int),
+        merge=parse_merge(args.merge),
         fill=args.tensor_fill,
         scaling=_scaling(args, default="none"),
         min_group_size=args.min_group_size,
         small_groups="drop" if args.drop_small_groups else "error",
     )
+
+
+def _add_cpd_options(audit) -> None:
+    """The CP family's flags (``AuditConfig.options["cpd"]``; read back by :func:`_cpd_options`)."""
+    cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
+    cpd.add_argument("--cpd-formulation", default=None, choices=FORMULATIONS,
+                     help="fairaudit (default: scale-free penalties, median-heuristic γ, λ scaled to the data, fast) or paper "
+                     "(Kim & Gittens' Algorithm 1 as printed, with the paper's λ values; slow)")
+    cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
+                     help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
+    cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
+    cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
+    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
+    cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
+    cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
+    cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
+    cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
+    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
+                     help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
+    cpd.add_argument("--cpd-landmarks", type=int, default=None, help=f"landmark entities of the Nyström kernel (default {NYSTROM_LANDMARKS})")
+    cpd.add_argument("--cpd-jobs", type=int, default=None, metavar="N",
+                     help="worker threads for the fair fits (default 2: two fits side by side on two cores)")
 
 
 def _cpd_options(args) -> dict:
@@ -292,6 +349,7 @@ def _cpd_options(args) -> dict:
         except ValueError:
             raise ParameterError(f"{term('cpd_lambdas', args.cpd_lambdas)} is not a list of numbers such as 0.1,1,10.") from None
     options = {
+        "formulation": args.cpd_formulation,
         "leakage_classifier": args.cpd_classifier,
         "lambdas": lambdas,
         "n_lambdas": args.cpd_points,
@@ -302,9 +360,10 @@ def _cpd_options(args) -> dict:
         "tol": args.cpd_tol,
         "khsic_kernel": args.cpd_kernel,
         "khsic_landmarks": args.cpd_landmarks,
+        "n_jobs": args.cpd_jobs,
     }
     for name, option in (("n_lambdas", "cpd_points"), ("n_epochs", "cpd_epochs"), ("khsic_max_rows", "cpd_khsic_max_rows"),
-                         ("sweep_rank", "cpd_sweep_rank")):
+                         ("sweep_rank", "cpd_sweep_rank"), ("n_jobs", "cpd_jobs")):
         if options[name] is not None and options[name] < 1:
             raise ParameterError(f"{term(option)} must be at least 1; got {options[name]}.")
     if options["khsic_landmarks"] is not None and options["khsic_landmarks"] < 2:
@@ -362,7 +421,7 @@ def config_from_args(args) -> AuditConfig:
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
         mw_max_features=args.mw_max_features,
-        options={name: given for name, given in (("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
+        options={name: given for name, given in (("pca", _pca_options(args)), ("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
         **_uncertainty_options(args),
     )
     config.check_variants()
@@ -375,18 +434,8 @@ OUTPUT_FLAGS = (("html", "--html"), ("json", "--json"), ("csv", "--csv"))
 
 def check_input(path: str) -> None:
     """The input must be an existing regular file: a folder, a FIFO or a device is refused before
-    it is opened (opening a FIFO would wait for a writer forever)."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputFileError(f"{path}: no such file.") from None
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot be read ({exc.strerror}).") from None
-    if stat.S_ISDIR(mode):
-        raise InputFileError(f"{path} is a folder; give the CSV file inside it.")
-    if not stat.S_ISREG(mode):
-        kind = "a pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket"
-        raise InputFileError(f"{path} is {kind}, not a regular file; save the data to a file first.")
+    it is opened (the data boundary's check, :func:`fairaudit.data.check_path`)."""
+    check_path(path)
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -396,45 +445,74 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.realpath(a) == os.path.realpath(b)
 
 
-def check_outputs(args) -> list[tuple[str, Path]]:
-    """``(flag, path)`` of every requested output, checked before any work: not the input, not
+INPUT_ARGUMENTS = ("data", "components", "embedding", "a", "b")
+"""Arguments that name a file a command reads (every one is checked against every output)."""
+
+
+def input_paths(args) -> list[Path]:
+    """The files the command reads: the data, ``--components``/``--embedding``, the two reports
+    of ``compare``, and the files of ``transform``'s model directory."""
+    paths = [Path(value) for name in INPUT_ARGUMENTS if (value := getattr(args, name, None))]
+    model = getattr(args, "model", None)
+    if model:
+        from .models import ARRAYS_FILE, MANIFEST_FILE
+
+        paths += [Path(model) / MANIFEST_FILE, Path(model) / ARRAYS_FILE]
+    return paths
+
+
+def check_outputs(args, flags=OUTPUT_FLAGS, *, option: str = "output") -> list[tuple[str, Path]]:
+    """``(flag, path)`` of every requested output, checked before any work: not an input, not
     another output, not a folder or device, and writable (a probe file is created and removed in
-    the folder that will hold it; nothing is left behind)."""
+    the folder that will hold it; nothing is left behind). ``option`` is the vocabulary name of
+    the outputs (what a refusal advises choosing instead)."""
     outputs: list[tuple[str, Path]] = []
-    for attribute, flag in OUTPUT_FLAGS:
+    inputs = input_paths(args)
+    for attribute, flag in flags:
         value = getattr(args, attribute, None)
-        if not value:
+        if not value or value == "-":  # "-": standard output
             continue
         path = Path(value)
-        if _same_file(path, Path(args.data)):
-            raise ParameterError(f"{flag} {value} is the input file, which is never overwritten; choose {term('output')}.")
+        for given in inputs:
+            if _same_file(path, given):
+                which = "the input file" if given == Path(getattr(args, "data", "") or "") else "an input file"
+                raise ParameterError(f"{flag} {value} is {which}, which is never overwritten; choose {term(option)}.")
         for other_flag, other in outputs:
             if _same_file(path, other):
                 raise ParameterError(f"{flag} and {other_flag} both name {value}; give each output its own path.")
-        _check_writable(flag, path)
+        _check_writable(flag, path, option)
         outputs.append((flag, path))
     return outputs
 
 
-def _check_writable(flag: str, path: Path) -> None:
+def _check_writable(flag: str, path: Path, option: str = "output") -> None:
     if path.exists() or path.is_symlink():
         if path.is_dir():
-            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / ('report.' + flag[2:])}.")
+            example = "scores.csv" if flag == "--out" else "report." + flag[2:]
+            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / example}.")
         if not path.is_file():
-            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term('output')}.")
-    folder = path.parent
+            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term(option)}.")
+    _probe_folder(flag, path, path.parent, option)
+    if path.exists():
+        try:
+            with open(path, "ab"):
+                pass
+        except OSError as exc:
+            raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
+
+
+def _probe_folder(flag: str, path: Path, folder: Path, option: str) -> None:
+    """``folder`` (or, where it does not exist yet, the first of its parents that does) accepts a
+    new file: a probe is created there and removed."""
     while not folder.exists():  # the folders still to create: the probe goes where they would start
         folder = folder.parent
     if not folder.is_dir():
-        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term('output')}.")
+        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term(option)}.")
     try:
         with tempfile.NamedTemporaryFile(dir=folder, prefix=".fairaudit-probe-"):
             pass
-        if path.exists():
-            with open(path, "ab"):
-                pass
     except OSError as exc:
-        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term('output')}.") from None
+        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
 
 
 # ---------------------------------------------------------------- how long it will take
@@ -522,7 +600,8 @@ def _print_summary(result, out) -> None:
 
     data = result.data
     groups = ", ".join(f"{g} ({n})" for g, n in data["group_sizes"].items())
-    print(f"{data['name']}: {data['rows']} rows, {data['features']} features; groups: {groups}", file=out)
+    print(f"{data['name']}: {data['rows']} rows, {data['n_features']} features; groups: {groups}", file=out)
+    _print_accounting(data, out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
         keep = [
@@ -573,6 +652,15 @@ def _print_findings(result, found: dict, out) -> None:
         print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
         for text in rules.values():
             print(f"  {text}", file=out)
+def _print_accounting(data: dict, out) -> None:
+    """Rows read and used per group, the features used, the columns left out and why, and the
+    data warnings (e.g. a drop that removed a much larger share of one group)."""
+    from .data import accounting_lines
+
+    for line in accounting_lines(data):
+        print(render(line, "cli"), file=out)
+    for warning in data.get("warnings", []):
+        print(f"data warning: {render(warning, 'cli')}", file=out)
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
@@ -584,46 +672,59 @@ def _print_details(result, method: str, out, limit: int = 12) -> None:
 
 
 def _run_audit(args) -> int:
-    from .report import write_reports
-
     check_input(args.data)
+    _check_action_inputs(args)
     outputs = dict(check_outputs(args))
+    check_export_directory(args, outputs)
     config = config_from_args(args)
+    export_ranks = _export_ranks(args)
+    if args.export_model:
+        config.keep_models = True
     progress = None if args.quiet else ProgressReporter(sys.stderr)
     data = load_from_args(args)
+    yours = _read_yours(args, data)  # before the audit: a bad file or option stops at once
     _check_expectation(data, config, args.allow_slow, progress.say if progress else lambda text: None)
     if progress:  # printed with the first fit: a bad option found before any fit leaves one line on stderr
         progress.header = (
             f"auditing {data.source.get('name', args.data)} ({data.n_rows:,} rows × {data.n_features:,} features): "
             + ", ".join(FAMILY_TITLES.get(m, m) for m in config.methods)
+            + (f" and your {yours.kind}" if yours is not None else "")
         )
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
             result = run_audit(data, config, progress=progress)
+            if yours is not None:
+                from .yours import attach, audit_yours
+
+                result = attach(result, audit_yours(data, yours, config, progress=progress))
     except BaseException:
         if progress:
             progress.end_line()  # the error starts a line of its own
         raise
     if progress:
         progress.family_done()
-    try:
-        written = write_reports(
-            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
-        )
-    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
-        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    written, models = _write_audit_outputs(args, result, data, outputs, export_ranks)
     if not args.quiet:
         _print_summary(result, sys.stdout)
+        if yours is not None:
+            from .yours import sentences
+
+            for method in dict.fromkeys(result.records.method):
+                for sentence in sentences(result, method):
+                    print(f"yours ({method}): {sentence}")
         for path in written:
             print(f"wrote {path}")
+        if models:
+            print(f"wrote {len(models)} model(s) to {args.export_model} (index: {args.export_model}/models.json)")
     return 0
 
 
 def _run_columns(args) -> int:
     check_input(args.data)
     table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
-    print(f"{table.name}: {len(table.frame)} rows, {len(table.columns)} columns, encoding {table.encoding}, delimiter {table.delimiter!r}")
+    read_as = f"encoding {table.encoding}, delimiter {table.delimiter!r}" if table.format == "csv" else table.format
+    print(f"{table.name}: {table.n_rows} rows, {len(table.columns)} columns, {read_as}")
     print(table.describe().to_string(index=False))
     return 0
 
@@ -632,9 +733,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        if args.command == "audit":
-            return _run_audit(args)
-        return _run_columns(args)
+        commands = {"audit": _run_audit, "columns": _run_columns, "transform": _run_transform, "compare": _run_compare}
+        return commands[args.command](args)
     except (FairAuditError, _UsageError) as exc:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
         print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
@@ -656,6 +756,203 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+# ---------------------------------------------------------------------------- from audit to action
+def _add_action_options(audit: argparse.ArgumentParser) -> None:
+    action = audit.add_argument_group("take the result further")
+    action.add_argument("--export-model", metavar="DIR",
+                        help="write every fitted model (manifest.json + arrays.npz, no pickle) to DIR/<method>-<variant>-rank<r>/")
+    action.add_argument("--export-rank", metavar="RANKS", help="export only these ranks (1:3, 2,4; default every audited rank)")
+    yours = action.add_mutually_exclusive_group()
+    yours.add_argument("--components", metavar="FILE",
+                       help="audit your own components matrix (rank × features CSV with the features as header, or .npy) as variant 'yours'")
+    yours.add_argument("--embedding", metavar="FILE",
+                       help="audit your own embeddings (one row per audited data row) as variant 'yours': MMD² and leakage")
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number, 0 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"give a whole number, 0 or more (got {text!r})")
+    return value
+
+
+def _add_action_commands(commands) -> None:
+    transform = commands.add_parser(
+        "transform", help="apply an exported model to new rows",
+        description="Apply a model written by --export-model to the rows of a CSV file; the file is only read.",
+    )
+    transform.add_argument("model", help="a model directory written by --export-model (holds manifest.json)")
+    transform.add_argument("data", help="CSV file with the model's feature columns (other columns are ignored)")
+    transform.add_argument("--out", required=True, help="output CSV (- for standard output); never the input file")
+    transform.add_argument("--id", dest="id_column", metavar="COL", help="copy this column into the output (default: the file line of each row)")
+    transform.add_argument("--missing", choices=("error", "drop"), default="error",
+                           help="rows with a missing feature cell: stop and list them (default) or leave them out")
+    transform.add_argument("--with-error", action="store_true", help="add each row's reconstruction error (PCA, NMF, CP models)")
+    transform.add_argument("--skip-rows", type=int, default=0, help="lines to skip before the header")
+    transform.add_argument("--no-header", action="store_true", help="the first line is data")
+    transform.add_argument("--max-mb", type=float, default=DEFAULT_MAX_MB, help=f"size limit in MB (default {DEFAULT_MAX_MB})")
+    transform.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+
+    compare = commands.add_parser(
+        "compare", help="compare two saved JSON reports",
+        description="Say per metric and group what changed between two audits (JSON reports written by --json).",
+    )
+    compare.add_argument("a", help="the first JSON report (e.g. before)")
+    compare.add_argument("b", help="the second JSON report (e.g. after)")
+    compare.add_argument("--names", metavar="A,B", help="what to call the two audits (default: their file names)")
+    compare.add_argument("--html", help="write the comparison as a self-contained HTML report here")
+    compare.add_argument("--json", help="write the comparison as JSON here")
+    compare.add_argument("--csv", help="write the matched values (one row per record key) as CSV here")
+    compare.add_argument("--top", type=_count, default=10, help="changes to print (default 10)")
+    compare.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+
+
+def _read_yours(args, data):
+    from .yours import read_components, read_embedding
+
+    if args.components:
+        return read_components(args.components, data, max_mb=args.max_mb)
+    if args.embedding:
+        return read_embedding(args.embedding, data, max_mb=args.max_mb)
+    return None
+
+
+def _check_action_inputs(args) -> None:
+    """``--components``/``--embedding`` name existing regular files, like the data."""
+    for given in (args.components, args.embedding):
+        if given:
+            check_input(given)
+
+
+def _export_ranks(args) -> list[int] | None:
+    """The ranks ``--export-rank`` names (checked before the audit runs)."""
+    if args.export_rank and not args.export_model:
+        raise ParameterError(f"{term('export_rank')} chooses which models {term('keep_models', True)} writes; give both.")
+    if not args.export_rank:
+        return None
+    try:
+        return parse_ranks(args.export_rank)
+    except ParameterError:
+        raise ParameterError(f"{term('export_rank', args.export_rank)} is not understood; write 3, 2,4 or 1:3.") from None
+
+
+def check_export_directory(args, outputs: dict[str, Path]) -> Path | None:
+    """``--export-model DIR``, checked before any work: a folder (or one to create) that accepts
+    files, where no input and no other output lies on a file the export writes
+    (``DIR/models.json``, ``DIR/<model>/manifest.json``, ``DIR/<model>/arrays.npz``)."""
+    if not args.export_model:
+        return None
+    from .models import ARRAYS_FILE, INDEX_FILE, MANIFEST_FILE
+
+    flag, path = "--export-model", Path(args.export_model)
+    if path.exists() and not path.is_dir():
+        raise ParameterError(f"{flag} {path} is a file; give a folder (it receives one folder per model and {INDEX_FILE}).")
+    folder = Path(os.path.realpath(path))
+    for given, what in [*((p, "the input file") for p in input_paths(args)), *((p, f"the {f} output") for f, p in outputs.items())]:
+        target = Path(os.path.realpath(given))
+        if target == folder / INDEX_FILE or (target.name in (MANIFEST_FILE, ARRAYS_FILE) and target.parent.parent == folder):
+            raise ParameterError(
+                f"{flag} {path} would write over {what} {given}, which is never overwritten; choose another folder for "
+                f"{term('keep_models', True)}."
+            )
+    _probe_folder(flag, path, path, "keep_models")
+    return path
+
+
+def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ranks) -> tuple[list[Path], list[Path]]:
+    """The reports, then the models: all or nothing (a failed export removes the reports it
+    follows; each writer removes its own partial files)."""
+    from .report import write_reports
+
+    try:
+        written = write_reports(
+            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+        )
+    except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.export_model:
+        return written, []
+    from .models import export_models
+
+    try:
+        models = export_models(result, data, args.export_model, ranks=export_ranks)
+    except BaseException as exc:
+        for path in written:
+            path.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise ParameterError(
+                f"{exc.filename or args.export_model} could not be written ({exc.strerror}); nothing was written."
+            ) from None
+        raise
+    return written, models
+
+
+def _run_transform(args) -> int:
+    from .models import load_model, transform_table
+    from .report import spreadsheet_safe, write_outputs
+
+    check_input(args.data)
+    outputs = dict(check_outputs(args, (("out", "--out"),), option="out"))
+    model = load_model(args.model)
+    table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
+    frame, rows = transform_table(model, table, id_column=args.id_column, missing=args.missing, with_error=args.with_error)
+    text = spreadsheet_safe(frame).to_csv(index=False)  # an ID column holds the user's text
+    if args.out == "-":
+        sys.stdout.write(text)
+        return 0
+    out = outputs["--out"]
+    try:
+        write_outputs(text, ((out, str),))
+    except OSError as exc:
+        raise ParameterError(f"{exc.filename or out} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.quiet:
+        print(f"model: {model.describe()}")
+        print(f"{table.name}: {table.n_rows} rows read, {len(frame)} transformed"
+              + (f"; ignored columns: {', '.join(rows.unused)}" if rows.unused else ""))
+        if rows.encoded:
+            print(f"one-hot indicators rebuilt: {', '.join(rows.encoded)}")
+        for line in (*rows.log, *model.manifest.get("notes", [])):
+            print(f"note: {render(line, 'cli')}")
+        print(f"wrote {out} ({len(frame)} rows × {frame.shape[1]} columns)")
+    return 0
+
+
+def _run_compare(args) -> int:
+    from .compare import compare_files, write_comparison
+
+    names = None
+    if args.names:
+        names = tuple(_split(args.names) or [])
+        if len(names) != 2:
+            raise ParameterError(f"{term('compare_names', 'before,after')} takes two names separated by a comma; got {args.names!r}.")
+    for given in (args.a, args.b):
+        check_input(given)
+    outputs = dict(check_outputs(args))
+    comparison = compare_files(args.a, args.b, names=names)
+    try:
+        written = write_comparison(comparison, html_path=outputs.get("--html"), json_path=outputs.get("--json"),
+                                   csv_path=outputs.get("--csv"))
+    except OSError as exc:
+        raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
+    if not args.quiet:
+        for line in comparison.summary():
+            print(line)
+        for difference in comparison.differences[:12]:
+            print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+        for row in comparison.largest_changes(args.top).itertuples(index=False):
+            interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
+            relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""
+            print(f"{row.method}/{row.variant} rank {row.rank} {row.metric}{f' [{row.group}]' if row.group else ''}: "
+                  f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
+        for path in written:
+            print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,9 +3,12 @@ without ``--allow-slow``) and the dashboard can say so beside its Run button.
 
 A deliberately generous model fitted to measured default audits (ten ranks, default variants) on
 two cores shared with other work, so a quiet machine is faster: 600 × 10 (the default sample)
-took PCA 0.8 s, NMF 11.7 s, feature selection 90 s, CP 12.8 s; 50 × 500 took PCA about 130 s
-(its eigen-decompositions of d × d matrices grow with d³), NMF 100 s (∝ cells), feature selection
-79 s, CP 8 s. It is scaled by the number of ranks asked for; family options are not modelled.
+took PCA 0.8 s, NMF 11.7 s, feature selection 90 s, CP 12.8 s; 50 × 500 took NMF 100 s (∝ cells),
+feature selection 79 s, CP 8 s. The PCA family works in the row space when rows are fewer than
+features, so its eigen-decompositions grow with ``s³``, ``s = min(rows, features)``, plus JEVD's
+Jacobi sweeps on at most 100 dimensions; measured (shared cores): 50 × 500 5.0 s, 50 × 5,000
+5.4 s, 300 × 2,000 20–25 s, 2,000 × 300 24 s, 1,000 × 1,000 166–206 s. It is scaled by the number
+of ranks asked for; family options are not modelled.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from .audit import FAMILY_TITLES, AuditConfig
 
 FAMILY_COST = {
-    "pca": lambda n, d: 1.0 + 1.0e-6 * d**3,
+    "pca": lambda n, d: 1.0 + 3e-7 * min(n, d) ** 3 + 1.2e-5 * min(n, d, 100) ** 3 + 6e-4 * min(n, 10_000),
     "nmf": lambda n, d: 1.0 + 3e-3 * n * d,
     "fs": lambda n, d: 0.15 * n + 5e-7 * d**3,
     "cpd": lambda n, d: 0.02 * n + 3e-4 * n * d,

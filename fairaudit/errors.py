@@ -53,6 +53,14 @@ class MalformedCSVError(InputFileError):
     """The text is not a rectangular delimited table (ragged rows, broken quotes, ...)."""
 
 
+class ModelFileError(InputFileError):
+    """A saved model (manifest + arrays) cannot be read as one."""
+
+
+class ReportFileError(InputFileError):
+    """A file given as a saved JSON report is not one."""
+
+
 # --- columns ---------------------------------------------------------------------------------
 class ColumnError(FairAuditError):
     """A column choice does not fit the table."""
@@ -64,6 +72,10 @@ class UnknownColumnError(ColumnError):
 
 class DuplicateColumnError(ColumnError):
     """Two columns share a header name."""
+
+
+class FeatureMismatchError(ColumnError):
+    """Data given to a fitted model do not have the columns the model was fitted on."""
 
 
 class NonNumericColumnError(ColumnError):
@@ -128,6 +140,7 @@ __all__ = [
     "EmptyFileError",
     "EncodingError",
     "FairAuditError",
+    "FeatureMismatchError",
     "FileTooLargeError",
     "GroupError",
     "InputFileError",
@@ -135,11 +148,13 @@ __all__ = [
     "MalformedCSVError",
     "MissingCellError",
     "MissingValueError",
+    "ModelFileError",
     "NegativeValueError",
     "NoFeaturesError",
     "NonNumericColumnError",
     "ParameterError",
     "RankError",
+    "ReportFileError",
     "SensitiveColumnError",
     "SingleGroupError",
     "SmallGroupError",

@@ -69,6 +69,29 @@ def _column_labels(column: pd.Series) -> pd.Categorical:
     return pd.Categorical(column.map(mapping), categories=list(dict.fromkeys(labels)))
 
 
+def _encode_flat_array(values, n_rows: int | None) -> GroupCodes | None:
+    """The common case — a 1-D NumPy array or list of numbers or strings without missing values —
+    by ``np.unique`` (the pandas categorical path cost half of a ``PCA.fit`` on 30,000 rows).
+    Same codes and labels as the general path; ``None`` sends anything else there."""
+    if isinstance(values, pd.Series | pd.DataFrame) or not isinstance(values, np.ndarray | list | tuple):
+        return None
+    array = np.asarray(values)
+    if array.ndim != 1 or (n_rows is not None and array.shape[0] != n_rows) or array.dtype.kind not in "biufUSO":
+        return None
+    if array.dtype.kind == "f" and np.isnan(array).any():
+        return None
+    if array.dtype.kind == "O" and (pd.isna(array).any() or not all(isinstance(v, str) for v in array[:1])):
+        return None
+    try:
+        uniques, codes = np.unique(array, return_inverse=True)
+    except TypeError:  # mixed types
+        return None
+    labels = tuple(_format_value(value) for value in uniques)
+    if len(set(labels)) != len(labels):
+        return None
+    return GroupCodes(np.asarray(codes, dtype=np.intp).ravel(), labels)
+
+
 def encode_groups(sensitive_features, n_rows: int | None = None) -> GroupCodes:
     """Map ``sensitive_features`` to integer codes and readable group labels.
 
@@ -89,6 +112,9 @@ def encode_groups(sensitive_features, n_rows: int | None = None) -> GroupCodes:
             "sensitive_features is required: pass one group value per row "
             "(a column such as sex, or several columns for intersections)."
         )
+    fast = _encode_flat_array(sensitive_features, n_rows)
+    if fast is not None:
+        return fast
     if isinstance(sensitive_features, pd.DataFrame):
         frame = sensitive_features.reset_index(drop=True)
     elif isinstance(sensitive_features, pd.Series):
@@ -135,7 +161,7 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         only = groups.labels[0] if groups.labels else "(none)"
         raise SingleGroupError(
             f"{what} defines a single group ({only!r}); a fairness audit compares at least two. "
-            "Choose a sensitive column whose values differ across rows."
+            f"Choose a {term('sensitive')} column whose values differ across rows (or merge fewer values together)."
         )
     sizes = groups.sizes()
     small = [(label, int(size)) for label, size in zip(groups.labels, sizes, strict=True) if size < min_size]
@@ -143,6 +169,6 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         listed = ", ".join(f"{label!r} ({size} row{'s' if size != 1 else ''})" for label, size in small)
         raise SmallGroupError(
             f"group {listed} {'is' if len(small) == 1 else 'are'} smaller than the minimum group size "
-            f"of {min_size} rows. Use coarser categories, drop them ({term('small_groups', 'drop')}), or lower "
-            f"{term('min_group_size')}."
+            f"of {min_size} rows. Merge small categories into one group ({term('merge')}), drop them "
+            f"({term('small_groups', 'drop')}), or lower {term('min_group_size')}."
         )

@@ -72,6 +72,9 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
     },
 }
 """Per family, variant name → display title."""
+for _titles in VARIANT_TITLES.values():
+    _titles["yours"] = "Your representation"  # a components matrix or embeddings the user brings (fairaudit.yours)
+
 
 def safe(text) -> str:
     """User-supplied text made inert for plotly's pseudo-HTML (tags shown literally)."""
@@ -200,6 +203,9 @@ def group_curves(
                 col=col,
             )
         fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else None, dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
+    if len(rows):  # one rank range in every panel: a variant audited at fewer ranks (e.g. yours) shows where it stops
+        low, high = float(rows["rank"].min()), float(rows["rank"].max())
+        fig.update_xaxes(range=[low - 0.5, high + 0.5])
     fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_label(metric))
     # the figure title pinned to the top, with room below it for the (possibly wrapped) panel titles
     extra = 16 * (title_lines - 1)

@@ -44,7 +44,7 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 .figure .note{margin:2px 8px 6px}
 div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
-@media (prefers-color-scheme: dark){
+@media screen and (prefers-color-scheme: dark){/* print keeps the light theme */
 body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
 .finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
 .figure{border-color:#30363d}.figure .note{color:#57606a}
@@ -57,6 +57,50 @@ body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color
 def words(text, interface: str = "library") -> str:
     """A note or finding with its option mentions worded for ``interface`` (see fairaudit.vocabulary)."""
     return render(str(text), interface)
+
+
+PRINT_WIDTH_PX = 680
+"""Width (CSS px) charts are drawn at for printing: A4 (210 mm) and US Letter (8.5 in) pages with
+the 14 mm margins of :data:`PRINT_CSS` leave at least 182 mm ≈ 688 px."""
+
+PRINT_CSS = """
+@page{size:auto;margin:14mm}
+@media print{
+:root{color-scheme:light}
+html,body{background:#fff!important;color:#000!important;font-size:10pt}
+main{max-width:none;margin:0;padding:0}
+h2{break-before:page;page-break-before:always}
+main>h2:first-of-type{break-before:auto;page-break-before:auto}
+h2,h3,summary{break-after:avoid;page-break-after:avoid}
+.figure{break-inside:avoid;page-break-inside:avoid;border:none;padding:0;margin:3mm 0;overflow:hidden}
+html:not(.print-sized) .figure .js-plotly-plot{zoom:var(--print-zoom,1)}
+.modebar-container{display:none!important}
+table{font-size:7.5pt;max-width:100%}thead{display:table-header-group}tr,.finding{break-inside:avoid;page-break-inside:avoid}
+th,.finding,.changed-better,.changed-worse{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+td,th{overflow-wrap:break-word;padding:2px 4px}td.num{white-space:nowrap}th{hyphens:auto}
+a{color:#000}
+}
+"""
+"""The print stylesheet: light theme, each section (``h2``) on a new page, charts kept whole and
+sized to the page (:data:`PRINT_SCRIPT`), table headers repeated on every page."""
+
+PRINT_SCRIPT = """
+(function(){
+var WIDTH=__WIDTH__;
+function plots(){return Array.prototype.slice.call(document.querySelectorAll('.js-plotly-plot'));}
+function drawn(p){var svg=p.querySelector('.main-svg');return (svg||p).getBoundingClientRect().width;}
+function zoom(){var widest=Math.max.apply(null,[1].concat(plots().map(drawn)));
+document.documentElement.style.setProperty('--print-zoom',Math.min(1,WIDTH/widest).toFixed(4));}
+window.addEventListener('load',zoom);window.addEventListener('resize',zoom);
+window.addEventListener('beforeprint',function(){if(!window.Plotly)return;document.documentElement.classList.add('print-sized');
+plots().forEach(function(p){Plotly.relayout(p,{width:WIDTH,autosize:false});});});
+window.addEventListener('afterprint',function(){if(!window.Plotly)return;document.documentElement.classList.remove('print-sized');
+plots().forEach(function(p){Plotly.relayout(p,{width:null,autosize:true});});});
+})();
+""".replace("__WIDTH__", str(PRINT_WIDTH_PX))
+"""Charts for print: when the browser prints (``beforeprint``) every chart is redrawn at
+:data:`PRINT_WIDTH_PX` and restored afterwards; where no such event comes (a headless PDF
+export), the print stylesheet scales the charts drawn for the screen by the same ratio."""
 
 
 def _e(value) -> str:
@@ -76,7 +120,7 @@ def library_versions() -> dict[str, str]:
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
     out = ['<div class="table"><table>']
     if header:
-        out.append("<tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr>")
+        out.append("<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in header) + "</tr></thead>")
     for row in rows:
         cells = []
         for value in row:
@@ -185,25 +229,38 @@ def _uncertainty_section(result: AuditResult, interface: str = "library") -> str
 
 def _data_section(result: AuditResult) -> str:
     data = result.data
+    n_features = data.get("n_features", len(data.get("feature_names", [])))
     rows = [
         ("file", data.get("name")),
         ("sha256", data.get("sha256")),
         ("rows read", data.get("rows_read")),
         ("rows used", data.get("rows")),
-        ("features", f"{data.get('features')}: {', '.join(map(str, data.get('feature_names', [])))}"),
+        ("features", f"{n_features}: {', '.join(map(str, data.get('feature_names', [])))}"),
         ("sensitive", ", ".join(map(str, data.get("sensitive", [])))),
         ("scaling", data.get("scaling")),
         ("encoding / delimiter", f"{data.get('encoding')} / {data.get('delimiter')!r}"),
     ]
     if data.get("label"):
         rows.append(("label", data.get("label")))
-    groups = _table([(g, n) for g, n in data.get("group_sizes", {}).items()], ("group", "rows"))
-    log = "".join(f"<li>{_e(line)}</li>" for line in data.get("preprocessing", []))
+    return "<h2>Data</h2>" + _table(rows) + _accounting_html(data)
+
+
+def _accounting_html(data: dict) -> str:
+    """Rows read and used per group (and why rows were dropped), columns left out, warnings."""
+    unit = "entities" if data.get("tensor") else "rows"
+    entries = data.get("groups") or [{"group": g, "rows_read": n, "rows_used": n, "dropped": {}} for g, n in data.get("group_sizes", {}).items()]
+    groups = _table(
+        [(e["group"], e["rows_read"], e["rows_used"], ", ".join(f"{n} {why}" for why, n in e["dropped"].items()) or "—") for e in entries],
+        ("group", f"{unit} read", f"{unit} used", "dropped"),
+    )
+    excluded = _table([(e["column"], e["reason"], words(e["detail"])) for e in data.get("excluded", [])], ("column", "left out as", "why"))
+    warnings = "".join(f'<div class="finding">{_e(words(w))}</div>' for w in data.get("warnings", []))
+    log = "".join(f"<li>{_e(words(line))}</li>" for line in data.get("preprocessing", []))
     return (
-        "<h2>Data</h2>"
-        + _table(rows)
-        + "<h3>Groups</h3>"
+        "<h3>Groups</h3>"
         + groups
+        + warnings
+        + (f"<h3>Columns left out</h3>{excluded}" if data.get("excluded") else "")
         + (f"<h3>Preprocessing</h3><ul>{log}</ul>" if log else "")
     )
 
@@ -338,12 +395,25 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
         + _config_section(result)
         + _records_section(result)
     )
+    return page_html(f"fairaudit report: {name}", body)
+
+
+def page_html(title: str, body: str, css: str = "") -> str:
+    """A self-contained HTML document: ``body`` (HTML) with the report's screen and print
+    stylesheets (plus ``css``), plotly.js inline and the print script; ``title`` is escaped."""
     return (
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-        f"<title>fairaudit report: {_e(name)}</title><style>{_CSS}</style>"
-        f"<script type=\"text/javascript\">{get_plotlyjs()}</script></head>"
+        f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{_e(title)}</title>"
+        f"<style>{_CSS}{css}{PRINT_CSS}</style>"
+        f"<script type=\"text/javascript\">{get_plotlyjs()}\n{PRINT_SCRIPT}</script></head>"
         f"<body><main>{body}</main></body></html>"
     )
+
+
+escape = _e
+table_html = _table
+figure_html = _figure_html
+"""The report's building blocks, for other HTML documents of fairaudit (the comparison report)."""
 
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\0")
@@ -396,19 +466,27 @@ def report_zip(result: AuditResult) -> bytes:
 
 
 def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
-    """Write whichever of the three outputs were asked for; returns the paths written.
+    """Write whichever of the three outputs were asked for; returns the paths written (all or
+    nothing, :func:`write_outputs`)."""
+    return write_outputs(
+        result, ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json), (csv_path, records_csv))
+    )
+
+
+def write_outputs(item, outputs) -> list[Path]:
+    """For each ``(path, render)`` with a path, write ``render(item)`` there (text as UTF-8, or
+    bytes; folders created); returns the paths written.
 
     Each file is written to a temporary file beside it and renamed into place, so a reader never
-    sees half a report; if one cannot be written, those already written by this call are removed
+    sees half a file; if one cannot be written, those already written by this call are removed
     again and the error propagates (all or nothing)."""
     written: list[Path] = []
     try:
-        for path, write in ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json),
-                            (csv_path, records_csv)):
+        for path, write in outputs:
             if path:
                 path = Path(path)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                _write_atomic(path, write(result))
+                _write_atomic(path, write(item))
                 written.append(path)
     except BaseException:
         for path in written:
@@ -417,11 +495,14 @@ def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_pa
     return written
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
+def _write_atomic(path: Path, content: str | bytes) -> None:
+    if isinstance(content, bytes):
+        handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    else:
+        handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
     try:
         with handle:
-            handle.write(text)
+            handle.write(content)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)

@@ -19,11 +19,11 @@ Samples
     442 patients, sensitive column ``sex``; ``disease_progression`` is the regression target
     and is not a feature.
 ``cpd_tensor``
-    A small long-format tensor (120 users × 10 items × 6 contexts, one line per cell) from
-    :func:`fair_cpd_tensor`, the generator of the fair-CPD synthetic data. The full-size tensor
-    of Kim & Gittens App. A.8 (200 × 100 × 100) is :func:`fair_cpd_tensor` with its defaults
-    (:func:`load_fair_cpd_tensor` as :class:`AuditData`); at 2 million cells it is generated in
-    memory, not shipped as a CSV.
+    A small long-format tensor (120 users × 10 items × 6 contexts, one line per cell) drawn
+    from the distribution of Kim & Gittens' synthetic data (App. A.8; :func:`fair_cpd_tensor`).
+    The full-size tensor of App. A.8 (200 × 100 × 100) is :func:`fair_cpd_tensor` with its
+    defaults (:func:`load_fair_cpd_tensor` as :class:`AuditData`); at 2 million cells it is
+    generated in memory, not shipped as a CSV.
 """
 
 from __future__ import annotations
@@ -123,44 +123,46 @@ def diabetes() -> pd.DataFrame:
     return frame
 
 
-def fair_cpd_tensor(
-    shape: tuple[int, ...] = (200, 100, 100),
-    true_rank: int = 10,
-    noise: float = 0.1,
-    shift: float = 1.0,
-    spread: float = 3.0,
-    random_state: int = 0,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Synthetic tensor with two sub-populations of entities (Kim & Gittens 2021, App. A.8 setup).
+def fair_cpd_factors(shape: tuple[int, ...] = (200, 100, 100), true_rank: int = 10, random_state: int = 0) -> tuple[list[np.ndarray], np.ndarray]:
+    """The generating factors of Kim & Gittens (2021), App. A.8, and the sub-population of each entity.
 
-    The paper's setup (as the project issue states it): a 200 × 100 × 100 tensor, two
-    sub-populations, true CP rank 10, fitted at rank 8. The generator's details are **ours** (the
-    appendix could not be consulted): the entity factor has i.i.d. standard normal rows for
-    group 0; group 1's rows are shifted by ``shift`` on components 1–3 (a mean difference, which
-    FATR's and HSIC's linear penalties can see) and scaled by ``spread`` on components 4–6 (a
-    difference in spread at equal means, which only a kernel penalty sees — the situation of
-    the paper's Theorem 1). The other factors are standard normal; Gaussian noise with
-    ``noise`` times the signal's root mean square is added. Groups alternate in blocks of equal
-    size (the first half is group 0).
+    As the appendix prints it: ``A_x ∈ ℝ^{200×10}``, ``B_x, C_x ∈ ℝ^{100×10}``; 50 % of the rows
+    of ``A_x`` are drawn from ``N(μ, Σ)`` with ``μ = (1, 2, …, 10)`` and
+    ``Σ = diag(1, 0.9, …, 0.1)`` (variances), the other 50 % from ``U(0, 1)`` entry-wise; every
+    entry of ``B_x`` and ``C_x`` is ``U(0, 1)``.
+
+    ``shape`` and ``true_rank`` generalise it (``μ = (1, …, R)``, variances ``linspace(1, 0.1, R)``,
+    so the default is exactly the appendix's); the first ``n // 2`` entities are the normal
+    sub-population (the appendix does not say how the rows are ordered; CP does not care).
 
     Returns
     -------
-    X : ndarray of shape ``shape``
-    groups : ndarray of str, ``"A"`` / ``"B"`` per entity
+    factors : list of ndarray, ``[A_x, B_x, C_x, …]`` with ``true_rank`` columns
+    groups : ndarray of str, ``"normal"`` / ``"uniform"`` per entity
     """
     rng = np.random.default_rng(random_state)
     n = shape[0]
     half = n // 2
-    A = rng.normal(size=(n, true_rank))
-    A[half:, : min(3, true_rank)] += shift
-    A[half:, 3 : min(6, true_rank)] *= spread
-    factors = [A] + [rng.normal(size=(d, true_rank)) for d in shape[1:]]
+    mean = np.arange(1.0, true_rank + 1.0)
+    variance = np.linspace(1.0, 0.1, true_rank)
+    A = np.vstack([rng.normal(mean, np.sqrt(variance), size=(half, true_rank)), rng.uniform(0.0, 1.0, size=(n - half, true_rank))])
+    factors = [A] + [rng.uniform(0.0, 1.0, size=(d, true_rank)) for d in shape[1:]]
+    return factors, np.array(["normal"] * half + ["uniform"] * (n - half))
+
+
+def fair_cpd_tensor(shape: tuple[int, ...] = (200, 100, 100), true_rank: int = 10, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The synthetic tensor of Kim & Gittens (2021), App. A.8: ``X = ⟦A_x, B_x, C_x⟧`` from
+    :func:`fair_cpd_factors`, 200 × 100 × 100 by default, no noise (the paper fits it at rank 8).
+
+    Returns
+    -------
+    X : ndarray of shape ``shape``
+    groups : ndarray of str, ``"normal"`` / ``"uniform"`` per entity
+    """
     from .cpd._tensor import reconstruct
 
-    X = reconstruct(factors)
-    X += noise * np.sqrt(np.mean(X * X)) * rng.normal(size=X.shape)
-    groups = np.array(["A"] * half + ["B"] * (n - half))
-    return X, groups
+    factors, groups = fair_cpd_factors(shape, true_rank, random_state)
+    return reconstruct(factors), groups
 
 
 def load_fair_cpd_tensor(**options) -> AuditData:
@@ -174,9 +176,10 @@ def load_fair_cpd_tensor(**options) -> AuditData:
 
 
 def cpd_tensor() -> pd.DataFrame:
-    """A small long-format version of :func:`fair_cpd_tensor` (120 users × 10 items × 6 contexts,
-    true rank 4, group B's embedding shifted by 1 and three times as spread on one component)."""
-    X, groups = fair_cpd_tensor(shape=(120, 10, 6), true_rank=4, shift=1.0, spread=3.0, random_state=3)
+    """A small long-format tensor from :func:`fair_cpd_tensor`'s distribution (App. A.8, true
+    rank 10) at 120 users × 10 items × 6 contexts: 60 users of the normal population, 60 of
+    the uniform one."""
+    X, groups = fair_cpd_tensor(shape=(120, 10, 6), random_state=3)
     users, items, contexts = np.meshgrid(np.arange(120), np.arange(10), np.arange(6), indexing="ij")
     frame = pd.DataFrame(
         {
@@ -220,10 +223,11 @@ SAMPLES: dict[str, Sample] = {
 
 SAMPLES["cpd_tensor"] = Sample(
     name="cpd_tensor",
-    title="Users × items × contexts, two populations (synthetic tensor, Kim & Gittens 2021 style)",
+    title="Users × items × contexts, two populations (synthetic tensor, Kim & Gittens 2021, App. A.8)",
     description=(
         "A long-format tensor: one line per (user, item, context) score; 120 users in two populations "
-        "whose embeddings differ in mean and in spread. Audit it with the CP family."
+        "drawn as in Kim & Gittens' synthetic experiment (App. A.8): half with Gaussian embeddings "
+        "(means 1–10), half uniform on [0, 1]. Audit it with the CP family."
     ),
     sensitive=("population",),
     scaling="none",

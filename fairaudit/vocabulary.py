@@ -95,6 +95,13 @@ def _pair(value: str) -> tuple[str, str]:
     return column, number
 
 
+def _merge_parts(value: str) -> tuple[str, str, list[str] | str]:
+    """``"EDUCATION=1,2:high"`` → ``("EDUCATION", "high", ["1", "2"])`` (``"*"`` stays a string)."""
+    column, _, rest = value.partition("=")
+    values, _, label = rest.rpartition(":")
+    return column, label, values if values == "*" else values.split(",")
+
+
 OPTIONS: dict[str, Option] = {}
 
 
@@ -175,9 +182,18 @@ register("small_groups", Option(
     dashboard=lambda v: ("“Drop groups below the minimum instead of stopping” (Data page)" if v == "drop"
                          else "clear “Drop groups below the minimum instead of stopping” (Data page)"),
 ))
-register("tensor_index", Option("index", "--tensor-index", "Index columns, entity first", "Data"))
+register("tensor_index", Option(
+    "index", "--tensor-index", "Index columns, entity first", "Data",
+    library=lambda v: f"index={v.split(',')!r}",
+))
 register("tensor_value", Option("value", "--tensor-value", "Value column", "Data"))
 register("tensor_fill", Option("fill", "--tensor-fill", "Fill absent cells with a value", "Data"))
+register("merge", Option(
+    "merge", "--merge", "Merge values into groups", "Data",
+    library=lambda v: f"merge={{{v!r}: {{'GROUP': [VALUES], ...}}}}" if "=" not in v else "merge={{{!r}: {{{!r}: {!r}}}}}".format(*_merge_parts(v)),
+    cli=lambda v: f"--merge {v}" if "=" in v else f"--merge {v}=VALUES:GROUP",
+    dashboard=lambda v: f"“Merge values into groups” for “{v.split('=', 1)[0]}” (Data page)",
+))
 
 # What to run (every method page).
 register("methods", Option(
@@ -238,9 +254,46 @@ register("zero_rows", Option(
 register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap", "NMF"))
 register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
 register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
+_NMF_STOPPING = {"eq10": "eq. (10), as printed", "window": "window rule: change over 100 iterations (ours)"}
+register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+register("fair_nmf_init", Option(
+    "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
+    choices={"random": "a random start, as printed", "nmf": "the standard NMF of the same rank (ours)"},
+))
 register("am_max_cells", Option(
     "nmf.am_max_cells", "--am-max-cells", "Fairer-NMF (alternating minimisation, Alg. 2)", "NMF",
     dashboard=lambda v: "“Fairer-NMF (alternating minimisation, Alg. 2)” among the Variants (NMF page; it then runs at any size)",
+))
+# NMF options the NMF page leaves at the audit's defaults (the paper's, or ours where docs/nmf.md
+# says why): set from the command line or the library; the dashboard says so.
+_NMF_CLI_ONLY = "NMF (command line and library)"
+
+
+def _cli_only(flag: str) -> Callable[[str], str]:
+    return lambda v: f"{flag} {v} on the command line (the NMF page runs the audit's default)"
+
+
+register("nmf_scaling", Option(
+    "nmf.scaling", "--nmf-scaling", "NMF feature scaling", _NMF_CLI_ONLY,
+    choices={"unit_norm": "unit ℓ2 norm per feature (the paper's §6.1)", "none": "none"}, dashboard=_cli_only("--nmf-scaling"),
+))
+register("nmf_solver", Option(
+    "nmf.nmf_solver", "--nmf-solver", "Standard NMF solver", _NMF_CLI_ONLY,
+    choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
+    dashboard=_cli_only("--nmf-solver"),
+))
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", _NMF_CLI_ONLY,
+                                choices=_NMF_STOPPING, dashboard=_cli_only("--nmf-stopping")))
+register("fair_nmf_weights", Option(
+    "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", _NMF_CLI_ONLY,
+    choices={"squared": "c_ℓ²/‖X_ℓ‖² (Algorithm 3)", "gradient": "from the gradient of eq. (8)"},
+    dashboard=_cli_only("--fair-nmf-weights"),
+))
+register("fair_nmf_keep_best", Option(
+    "nmf.keep_best", "--fair-nmf-keep-best", "Keep the best Fairer-NMF iterate", _NMF_CLI_ONLY,
+    cli=lambda v: "--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best",
+    dashboard=lambda v: ("--fair-nmf-keep-best" if v == "true" else "--no-fair-nmf-keep-best")
+    + " on the command line (the NMF page runs the audit's default)",
 ))
 register("cpd_kernel", Option(
     "cpd.khsic_kernel", "--cpd-kernel", "KHSIC kernel", "Tensor",
@@ -258,6 +311,45 @@ register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSI
                                  dashboard=lambda v: "“KHSIC kernel” (Tensor page; the Nyström choice uses 500 landmarks)"))
 register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per fit", "Tensor",
                            dashboard=lambda v: "“Largest number of epochs per fit” (Tensor page)"))
+register("cpd_jobs", Option(
+    "cpd.n_jobs", "--cpd-jobs", "", "no dashboard control",
+    dashboard=lambda v: "the number of worker threads (the library's or the CLI's --cpd-jobs; the Tensor page uses 2)",
+))
+register("cpd_formulation", Option(
+    "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",
+    choices={"fairaudit": "fairaudit (scale-free, λ scaled to the data; fast)", "paper": "paper (Kim & Gittens as printed)"},
+))
+
+# Taking the audit to action: exported models, new rows, your own representation (the Models page).
+register("keep_models", Option(
+    "keep_models", "--export-model", "Fitted models", "Models",
+    cli=lambda v: "--export-model DIR",
+    dashboard=lambda v: "an audit run on this data in this session (the Models page lists its fitted models)",
+))
+register("export_rank", Option("ranks", "--export-rank", "Rank", "Models"))
+register("transform_missing", Option(
+    "missing", "--missing", "Rows with a missing cell", "Models",
+    choices={"error": "stop and list them", "drop": "leave them out of the output"},
+))
+register("id_column", Option("id_column", "--id", "ID column", "Models"))
+register("components", Option("components", "--components", "Components file (rank × features)", "Models"))
+register("embedding", Option("embedding", "--embedding", "Embeddings file (one row per data row)", "Models"))
+register("yours_family", Option("methods", "--methods", "Audit it as", "Models", choices={"pca": "PCA", "nmf": "NMF"}))
+register("yours_ranks", Option(
+    "ranks", "--ranks", "Ranks to sweep", "each method",
+    dashboard=lambda v: f"the rank slider (on the PCA or NMF page: ranks {v.replace(':', ' to ')}), then “Run audit”",
+))
+register("out", Option("out", "--out", "Download the transformed rows", "Models",
+                       dashboard=lambda v: "“Download the transformed rows” (Models page)"))
+register("compare_names", Option("names", "--names", "Names of the two audits", "Compare",
+                                 library=lambda v: f"names={tuple(part.strip() for part in v.split(','))!r}"))
+
+# The PCA family (the PCA page).
+register("jevd_solver", Option(
+    "pca.jevd_solver", "--jevd-solver", "JEVD-PCA scheme", "PCA",
+    choices={"jacobi": "orthogonal Jacobi (stable; the audit's default)", "paper": "Algorithm 1 as printed",
+             "damped": "Algorithm 1 with a backtracking step"},
+))
 
 # Uncertainty and verdicts (library: AuditConfig; the dashboard's controls come with the ui work —
 # until then the dashboard words them as the library's defaults).

@@ -8,6 +8,7 @@ before any Markdown-rendering call, widget labels included.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import pandas as pd
 import streamlit as st
@@ -105,6 +106,33 @@ def data_summary(data) -> str:
     )
 
 
+# ---------------------------------------------------------------- uploads that stay
+def kept_upload(label: str, key: str, types: list[str], **options) -> tuple[str, bytes] | None:
+    """A file uploader whose file stays with the session when the user opens another page and
+    comes back (Streamlit forgets a widget's value while its page is not shown): ``(name, bytes)``
+    of the latest upload, or None. Removing the file in the widget forgets it."""
+    kept: dict = st.session_state.setdefault("kept-uploads", {})
+
+    def changed() -> None:  # the user's own change: a new file, or the file removed
+        value = st.session_state.get(key)
+        if value is None:
+            kept.pop(key, None)
+        else:
+            kept[key] = (value.name, value.getvalue())
+
+    upload = st.file_uploader(label, type=types, key=key, on_change=changed, **options)
+    if upload is not None:
+        kept[key] = (upload.name, upload.getvalue())
+    elif key in kept:
+        name, _ = kept[key]
+        note, forget = st.columns([4, 1.4], vertical_alignment="center")
+        note.caption(f"Using **{plain(name)}**, uploaded earlier in this session; upload another file to replace it.")
+        if forget.button("Forget", key=f"{key}-forget", help="Forget this file (as removing it from the upload box would)"):
+            kept.pop(key, None)
+            st.rerun()
+    return kept.get(key)
+
+
 # ---------------------------------------------------------------- runs
 @st.cache_resource(show_spinner=False)
 def result_store() -> ResultStore:
@@ -122,6 +150,14 @@ def registry() -> RunRegistry:
 def start_run(label: str, configs: list[tuple[str, AuditConfig]]) -> Run:
     """Start an audit that belongs to the session; wait briefly so quick ones show at once."""
     run = registry().start(label, current_data(), data_token(), configs)
+    run.wait(QUICK_WAIT_SECONDS)
+    return run
+
+
+def start_work(label: str, method: str, config: AuditConfig, work) -> Run:
+    """Start work of the Models page (a refit, an audit of the user's own representation) as a
+    session run — progress in the sidebar, cancel, survives page changes — and wait briefly."""
+    run = registry().start_work(label, current_data(), data_token(), method, config, work)
     run.wait(QUICK_WAIT_SECONDS)
     return run
 
@@ -169,14 +205,15 @@ def _draw_runs(runs: list[Run], where: str) -> None:
             st.rerun(scope="fragment")
 
 
-def runs_panel(where: str, method: str | None = None) -> None:
-    """Live progress of the session's active runs (of ``method`` only, if given), refreshed while
-    any runs; when one ends the whole page reruns so its results appear wherever they belong."""
+def runs_panel(where: str, method: str | None = None, runs: Sequence[Run] | None = None) -> None:
+    """Live progress of the session's active runs (of ``method`` only, or only ``runs``, if
+    given), refreshed while any runs; when one ends the whole page reruns so its results appear
+    wherever they belong."""
     reg = registry()
 
     def active() -> list[Run]:
-        runs = reg.active()
-        return [r for r in runs if method in r.methods] if method else runs
+        chosen = reg.active() if runs is None else [r for r in runs if r.active]
+        return [r for r in chosen if method in r.methods] if method else chosen
 
     if not active():
         return

@@ -6,9 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError, prepare, read_table
-from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, prepare_tensor
+from fairaudit.data import DEFAULT_MAX_MB, MAX_CATEGORIES, MISSING_POLICIES, SCALINGS, parse_merge, prepare_tensor
 from fairaudit.samples import SAMPLES, sample_bytes
-from fairaudit.vocabulary import OPTIONS
+from fairaudit.vocabulary import OPTIONS, render
 from pages.common import current_data, data_summary, plain, set_data, show_error
 
 SMALL_GROUP_WARNING = 30
@@ -72,7 +72,7 @@ else:
     upload = st.file_uploader(
         f"CSV file (up to {DEFAULT_MAX_MB} MB; comma, semicolon, tab or | separated; "
         "UTF-8, UTF-8 with BOM, Windows-1252 or Latin-1)",
-        type=["csv", "tsv", "txt", "data"],
+        type=["csv", "tsv", "txt", "data", "parquet"],
         max_upload_size=DEFAULT_MAX_MB,
         key="data-upload",
     )
@@ -96,21 +96,23 @@ def preview(table):
     """The first rows and a per-column summary; returns the summary table."""
     st.subheader(f"Preview of {plain(table.name)}")
     st.caption(plain(
-        f"{len(table.frame):,} rows × {len(table.columns)} columns · encoding {table.encoding} · "
-        f"delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
-        f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
+        f"{table.n_rows:,} rows × {len(table.columns)} columns · "
+        + (f"encoding {table.encoding} · delimiter {'TAB' if table.delimiter == chr(9) else repr(table.delimiter)} · "
+           if table.format == "csv" else "Parquet · ")
+        + f"{'header row' if table.has_header else 'no header row'} · sha256 {table.sha256[:16]}…"
     ))
     for line in table.log:
         st.caption(f"• {plain(line)}")
-    st.dataframe(table.frame.head(50), width="stretch", height=240)
+    st.dataframe(table.head(50), width="stretch", height=240)
     summary = table.describe()
     with st.expander("Columns: type, distinct values, missing cells"):
         st.dataframe(summary, hide_index=True, width="stretch")
     return summary
 
 
-def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, dict]:
-    """Sensitive column(s); a numeric one with many values gets a threshold or quantile bins."""
+def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, dict, list[str]]:
+    """Sensitive column(s); a numeric one with many values gets a threshold or quantile bins, the
+    others can have values merged into groups (``merge`` items, parsed when the data are used)."""
     columns = table.columns
     numeric = set(summary.loc[summary.kind == "numeric", "column"])
     distinct = dict(zip(summary.column, summary.distinct, strict=True))
@@ -126,7 +128,7 @@ def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, d
     binarize, bins = {}, {}
     for column in sensitive:
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
-            values = pd.to_numeric(table.frame[column], errors="coerce")
+            values = pd.Series(table.numbers(column))
             how = st.radio(
                 f"“{plain(column)}” is numeric with {distinct[column]} values: make groups by",
                 ["a threshold", "quantile bins"],
@@ -143,7 +145,17 @@ def sensitive_inputs(table, summary, defaults: dict) -> tuple[list[str], dict, d
                 bins[column] = int(
                     st.number_input(f"Number of quantile bins for “{plain(column)}”", 2, 10, 4, key=f"roles-bins-{column}")
                 )
-    return sensitive, binarize, bins
+    merges = []
+    for column in sensitive:
+        if column in binarize or column in bins:
+            continue
+        text = st.text_input(
+            f"Merge values into groups — “{plain(column)}” (optional)",
+            placeholder="e.g. 1,2:high; *:low   (* = every value not listed; others keep their own group)",
+            key=f"roles-merge-{column}",
+        )
+        merges += [f"{column}={part.strip()}" for part in text.split(";") if part.strip()]
+    return sensitive, binarize, bins, merges
 
 
 def group_size_inputs() -> tuple[int, str]:
@@ -239,13 +251,13 @@ def show_table_and_roles(table) -> None:
     layout = st.radio(
         "Layout", layouts, index=1 if defaults.get("tensor_index") else 0, horizontal=True, key=f"roles-layout-{table.sha256[:8]}"
     )
-    sensitive, binarize, bins = sensitive_inputs(table, summary, defaults)
+    sensitive, binarize, bins, merges = sensitive_inputs(table, summary, defaults)
     if layout == layouts[0]:
         options = table_roles(table, summary, defaults, sensitive)
         minimum, small_groups = group_size_inputs()
         if st.button("Use this data", type="primary", key="roles-apply"):
             use_data(lambda: prepare(
-                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                table, sensitive=sensitive, binarize=binarize, bins=bins, merge=parse_merge(merges), min_group_size=minimum,
                 small_groups=small_groups, **options,
             ))
     else:
@@ -258,7 +270,7 @@ def show_table_and_roles(table) -> None:
         minimum, small_groups = group_size_inputs()
         if st.button("Use this data", type="primary", key="roles-apply"):
             use_data(lambda: prepare_tensor(
-                table, sensitive=sensitive, binarize=binarize, bins=bins, min_group_size=minimum,
+                table, sensitive=sensitive, binarize=binarize, bins=bins, merge=parse_merge(merges), min_group_size=minimum,
                 small_groups=small_groups, **options,
             ))
 
@@ -291,4 +303,6 @@ with st.expander("Preprocessing record (goes into every report)"):
         f"{plain(', '.join(map(str, fingerprint['feature_names'])))}"
     )
     for line in fingerprint["preprocessing"]:
-        st.markdown(f"- {plain(line)}")
+        st.markdown(f"- {plain(render(line, 'dashboard'))}")
+for warning in data.accounting.get("warnings", []):
+    st.warning(plain(render(warning, "dashboard")))

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import streamlit as st
+
 from fairaudit.audit import AuditConfig
+from fairaudit.pca.audit import DEFAULT_OPTIONS
+from fairaudit.pca.jevd import SOLVERS as JEVD_SOLVERS
 from fairaudit.plots import VARIANT_TITLES
+from fairaudit.vocabulary import OPTIONS
 from pages.common import current_data, method_page
 
 AUTO_RUN_MAX_CELLS = 2_000_000
@@ -29,6 +34,16 @@ if data.n_features > limits.sdp_max_features:
 if data.n_features > limits.mw_max_features:
     heavy["fair_mw"] = "hundreds of large eigen-decompositions per rank; expect minutes."
 
+
+def options(data, saved: dict) -> dict:
+    solver = st.selectbox(
+        "JEVD-PCA scheme", JEVD_SOLVERS, index=JEVD_SOLVERS.index(saved.get("jevd_solver", DEFAULT_OPTIONS["jevd_solver"])),
+        format_func=OPTIONS["jevd_solver"].choices.get, key="pca-jevd-solver",
+        help="The paper's Algorithm 1 diverges on most real data; the report names the scheme that ran.",
+    )
+    return {"jevd_solver": solver}
+
+
 method_page(
     "pca",
     title="PCA: does the projection serve every group equally?",
@@ -44,4 +59,5 @@ method_page(
     rank_limit=data.n_features,
     rank_label="Ranks d to sweep (number of components)",
     auto_run=data.n_rows * data.n_features <= AUTO_RUN_MAX_CELLS and data.n_features <= AUTO_RUN_MAX_FEATURES,
+    options_ui=options,
 )

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -97,6 +97,15 @@ class Job:
     started: float | None = None
     seconds: float | None = None
     state: str = "waiting"  # waiting, running, done, failed, cancelled, cached
+    work: Callable[[Callable[[dict], None]], object] | None = field(default=None, repr=False)
+    """Work other than the family's audit (refitting one model for download, auditing the user's
+    own representation — the Models page): called with the run's progress callback; what it
+    returns goes to ``Run.outputs[method]``, never to the family's results nor the shared cache."""
+
+    @property
+    def audits(self) -> bool:
+        """Whether this job is the family's audit (its result is the family's latest)."""
+        return self.work is None
 
 
 _ids = itertools.count(1)
@@ -118,6 +127,8 @@ class Run:
     finished: float | None = None
     last_event: dict = field(default_factory=dict)
     results: dict[str, AuditResult] = field(default_factory=dict)
+    outputs: dict[str, object] = field(default_factory=dict)
+    """What each job with its own ``work`` returned, by method."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """``(method, message in the dashboard's words)`` for each family that failed."""
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
@@ -130,7 +141,8 @@ class Run:
 
     @property
     def methods(self) -> tuple[str, ...]:
-        return tuple(job.method for job in self.jobs)
+        """The families whose audit this run produces (not those it only does other work for)."""
+        return tuple(job.method for job in self.jobs if job.audits)
 
     def cancel(self) -> None:
         """Ask the run to stop: it does at its next progress report (after the current fit)."""
@@ -220,13 +232,17 @@ class Run:
     def _run_job(self, job: Job) -> None:
         self._job = job
         job.started = time.monotonic()
-        cached = self.store.get(self.data, job.config)
+        cached = self.store.get(self.data, job.config) if job.audits else None
         if cached is not None:
             job.state, job.seconds = "cached", 0.0
             self.results[job.method] = bind(cached, self.data)
             return
         job.state = "running"
         try:
+            if job.work is not None:
+                self.outputs[job.method] = job.work(self._progress)
+                job.state = "done"
+                return
             result = run_audit(self.data, job.config, progress=self._progress)
         except AuditCancelled:
             job.state = "cancelled"
@@ -258,7 +274,15 @@ class RunRegistry:
         self._seen: set[int] = set()
 
     def start(self, label: str, data, data_token: int, configs: Sequence[tuple[str, AuditConfig]]) -> Run:
-        run = Run(label=label, data=data, data_token=data_token, jobs=[Job(m, c) for m, c in configs], store=self.store)
+        return self._start(Run(label=label, data=data, data_token=data_token, jobs=[Job(m, c) for m, c in configs], store=self.store))
+
+    def start_work(self, label: str, data, data_token: int, method: str, config: AuditConfig, work) -> Run:
+        """A run of one job that is not the family's audit (:attr:`Job.work`): progress, cancel and
+        errors as any run; its output lands in ``Run.outputs[method]``."""
+        job = Job(method, config, work=work)
+        return self._start(Run(label=label, data=data, data_token=data_token, jobs=[job], store=self.store))
+
+    def _start(self, run: Run) -> Run:
         self.runs.append(run)
         run.start()
         return run

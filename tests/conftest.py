@@ -38,3 +38,22 @@ def random_groups_data(rng: np.random.Generator, k: int, n: int, rows_per_group:
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+def two_population_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, noise=0.1, random_state=2):
+    """A small CP test instance with two entity populations, labelled ``"A"`` / ``"B"``: Gaussian
+    entity factors, B's shifted by ``shift`` on components 1–3 (a mean difference, which FATR's
+    and HSIC's linear penalties see) and scaled by ``spread`` on components 4–6 (a difference in
+    spread at equal means, which only a kernel penalty sees — Kim & Gittens' Theorem 1
+    situation); Gaussian other factors and ``noise`` times the signal's RMS of noise."""
+    from fairaudit.cpd._tensor import reconstruct
+
+    rng = np.random.default_rng(random_state)
+    n = shape[0]
+    half = n // 2
+    A = rng.normal(size=(n, true_rank))
+    A[half:, : min(3, true_rank)] += shift
+    A[half:, 3 : min(6, true_rank)] *= spread
+    X = reconstruct([A] + [rng.normal(size=(d, true_rank)) for d in shape[1:]])
+    X += noise * np.sqrt(np.mean(X * X)) * rng.normal(size=X.shape)
+    return X, np.array(["A"] * half + ["B"] * (n - half))

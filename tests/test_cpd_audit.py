@@ -14,8 +14,10 @@ from fairaudit.cli import main
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.plots import family_figures, frontier
-from fairaudit.samples import fair_cpd_tensor
+from fairaudit.samples import load_sample
 from fairaudit.vocabulary import render
+
+from .conftest import two_population_tensor
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 SAMPLE = Path(__file__).resolve().parents[1] / "sample_data" / "cpd_tensor.csv"
@@ -24,7 +26,7 @@ FAST = {"leakage_classifier": "qda", "n_lambdas": 4, "n_epochs": 60}
 
 @pytest.fixture(scope="module")
 def small_result():
-    X, groups = fair_cpd_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, random_state=2)
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
     data = AuditData.from_tensor(X, groups)
     return run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST)}))
 
@@ -96,6 +98,7 @@ def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():
     reason = render(result.skipped[0]["reason"])
     assert result.skipped[0]["variant"] == "khsic" and "limit of 50" in reason and "khsic_max_rows=60" in reason
     assert "60×60 kernel matrix" in reason and "--cpd-khsic-max-rows 60" in render(result.skipped[0]["reason"], "cli")  # the exact kernel: memory
+    assert "Run KHSIC anyway" in render(result.skipped[0]["reason"], "dashboard")
     nystrom = dict(options, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="khsic", options={"cpd": nystrom}))
     assert "Nyström kernel (20 landmarks)" in result.skipped[0]["reason"]  # Nyström: time, not an n×n matrix
@@ -195,7 +198,7 @@ def test_sweep_is_a_continuation_along_lambda(small_result):
 
 
 def test_nystrom_kernel_is_recorded_as_a_warning():
-    X, groups = fair_cpd_tensor(shape=(60, 5, 4), true_rank=2, shift=1.5, spread=3.0, random_state=3)
+    X, groups = two_population_tensor(shape=(60, 5, 4), true_rank=2, random_state=3)
     data = AuditData.from_tensor(X, groups)
     options = dict(FAST, sweep=False, khsic_kernel="nystrom", khsic_landmarks=20)
     result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,khsic", options={"cpd": options}))
@@ -222,3 +225,77 @@ def test_cli_speed_option_errors(extra, message, capsys):
     code = main(["audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context", "--tensor-value", "score", "--methods", "cpd", *extra])
     err = capsys.readouterr().err
     assert code == 2 and message in err
+
+
+# ---------------------------------------------------------------- formulation: the paper's or ours
+def test_the_papers_formulation_in_the_audit_and_which_one_ran():
+    rng = np.random.default_rng(4)
+    X = rng.uniform(0.0, 1.0, size=(40, 3))
+    data = AuditData.from_arrays(X, np.repeat(["a", "b"], 20), scaling="none")
+    options = {"formulation": "paper", "n_epochs": 2, "inner_steps": 5, "n_lambdas": 2, "leakage_classifier": "qda"}
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,hsic,khsic", options={"cpd": options}))
+    table = result.records[result.records.group == ""].pivot_table(index="variant", columns="metric", values="value")
+    np.testing.assert_allclose(table.loc[["hsic@0", "hsic@1"], "lam"], [0.005, 0.01])  # Fig. 2a's range (0, 0.01]
+    np.testing.assert_allclose(table.loc[["khsic@0", "khsic@1"], "lam"], [0.2, 0.4])  # (0, 0.4]
+    assert table.loc["hsic", "lam"] == 0.01 and table.loc["khsic", "lam"] == 0.04  # Fig. 2b's weights
+    details = result.details["cpd"]
+    assert details["vanilla"]["2"]["formulation"].startswith("paper: Kim & Gittens' Algorithm 1 as printed")
+    ours = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla", options={"cpd": dict(FAST)}))
+    assert ours.details["cpd"]["vanilla"]["2"]["formulation"].startswith("fairaudit:")
+
+
+def test_the_papers_steps_diverging_is_a_skip_that_names_the_way_out():
+    data = load_sample("cpd_tensor")  # 120 × 10 × 6: App. A.8's step sizes overflow on it
+    options = {"formulation": "paper", "n_epochs": 3, "sweep": False}
+    result = run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), variants="vanilla,fatr", options={"cpd": options}))
+    assert {s["variant"] for s in result.skipped} == {"vanilla", "fatr"}
+    reason = next(s["reason"] for s in result.skipped if s["variant"] == "fatr")
+    assert "A update with step 3 overflowed at epoch 1" in reason
+    assert "--cpd-formulation fairaudit" in render(reason, "cli") and "formulation='fairaudit'" in render(reason, "library")
+    assert "“Formulation”" in render(reason, "dashboard")
+    with pytest.raises(ParameterError, match="formulation must be one of"):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(2,), options={"cpd": {"formulation": "theirs"}}))
+
+
+def test_cli_formulation_flag(tmp_path):
+    out = tmp_path / "r.json"
+    code = main([
+        "audit", str(SAMPLE), "--sensitive", "population", "--tensor-index", "user,item,context", "--tensor-value", "score",
+        "--methods", "cpd", "--ranks", "2", "--variants", "vanilla", "--cpd-formulation", "paper", "--cpd-epochs", "2",
+        "--json", str(out), "--quiet",
+    ])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["config"]["options"]["cpd"] == {"formulation": "paper", "n_epochs": 2}
+    assert payload["skipped"][0]["variant"] == "vanilla"
+
+
+# ---------------------------------------------------------------- fits on two worker threads
+def test_two_workers_give_the_same_records_as_one(small_result):
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
+    data = AuditData.from_tensor(X, groups)
+    one = run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST, n_jobs=1)}))
+    key = ["method", "variant", "rank", "group", "metric"]
+    # small_result is the default: two workers. Every number but the seconds is the same.
+    values = lambda r: r.records[r.records.metric != "seconds"].sort_values(key, ignore_index=True)  # noqa: E731
+    np.testing.assert_array_equal(values(one)[key].to_numpy(), values(small_result)[key].to_numpy())
+    np.testing.assert_array_equal(values(one).value.to_numpy(), values(small_result).value.to_numpy())
+
+
+def test_cancel_from_the_progress_callback_stops_the_workers():
+    from fairaudit.audit import AuditCancelled
+
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
+    data = AuditData.from_tensor(X, groups)
+    seen = []
+
+    def progress(event):
+        seen.append(event)
+        if len(seen) == 5:
+            raise AuditCancelled("stop")
+
+    with pytest.raises(AuditCancelled):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(1, 2), options={"cpd": dict(FAST)}), progress=progress)
+    assert len(seen) == 5
+    with pytest.raises(ParameterError, match="n_jobs"):
+        run_audit(data, AuditConfig(methods=("cpd",), ranks=(1,), options={"cpd": {"n_jobs": 0}}))

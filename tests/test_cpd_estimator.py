@@ -8,12 +8,18 @@ from sklearn.base import clone
 
 from fairaudit import FairAuditError, FairCPD, metrics
 from fairaudit.cpd import _kernels, _tensor
-from fairaudit.cpd.estimator import normalised_embedding
+from fairaudit.cpd.estimator import FORMULATIONS, normalised_embedding
 from fairaudit.cpd.metrics import nkhsic, orthogonality, penalty
 from fairaudit.errors import ParameterError, RankError
 
 tl = pytest.importorskip("tensorly")
 from tensorly.decomposition import parafac  # noqa: E402
+
+
+def Ours(**params):
+    """FairCPD with our formulation (the CP audit's default), which these tests check."""
+    return FairCPD(**{**FORMULATIONS["fairaudit"], **params})
+
 
 
 def low_rank(shape, rank, seed):
@@ -69,11 +75,7 @@ def test_block_computation_matches_single_block(monkeypatch):
 
 
 def _fitted_shell(method, groups, gamma=0.25, l2=0.0):
-    model = FairCPD(method=method, lam=1.0, l2=l2)
-    model._S = _kernels.one_hot(groups)
-    model._St = _kernels.centred(model._S)
-    model.gamma_ = gamma
-    return model
+    return Ours(method=method, lam=1.0, l2=l2)._bind_groups(groups, gamma=gamma)
 
 
 @pytest.mark.parametrize("method", ["khsic", "hsic", "fatr"])
@@ -134,7 +136,7 @@ def test_lambda_zero_is_plain_cp_and_reaches_tensorly(shape, rank, method):
     groups = np.arange(shape[0]) % 2
     reference = parafac(tl.tensor(X), rank, init="random", random_state=0, n_iter_max=3000, tol=1e-14)
     tl_fit = np.linalg.norm(X - tl.cp_to_tensor(reference)) / np.linalg.norm(X)
-    model = FairCPD(rank=rank, method=method, lam=0.0, n_epochs=3000, tol=1e-14, random_state=0).fit(
+    model = Ours(rank=rank, method=method, lam=0.0, n_epochs=3000, tol=1e-14, random_state=0).fit(
         X, sensitive_features=groups
     )
     assert model.residual_fit_ <= max(tl_fit, 1e-7) + 1e-7
@@ -147,12 +149,12 @@ def test_lambda_zero_equals_als_for_every_method_on_noisy_data():
     X, _ = low_rank((20, 6, 5), 2, seed=9)
     X = X + 0.05 * np.random.default_rng(0).normal(size=X.shape)
     groups = np.arange(20) % 2
-    als = FairCPD(rank=2, method="none", lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
+    als = Ours(rank=2, method="none", lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
     for method in ("fatr", "hsic", "khsic"):
-        model = FairCPD(rank=2, method=method, lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
+        model = Ours(rank=2, method=method, lam=0.0, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
         assert model.residual_fit_ == pytest.approx(als.residual_fit_, rel=1e-9)
     # and a tiny λ (the gradient A-step) stays next to it: one preconditioned unit step is ALS
-    tiny = FairCPD(rank=2, method="khsic", lam=1e-9, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
+    tiny = Ours(rank=2, method="khsic", lam=1e-9, n_epochs=50, tol=0).fit(X, sensitive_features=groups)
     assert tiny.residual_fit_ == pytest.approx(als.residual_fit_, rel=1e-6)
 
 
@@ -162,9 +164,9 @@ def test_noisy_fit_close_to_tensorly_and_objective_decreases():
     groups = np.arange(40) % 2
     reference = parafac(tl.tensor(X), 3, init="svd", n_iter_max=2000, tol=1e-12)
     tl_fit = np.linalg.norm(X - tl.cp_to_tensor(reference)) / np.linalg.norm(X)
-    vanilla = FairCPD(rank=3, method="none", n_epochs=2000, tol=1e-12).fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=3, method="none", n_epochs=2000, tol=1e-12).fit(X, sensitive_features=groups)
     assert vanilla.residual_fit_ <= tl_fit + 1e-4
-    fair = FairCPD(rank=3, method="khsic", lam=50.0, init=vanilla.factors_, n_epochs=60, tol=0).fit(X, sensitive_features=groups)
+    fair = Ours(rank=3, method="khsic", lam=50.0, init=vanilla.factors_, n_epochs=60, tol=0).fit(X, sensitive_features=groups)
     objective = fair.history_.objective.to_numpy()
     assert np.all(np.diff(objective) <= 1e-10 * objective[0])  # block coordinate descent is monotone
     assert fair.penalty_ < penalty(vanilla.factors_[0], groups, "khsic", fair.gamma_)
@@ -175,15 +177,15 @@ def test_theorem1_fatr_orthogonal_yet_separable_and_khsic_removes_it():
     X, groups, A_true = theorem1_tensor()
     assert np.abs(A_true.T @ _kernels.one_hot(groups)).max() < 1e-12  # AᵀS = 0 by construction
     score = lambda model: metrics.unfairness(model.embedding_, groups, classifier="qda")  # noqa: E731
-    vanilla = FairCPD(rank=3, method="none").fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=3, method="none").fit(X, sensitive_features=groups)
     assert score(vanilla) == pytest.approx(0.5)  # perfectly separable from the embedding
-    fatr = FairCPD(rank=3, method="fatr", lam=1e4, init=vanilla.factors_).fit(X, sensitive_features=groups)
+    fatr = Ours(rank=3, method="fatr", lam=1e4, init=vanilla.factors_).fit(X, sensitive_features=groups)
     assert orthogonality(fatr.embedding_, groups) < 1e-6 * np.sqrt(len(groups))
     assert fatr.residual_fit_ == pytest.approx(vanilla.residual_fit_, abs=1e-3)
     assert score(fatr) >= 0.45  # orthogonal, still perfectly predictable (Theorem 1)
     leak, dependence = [], []
     for lam in (0.0, 30.0, 150.0, 600.0):
-        model = FairCPD(rank=3, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=150).fit(X, sensitive_features=groups)
+        model = Ours(rank=3, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=150).fit(X, sensitive_features=groups)
         leak.append(score(model))
         dependence.append(nkhsic(model.embedding_, groups))
     assert leak[0] == pytest.approx(0.5)
@@ -196,7 +198,7 @@ def test_theorem1_fatr_orthogonal_yet_separable_and_khsic_removes_it():
 def test_estimator_contract_and_transform():
     X, _ = low_rank((24, 5, 4), 2, seed=11)
     groups = np.repeat(["a", "b"], 12)
-    model = FairCPD(rank=2, method="hsic", lam=1.0, random_state=0)
+    model = Ours(rank=2, method="hsic", lam=1.0, random_state=0)
     assert clone(model).get_params() == model.get_params()
     Z = model.fit_transform(X, sensitive_features=groups)
     np.testing.assert_array_equal(Z, model.factors_[0])
@@ -204,19 +206,22 @@ def test_estimator_contract_and_transform():
     assert [F.shape for F in model.factors_] == [(24, 2), (5, 2), (4, 2)]
     np.testing.assert_allclose(np.linalg.norm(model.factors_[1], axis=0), 1.0)
     np.testing.assert_allclose(np.mean(model.embedding_**2, axis=0), 1.0)
-    plain = FairCPD(rank=2, method="none").fit(X, sensitive_features=groups)
+    plain = Ours(rank=2, method="none").fit(X, sensitive_features=groups)
     np.testing.assert_allclose(plain.transform(X), plain.factors_[0], rtol=1e-6, atol=1e-8)
     assert set(model.history_.columns) == {"epoch", "objective", "fit", "penalty", "residual_fit"}
     assert model.group_residual_fit_.shape == (2,)
 
 
-def test_plain_gradient_steps_with_a_learning_rate():
+def test_gradient_steps_on_the_normalised_embedding():
+    """Algorithm 1's fixed steps (``solver="bcd"``) with our normalised embedding: a combination of
+    options that runs and lowers the penalty from vanilla's."""
     X, groups, _ = theorem1_tensor(n_per=20)
-    vanilla = FairCPD(rank=3, method="none").fit(X, sensitive_features=groups)
-    model = FairCPD(rank=3, method="khsic", lam=100.0, learning_rate=1e-3, init=vanilla.factors_, n_epochs=30).fit(
-        X, sensitive_features=groups
-    )
-    assert np.isfinite(model.objective_)
+    vanilla = Ours(rank=3, method="none").fit(X, sensitive_features=groups)
+    model = Ours(
+        rank=3, method="khsic", lam=100.0, solver="bcd", learning_rate=1e-3, learning_rate_others=1e-3, inner_steps=20,
+        init=vanilla.factors_, n_epochs=30,
+    ).fit(X, sensitive_features=groups)
+    assert np.isfinite(model.objective_) and model.learning_rate_ == 1e-3 and model.inner_steps_ == 20
     assert model.penalty_ < penalty(vanilla.factors_[0], groups, "khsic", model.gamma_)
 
 
@@ -228,6 +233,10 @@ def test_plain_gradient_steps_with_a_learning_rate():
         ({"n_epochs": 0}, np.ones((4, 3, 2)), "n_epochs"),
         ({"gamma": "auto"}, np.ones((4, 3, 2)), "gamma"),
         ({"learning_rate": -1.0}, np.ones((4, 3, 2)), "learning_rate"),
+        ({"solver": "adam"}, np.ones((4, 3, 2)), "solver must be one of"),
+        ({"embedding": "raw"}, np.ones((4, 3, 2)), "embedding must be one of"),
+        ({"inner_steps": 0}, np.ones((4, 3, 2)), "inner_steps"),
+        ({"learning_rate_others": 0.0}, np.ones((4, 3, 2)), "learning_rate_others"),
         ({"init": "nope"}, np.ones((4, 3, 2)), "init must be"),
         ({}, np.ones(4), "at least two modes"),
         ({}, np.full((4, 3), np.nan), "missing or infinite"),
@@ -235,13 +244,13 @@ def test_plain_gradient_steps_with_a_learning_rate():
 )
 def test_bad_parameters_raise_specific_errors(params, X, message):
     with pytest.raises(FairAuditError, match=message):
-        FairCPD(rank=1, **params).fit(X, sensitive_features=[0, 0, 1, 1])
+        Ours(rank=1, **params).fit(X, sensitive_features=[0, 0, 1, 1])
 
 
 def test_rank_limit_and_groups_checked():
     with pytest.raises(RankError, match="largest useful CP rank"):
-        FairCPD(rank=5).fit(np.ones((4, 2)), sensitive_features=[0, 0, 1, 1])
+        Ours(rank=5).fit(np.ones((4, 2)), sensitive_features=[0, 0, 1, 1])
     with pytest.raises(FairAuditError, match="single group"):
-        FairCPD(rank=1).fit(np.ones((4, 2)), sensitive_features=[0, 0, 0, 0])
+        Ours(rank=1).fit(np.ones((4, 2)), sensitive_features=[0, 0, 0, 0])
     with pytest.raises(ParameterError, match="init factors"):
-        FairCPD(rank=1, init=[np.ones((3, 1)), np.ones((2, 1))]).fit(np.ones((4, 2)), sensitive_features=[0, 0, 1, 1])
+        Ours(rank=1, init=[np.ones((3, 1)), np.ones((2, 1))]).fit(np.ones((4, 2)), sensitive_features=[0, 0, 1, 1])

@@ -9,9 +9,17 @@ import pytest
 
 from fairaudit import FairCPD, metrics
 from fairaudit.cpd import _kernels, _tensor
-from fairaudit.cpd.estimator import embedding_gradient, median_gamma, normalised_embedding
+from fairaudit.cpd.estimator import FORMULATIONS, embedding_gradient, median_gamma, normalised_embedding
 from fairaudit.cpd.metrics import nkhsic, penalty
 from fairaudit.cpd.sweep import lambda_grid, lambda_reference
+
+from .conftest import two_population_tensor
+
+
+def Ours(**params):
+    """FairCPD with our formulation (the CP audit's default), which these tests check."""
+    return FairCPD(**{**FORMULATIONS["fairaudit"], **params})
+
 
 
 def two_group_matrix(n=200, p=6, seed=0):
@@ -26,13 +34,7 @@ def two_group_matrix(n=200, p=6, seed=0):
 
 
 def shell(method, groups, gamma=0.25, whiten=False, landmarks=None):
-    model = FairCPD(method=method, lam=1.0)
-    model._S = _kernels.one_hot(groups)
-    model._St = _kernels.centred(model._S)
-    model.gamma_ = gamma
-    model._whiten = whiten
-    model._landmarks = landmarks
-    return model
+    return Ours(method=method, lam=1.0)._bind_groups(groups, gamma=gamma, whiten=whiten, landmarks=landmarks)
 
 
 def numeric_gradient(function, A, step=1e-6):
@@ -77,10 +79,10 @@ def test_khsic_on_a_matrix_settles_instead_of_drifting():
     collinear columns (penalty → 0 at constant fit, groups as predictable as from vanilla CP).
     Whitened, it settles: a tight stopping rule is met, and running 3× longer changes nothing."""
     X, groups = two_group_matrix()
-    vanilla = FairCPD(rank=6, method="none").fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=6, method="none").fit(X, sensitive_features=groups)
     gamma = median_gamma(X, 6, 0)
     lam = float(lambda_reference(X, vanilla, groups, "khsic", gamma))
-    fit = lambda epochs, tol: FairCPD(rank=6, method="khsic", lam=lam, gamma=gamma, init=vanilla.factors_, n_epochs=epochs, tol=tol).fit(  # noqa: E731
+    fit = lambda epochs, tol: Ours(rank=6, method="khsic", lam=lam, gamma=gamma, init=vanilla.factors_, n_epochs=epochs, tol=tol).fit(  # noqa: E731
         X, sensitive_features=groups
     )
     settled = fit(300, 1e-9)
@@ -116,7 +118,7 @@ def test_reported_penalty_and_objective_are_recomputed_exactly(shape):
     rng = np.random.default_rng(4)
     X = rng.normal(size=shape)
     groups = np.arange(shape[0]) % 2
-    model = FairCPD(rank=3, method="khsic", lam=5.0, n_epochs=30, random_state=0).fit(X, sensitive_features=groups)
+    model = Ours(rank=3, method="khsic", lam=5.0, n_epochs=30, random_state=0).fit(X, sensitive_features=groups)
     A = model.factors_[0]
     exact = penalty(A, groups, "khsic", model.gamma_, whiten=len(shape) == 2)
     assert model.penalty_ == pytest.approx(exact, rel=1e-9)
@@ -146,7 +148,8 @@ def test_landmarks_are_stratified_seeded_and_unique():
     np.testing.assert_array_equal(_kernels.landmarks(codes, 5000, 0), np.arange(1000))
 
 
-def test_nystrom_gradient_matches_finite_differences():
+def test_nystrom_gradient_matches_finite_differences(monkeypatch):
+    monkeypatch.setattr(_kernels, "NYSTROM_DTYPE", np.float64)  # differences of 1e-6 need float64
     rng = np.random.default_rng(5)
     A = rng.normal(size=(30, 3))
     groups = np.arange(30) % 3
@@ -155,6 +158,21 @@ def test_nystrom_gradient_matches_finite_differences():
     function = lambda Z: _kernels.khsic(Z, St, 0.3, landmarks=chosen)  # noqa: E731
     _, grad = _kernels.khsic(A, St, 0.3, gradient=True, landmarks=chosen)
     np.testing.assert_allclose(grad, numeric_gradient(function, A), rtol=1e-5, atol=1e-9 * np.abs(grad).max())
+
+
+def test_nystrom_in_float32_agrees_with_float64(monkeypatch):
+    """The kernel block in float32 (:data:`_kernels.NYSTROM_DTYPE`, ~2× faster) changes the value
+    and gradient by ~1e-6 relative — far below the approximation's own error."""
+    rng = np.random.default_rng(9)
+    A = rng.normal(size=(900, 6))
+    groups = (np.arange(900) % 3 == 0).astype(int)
+    U = _kernels.group_basis(_kernels.centred(_kernels.one_hot(groups)))
+    chosen = _kernels.landmarks(groups, 120, 0)
+    low = _kernels.khsic_nystrom(A, U, 0.2, chosen, gradient=True)
+    monkeypatch.setattr(_kernels, "NYSTROM_DTYPE", np.float64)
+    high = _kernels.khsic_nystrom(A, U, 0.2, chosen, gradient=True)
+    assert low[0] == pytest.approx(high[0], rel=1e-4)
+    assert np.linalg.norm(low[1] - high[1]) <= 1e-3 * np.linalg.norm(high[1])
 
 
 def test_nystrom_value_and_gradient_agree_with_the_exact_kernel():
@@ -180,7 +198,7 @@ def test_nystrom_fits_follow_the_exact_frontier():
     fit, nkhsic and leakage as the exact kernel — including at large λ, where a fixed landmark
     set was exploited (the approximate penalty fell while the exact one grew)."""
     X, groups = two_group_matrix(n=600, p=8, seed=7)
-    vanilla = FairCPD(rank=6, method="none").fit(X, sensitive_features=groups)
+    vanilla = Ours(rank=6, method="none").fit(X, sensitive_features=groups)
     gamma = median_gamma(X, 6, 0)
     grid = lambda_grid(lambda_reference(X, vanilla, groups, "khsic", gamma), 4, span=(-1.0, 1.0))
     rows = {"exact": [], "nystrom": []}
@@ -188,7 +206,7 @@ def test_nystrom_fits_follow_the_exact_frontier():
     for kernel, row in rows.items():
         init = vanilla.factors_
         for lam in grid:
-            model = FairCPD(rank=6, method="khsic", lam=float(lam), gamma=gamma, kernel=kernel, n_landmarks=150, init=init, tol=1e-5, random_state=0)
+            model = Ours(rank=6, method="khsic", lam=float(lam), gamma=gamma, kernel=kernel, n_landmarks=150, init=init, tol=1e-5, random_state=0)
             model.fit(X, sensitive_features=groups)
             init = model.factors_
             exact_penalty = _kernels.khsic(model.embedding_, St, gamma)
@@ -206,16 +224,16 @@ def test_nystrom_fits_follow_the_exact_frontier():
 
 def test_kernel_choice_and_parameters():
     X, groups = two_group_matrix(n=60)
-    model = FairCPD(rank=2, method="khsic", lam=1.0, kernel="auto", n_epochs=3).fit(X, sensitive_features=groups)
+    model = Ours(rank=2, method="khsic", lam=1.0, kernel="auto", n_epochs=3).fit(X, sensitive_features=groups)
     assert model.kernel_ == "exact" and model.landmarks_ is None  # 60 ≤ NYSTROM_ROWS
-    model = FairCPD(rank=2, method="khsic", lam=1.0, kernel="nystrom", n_landmarks=20, n_epochs=3, random_state=0)
+    model = Ours(rank=2, method="khsic", lam=1.0, kernel="nystrom", n_landmarks=20, n_epochs=3, random_state=0)
     model.fit(X, sensitive_features=groups)
     assert model.kernel_ == "nystrom" and len(model.landmarks_) == 20
-    assert FairCPD(rank=2, method="hsic", kernel="nystrom", n_epochs=2).fit(X, sensitive_features=groups).kernel_ is None
+    assert Ours(rank=2, method="hsic", kernel="nystrom", n_epochs=2).fit(X, sensitive_features=groups).kernel_ is None
     with pytest.raises(Exception, match="kernel must be one of"):
-        FairCPD(rank=2, kernel="rff").fit(X, sensitive_features=groups)
+        Ours(rank=2, kernel="rff").fit(X, sensitive_features=groups)
     with pytest.raises(Exception, match="n_landmarks"):
-        FairCPD(rank=2, n_landmarks=0).fit(X, sensitive_features=groups)
+        Ours(rank=2, n_landmarks=0).fit(X, sensitive_features=groups)
 
 
 def test_embedding_gradient_diagonal_case_matches_the_old_chain_rule():
@@ -230,9 +248,7 @@ def test_embedding_gradient_diagonal_case_matches_the_old_chain_rule():
 # ---------------------------------------------------------------- frontier(): the notebook API
 def test_frontier_continuation_and_restarts():
     from fairaudit.cpd.sweep import frontier
-    from fairaudit.samples import fair_cpd_tensor
-
-    X, groups = fair_cpd_tensor(shape=(40, 6, 5), true_rank=3, shift=1.5, spread=3.0, random_state=2)
+    X, groups = two_population_tensor(shape=(40, 6, 5), true_rank=3, random_state=2)
     lambdas = [30.0, 3.0, 300.0]  # sorted by frontier()
     common = dict(methods=("khsic",), lambdas=lambdas, classifier="qda", n_epochs=60, random_state=0)
     path = frontier(X, groups, 2, **common)
@@ -242,9 +258,9 @@ def test_frontier_continuation_and_restarts():
         assert np.all(np.diff(table.nkhsic.to_numpy()[1:]) < 0)
     # without continuation every point is the fit from vanilla; with it, the first point still is
     codes = np.unique(groups, return_inverse=True)[1]
-    vanilla = FairCPD(rank=2, method="none", random_state=0).fit(X, sensitive_features=codes)
+    vanilla = Ours(rank=2, method="none", random_state=0).fit(X, sensitive_features=codes)
     for lam, row in zip([3.0, 30.0], [1, 2], strict=True):
-        direct = FairCPD(rank=2, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=60, random_state=0).fit(X, sensitive_features=codes)
+        direct = Ours(rank=2, method="khsic", lam=lam, init=vanilla.factors_, n_epochs=60, random_state=0).fit(X, sensitive_features=codes)
         assert restarts.residual_fit[row] == pytest.approx(direct.residual_fit_, rel=1e-9)
         if row == 1:
             assert path.residual_fit[row] == pytest.approx(direct.residual_fit_, rel=1e-9)

@@ -76,6 +76,21 @@ def test_mmd2_rbf_matches_a_direct_computation(rng):
     assert metrics.mmd2_rbf(same, np.repeat([0, 1], 200)) < 0.02
 
 
+@pytest.mark.parametrize("sizes", [(12, 9, 7), (10, 10), (16, 1)])
+def test_mmd2_rbf_median_and_blocks_match_the_direct_computation(rng, sizes):
+    """Even and odd pair counts (np.median's two middle values), rounded rows (ties, a zero
+    median), more than two groups, a group of one row."""
+    groups = np.repeat(np.arange(len(sizes)), sizes)
+    Z = np.round(rng.normal(size=(len(groups), 2)) + groups[:, None])
+    distances = np.sqrt(((Z[:, None] - Z[None]) ** 2).sum(-1))[np.triu_indices(len(groups), 1)]
+    sigma = np.median(distances) or np.median(distances[distances > 0])
+    assert metrics.median_distance(Z) == sigma
+    K = np.exp(-((Z[:, None] - Z[None]) ** 2).sum(-1) / (2 * sigma**2))
+    blocks = [[K[groups == a][:, groups == b].mean() for b in range(len(sizes))] for a in range(len(sizes))]
+    expected = max(blocks[a][a] + blocks[b][b] - 2 * blocks[a][b] for a in range(len(sizes)) for b in range(a + 1, len(sizes)))
+    assert metrics.mmd2_rbf(Z, groups, max_rows_per_group=None) == pytest.approx(expected, rel=1e-12)
+
+
 @pytest.mark.parametrize("classifier", ["qda", "logistic", "hgb"])
 def test_unfairness_separates_leaky_from_clean_representations(rng, classifier):
     groups = np.repeat([0, 1], [300, 100])

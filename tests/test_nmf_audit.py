@@ -76,8 +76,9 @@ def test_am_is_skipped_above_its_size_limit_with_a_reason():
 def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
     X = np.array([[1.0, -2.0], [3.0, 4.0], [2.0, -1.0], [5.0, 0.5]])
     data = AuditData.from_arrays(X, ["a", "a", "b", "b"], feature_names=["x", "y"])
-    with pytest.raises(NegativeValueError, match="'y' = -2 at row 0.*--nonnegative shift"):
+    with pytest.raises(NegativeValueError, match="'y' = -2 at row 0.*nonnegative='shift'") as caught:
         nmf_input(data)
+    assert "--nonnegative shift" in caught.value.render("cli")
     shifted = nmf_input(data, nonnegative="shift", zero_rows="drop")
     assert shifted.X.shape == (4, 2)  # row 0 becomes (1, 0): not all-zero, kept
     np.testing.assert_allclose(np.linalg.norm(shifted.X, axis=0), 1.0)
@@ -91,8 +92,10 @@ def test_nmf_input_order_nonnegative_then_zero_rows_then_unit_norm():
 def test_all_zero_rows_stop_or_are_dropped():
     X = np.array([[1.0, 2.0], [0.0, 0.0], [3.0, 1.0], [2.0, 2.0], [1.0, 1.0]])
     data = AuditData.from_arrays(X, ["a", "a", "a", "b", "b"])
-    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*zero_rows='drop'"):
+    with pytest.raises(FairAuditError, match=r"only zeros.*row 1.*zero_rows='drop'") as caught:
         nmf_input(data)
+    assert "--zero-rows drop" in caught.value.render("cli")
+    assert "“Rows that are all zero” → “leave them out” (NMF page)" in caught.value.render("dashboard")
     dropped = nmf_input(data, zero_rows="drop")
     assert dropped.X.shape == (4, 2) and list(dropped.codes) == [0, 0, 1, 1]
     assert "dropped 1 all-zero row(s): row 1" in dropped.notes[0]
@@ -161,3 +164,62 @@ def test_cli_rank_too_large(tmp_path, capsys):
     assert main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "1:9"]) == 2
     message = capsys.readouterr().err
     assert "rank 9 is larger than the data allows (8" in message
+
+
+# ============================================================================ options: words, flags, versions
+def test_every_nmf_option_has_a_vocabulary_entry_and_a_cli_flag():
+    from fairaudit.cli import build_parser
+    from fairaudit.nmf.audit import DEFAULT_OPTIONS, OPTION_TERMS
+    from fairaudit.vocabulary import OPTIONS
+
+    assert set(OPTION_TERMS) == set(DEFAULT_OPTIONS)
+    audit_parser = next(
+        action for action in build_parser()._subparsers._group_actions[0].choices.values() if action.prog.endswith("audit")
+    )
+    flags = {flag for action in audit_parser._actions for flag in action.option_strings}
+    for key, name in OPTION_TERMS.items():
+        option = OPTIONS[name]
+        assert option.param == f"nmf.{key}", key
+        assert option.flag in flags, option.flag
+        assert option.page.startswith("NMF") and option.widget
+
+
+def test_bad_option_messages_name_the_option_in_each_interface():
+    data = audit_data(two_group_frame())
+    with pytest.raises(ParameterError, match="stopping must be one of eq10, window") as caught:
+        run_audit(data, AuditConfig(methods=("nmf",), ranks=(1,), options={"nmf": {"stopping": "never"}}))
+    assert "--fair-nmf-stopping" in caught.value.render("cli")
+    assert "“Fairer-NMF stopping rule” (NMF page)" in caught.value.render("dashboard")
+    with pytest.raises(FairAuditError, match="tol must be a non-negative number") as caught:
+        run_audit(data, AuditConfig(methods=("nmf",), ranks=(1,), options={"nmf": {"tol": -1.0}}))
+    assert "--nmf-tol must be" in caught.value.render("cli")
+
+
+def test_each_fit_names_the_version_that_ran():
+    data = audit_data(two_group_frame())
+    result = run_audit(data, AuditConfig(methods=("nmf",), ranks=(2,)))
+    details = result.details["nmf"]
+    assert "multiplicative updates stopped by eq. (10)" in details["vanilla"]["2"]["method"]
+    assert "E_ℓ: Algorithm 1, mean of T = 5 NMFs" in details["vanilla"]["2"]["method"]
+    mu = details["fair_mu"]["2"]["method"]
+    assert "Algorithm 3" in mu and "c_ℓ²/‖X_ℓ‖²" in mu and "from the standard NMF (ours)" in mu and "window rule (ours)" in mu
+    assert "Algorithm 2" in details["fair_am"]["2"]["method"]
+    ours = run_audit(data, AuditConfig(methods=("nmf",), ranks=(2,), variants=("fair_mu",), options={"nmf": {
+        "stopping": "eq10", "mu_weights": "gradient", "init": "random", "keep_best": True, "nmf_solver": "cd"}}))
+    text = ours.details["nmf"]["fair_mu"]["2"]["method"]
+    for words in ("eq. (10) (the paper's)", "c⁽⁰⁾ = 1 (ours)", "from a random start (the paper's)", "best iterate kept (ours)",
+                  "coordinate descent (ours)"):
+        assert words in text, words
+    assert set(ours.records.variant) == {"fair_mu"}
+
+
+def test_cli_takes_the_nmf_options(tmp_path):
+    path = write(tmp_path, two_group_frame())
+    out = tmp_path / "r.json"
+    code = main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "2", "--variants", "fair_mu",
+                 "--fair-nmf-stopping", "eq10", "--fair-nmf-weights", "gradient", "--fair-nmf-init", "nmf",
+                 "--fair-nmf-keep-best", "--nmf-solver", "cd", "--nmf-stopping", "window", "--quiet", "--json", str(out)])
+    assert code == 0
+    payload = json.loads(out.read_text())
+    assert payload["config"]["options"]["nmf"] == {
+        "stopping": "eq10", "mu_weights": "gradient", "init": "nmf", "keep_best": True, "nmf_solver": "cd", "nmf_stopping": "window"}

@@ -44,12 +44,13 @@ def test_error_renders_per_interface():
 
 
 def test_every_flag_a_message_can_name_exists_in_the_cli():
-    """A message must not advise an option the CLI does not have."""
+    """A message must not advise an option the CLI does not have (in any of its commands:
+    ``audit``, and ``transform``'s ``--out``/``--id``, ``compare``'s ``--names``)."""
     from fairaudit.cli import build_parser
 
     parser = build_parser()
-    audit = parser._subparsers._group_actions[0].choices["audit"]
-    flags = {flag for action in audit._actions for flag in action.option_strings}
+    commands = parser._subparsers._group_actions[0].choices
+    flags = {flag for command in commands.values() for action in command._actions for flag in action.option_strings}
     for name, option in OPTIONS.items():
         for flag in option.flag.split("/"):
             flag = flag if flag.startswith("--") else "--" + flag

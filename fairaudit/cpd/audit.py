@@ -7,7 +7,9 @@ Records (tidy, as every family; ``rank`` is the CP rank). For each fit: per grou
 ``residual_fit``; whole-data ``orthogonality``, ``nkhsic``, ``unfairness``,
 ``unfairness_balanced``, ``mmd2``, ``mmd2_rbf`` (all on the entity embedding
 ``FairCPD.embedding_``: each column's mean square 1, or whitened for a matrix), ``lam`` (the
-penalty weight, 0 for vanilla), ``epochs`` and ``seconds``.
+penalty weight, 0 for vanilla), ``epochs`` and ``seconds``; the audit driver adds
+``max_residual_fit``, ``residual_fit_gap`` and ``residual_fit_ratio`` (worst and best group) and
+the intervals of the stratified bootstrap over entities (:class:`CPDAudit`).
 
 Two kinds of fair records, told apart by the variant name:
 
@@ -24,33 +26,41 @@ Two kinds of fair records, told apart by the variant name:
   frontier moved by at most 0.003 in residual fit and 0.035 in balanced leakage on the 1000 × 10
   sample when we compared). At the sweep rank the default-λ fit is the sweep's point.
 
+Formulation (``options["cpd"]["formulation"]``, CLI ``--cpd-formulation``). ``"fairaudit"`` (the
+default) fits every model with our deviations from the paper together — the normalised embedding,
+the median-heuristic γ, the L-BFGS/least-squares solver, an SVD start, warm starts from vanilla and
+the data-scaled λ grid; ``"paper"`` fits Kim & Gittens' Algorithm 1 as printed (gradient steps of
+the App. A.8 sizes, 200 per factor per epoch, penalties on the factor ``A``, ``γ = 1``, a U(0, 1)
+start, FATR's ``λ_ℓ2 = 1``) with the paper's λ values: the Fig. 2b weight per rank and a linear
+sweep over the Fig. 1a/2a ranges (:data:`fairaudit.cpd.sweep.PAPER_LAMBDA_RANGE`). Why the audit
+defaults to ours is in ``docs/architecture.md`` (The CP family → Formulation); each fit's
+``formulation`` detail says which ran, and the embedding metrics follow it (``orthogonality`` and
+``nkhsic`` on ``A`` with ``γ = 1`` for the paper, on ``Â`` with the median heuristic for ours).
+A paper fit whose fixed steps diverge on the data is skipped with the reason.
+
 Options (``AuditConfig.options["cpd"]``, CLI ``--cpd-*``): ``leakage_classifier`` (default
 ``"qda"``; ``"mlp"`` is the paper's 1,500-unit network — see :data:`DEFAULT_OPTIONS`),
 ``n_lambdas`` (10), ``lambdas`` (a list for every method, or ``{method: list}``),
 ``sweep_rank`` (default the largest audited rank below the exact-fit rank, see
 :func:`default_sweep_rank`), ``sweep`` (``False`` skips the frontier),
-``n_epochs`` (200), ``tol`` (1e-4), ``inner_steps`` (5), ``l2`` (FATR's λ_ℓ2, 0),
+``n_epochs`` (200), ``tol`` (1e-4), ``inner_steps`` (the solver's: 5 L-BFGS steps, 200 gradient
+steps for the paper), ``l2`` (FATR's λ_ℓ2; default the formulation's: 0 for ours, 1 for the paper),
 ``khsic_max_rows`` (5000: KHSIC is skipped, with the reason, above it), ``khsic_kernel``
 (``"auto"``: the exact kernel up to 2,000 entities, the Nyström approximation above — recorded
-as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (500).
+as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (300), ``n_jobs`` (2: fair fits on two worker threads).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import queue
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..audit import (
-    SWEEP_SEPARATOR,
-    AuditConfig,
-    FamilyAudit,
-    Fits,
-    Recorder,
-    RecordSink,
-    merged_options,
-)
+from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
@@ -59,7 +69,11 @@ from ..vocabulary import term
 from . import _kernels, _tensor
 from . import sweep as _sweep
 from .estimator import (
+    FORMULATIONS,
     KERNELS,
+    PAPER_GAMMA,
+    PAPER_LAMBDA,
+    DivergenceError,
     FairCPD,
     kernel_choice,
     median_gamma,
@@ -72,6 +86,7 @@ VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
 """Variant name → :class:`FairCPD` method."""
 
 DEFAULT_OPTIONS = {
+    "formulation": "fairaudit",
     "leakage_classifier": "qda",
     "n_lambdas": _sweep.DEFAULT_POINTS,
     "lambdas": None,
@@ -79,13 +94,15 @@ DEFAULT_OPTIONS = {
     "sweep": True,
     "n_epochs": 200,
     "tol": 1e-4,
-    "inner_steps": 5,
-    "l2": 0.0,
+    "inner_steps": None,
+    "l2": None,
     "khsic_max_rows": 5000,
     "khsic_kernel": "auto",
     "khsic_landmarks": _kernels.NYSTROM_LANDMARKS,
+    "n_jobs": 2,
 }
-"""The audit's defaults. Two differ from :class:`FairCPD`'s and from the paper, for speed:
+"""The audit's defaults. ``formulation="fairaudit"`` is discussed in the module docstring; two
+more differ from :class:`FairCPD`'s and from the paper, for speed:
 
 * ``leakage_classifier="qda"``, not Kim & Gittens' 1,500-unit MLP. Cost: measured on a loaded
   two-core machine, QDA takes 4–30 ms per fit, the MLP ~0.5 s with early stopping (600 and 1,000
@@ -96,15 +113,37 @@ DEFAULT_OPTIONS = {
   there: :data:`fairaudit.metrics.MLP_EARLY_STOPPING_ROWS`). Bias: without class weights it
   tends to answer the majority on imbalanced groups (balanced accuracy 0.50 where QDA found 0.84
   on a synthetic 1,000-row embedding). QDA sees differences of means and covariances — what a
-  Gaussian-like embedding leaks — and is trained for balanced accuracy.
+  Gaussian-like embedding leaks — and is trained for balanced accuracy. The paper's own network
+  and training (App. A.6: SGD, learning rate 0.003, 100 epochs) is ``"mlp_paper"``.
 * ``tol=1e-4`` (relative change of the objective over an epoch), not ``1e-6``: on the 1000 × 10
   sample every metric stayed within 0.003 (residual fit), 0.0003 (nkhsic) and 0.035 (leakage) of
   fits run to ``tol=1e-8`` (and 3,000 epochs), at a ninth of the time.
 """
 
+FORMULATION_TEXT = {
+    "paper": (
+        "paper: Kim & Gittens' Algorithm 1 as printed — gradient steps of the App. A.8 sizes (α0 = 3 for "
+        "vanilla and FATR, 0.5 for HSIC and KHSIC, α1 = 1; 200 per factor per epoch), penalties on the factor A, "
+        "RBF γ = 1, U(0, 1) start, FATR's λ_ℓ2 = 1, λ in the paper's units"
+    ),
+    "fairaudit": (
+        "fairaudit: penalties on the normalised embedding (whitened for a matrix), median-heuristic γ, "
+        "L-BFGS A-steps with exact least squares for the other factors, SVD start, fair fits warm-started "
+        "from vanilla, λ scaled to the data (docs/architecture.md, The CP family)"
+    ),
+}
+"""What each formulation is, as the ``formulation`` detail of every fit says it."""
+
 
 def _options(config: AuditConfig) -> dict:
     options = merged_options(config, "cpd", DEFAULT_OPTIONS, "cpd")
+    if options["formulation"] not in FORMULATIONS:
+        raise ParameterError(
+            f"cpd formulation must be one of {', '.join(FORMULATIONS)}; got {options['formulation']!r} "
+            f"(choose {term('cpd_formulation', 'paper')} or {term('cpd_formulation', 'fairaudit')})."
+        )
+    if isinstance(options["n_jobs"], bool) or not isinstance(options["n_jobs"], int) or options["n_jobs"] < 1:
+        raise ParameterError(f"{term('cpd_jobs')} must be a whole number >= 1; got {options['n_jobs']!r}.")
     if options["n_lambdas"] < 1:
         raise ParameterError(f"n_lambdas must be >= 1; got {options['n_lambdas']}.")
     if options["khsic_kernel"] not in KERNELS:
@@ -117,15 +156,26 @@ def _options(config: AuditConfig) -> dict:
 
 
 def _grid(options: dict, method: str, reference: float) -> np.ndarray:
+    """The λ sweep of ``method``: the user's values, else the paper's linear range (paper) or
+    the data-scaled grid around ``reference`` (ours)."""
     lambdas = options["lambdas"]
     if isinstance(lambdas, dict):
         lambdas = lambdas.get(method)
     if lambdas is None:
+        if options["formulation"] == "paper":
+            return _sweep.paper_grid(method, options["n_lambdas"])
         return _sweep.lambda_grid(reference, options["n_lambdas"])
     grid = np.asarray(sorted(float(v) for v in lambdas))
     if grid.size == 0 or (grid < 0).any() or not np.isfinite(grid).all():
         raise ParameterError(f"cpd lambdas must be finite numbers >= 0; got {list(lambdas)}.")
     return grid
+
+
+def _default_lambda(options: dict, method: str, reference: float) -> float:
+    """The per-rank λ: the paper's Fig. 2b weight, or the grid point nearest ``λ_ref`` (ours)."""
+    if options["formulation"] == "paper":
+        return PAPER_LAMBDA[method]
+    return float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
 
 
 def default_sweep_rank(ranks, limit: int) -> int:
@@ -139,15 +189,150 @@ def default_sweep_rank(ranks, limit: int) -> int:
     return max(below) if below else max(ranks)
 
 
+class _Fitter:
+    """Fits of one audit: the formulation's parameters, γ per rank, the skip and iteration-cap
+    bookkeeping. :meth:`fit` may run in worker threads (it touches no shared state); the
+    bookkeeping runs in the audit's own thread (:meth:`account`)."""
+
+    def __init__(self, X, codes, options, config, sink, kernel):
+        self.X, self.codes, self.options, self.sink, self.kernel = X, codes, options, sink, kernel
+        self.paper = options["formulation"] == "paper"
+        self.random_state = config.random_state
+        self.gammas: dict[int, float] = {}
+        self.metric_gammas: dict[int, float | None] = {}
+        self.unconverged: dict[str, set[int]] = {}
+        self.diverged: set[tuple[str, int]] = set()
+
+    def gamma(self, rank: int) -> float:
+        """KHSIC's γ at ``rank``: the paper's 1, or the median heuristic once per rank (ours)."""
+        if rank not in self.gammas:
+            self.gammas[rank] = PAPER_GAMMA if self.paper else median_gamma(self.X, rank, self.random_state)
+        return self.gammas[rank]
+
+    def set_metric_gamma(self, rank: int, vanilla) -> None:
+        """nkhsic's kernel at ``rank``, one for every variant (comparable values, one median instead of
+        one per fit): γ = 1 on ``A`` for the paper, the median heuristic on vanilla's ``Â`` for ours
+        (``None``, the metric's own median, when vanilla did not fit)."""
+        if self.paper:
+            self.metric_gammas[rank] = PAPER_GAMMA
+        elif vanilla is not None:
+            self.metric_gammas[rank] = _kernels.median_gamma(vanilla[0].embedding_, random_state=self.random_state)
+
+    def params(self, method: str, rank: int, init, warm: bool = False) -> dict:
+        options = self.options
+        params = {**FORMULATIONS[options["formulation"]], "n_epochs": options["n_epochs"], "tol": options["tol"]}
+        params.update(random_state=self.random_state, inner_steps=options["inner_steps"])
+        if options["l2"] is not None:
+            params["l2"] = options["l2"]
+        # Ours warm-starts every fair fit from vanilla CP at the same rank (and the sweep from the
+        # previous point); the paper starts every fit from its U(0, 1) draw — except a bootstrap
+        # replicate (``warm``), which starts from the audit's own fit under either formulation.
+        if init is not None and (warm or not self.paper):
+            params["init"] = init
+        if method == "khsic":
+            params.update(gamma=self.gamma(rank), kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
+        return params
+
+    def fit(self, method: str, lam: float, rank: int, init=None, warm: bool = False) -> tuple[FairCPD, float] | DivergenceError:
+        """The fitted model and its seconds, or the :class:`DivergenceError` of a paper fit whose
+        fixed steps overflowed. Needs :meth:`gamma` at ``rank`` computed first (for KHSIC).
+        ``warm``: start from ``init`` under either formulation (:meth:`params`)."""
+        started = time.perf_counter()
+        try:
+            model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init, warm)).fit(
+                self.X, sensitive_features=self.codes
+            )
+        except DivergenceError as exc:
+            return exc
+        return model, time.perf_counter() - started
+
+    def account(self, method: str, lam: float, rank: int, fitted) -> tuple[FairCPD, float] | None:
+        """Bookkeeping of one finished fit: a skip for a divergence (once per variant and rank, not
+        per λ point), the iteration cap. Returns the fit, or ``None`` for a divergence."""
+        name = next(v for v, m in VARIANTS.items() if m == method)
+        if isinstance(fitted, DivergenceError):
+            if (name, rank) not in self.diverged:
+                self.diverged.add((name, rank))
+                self.sink.skip(
+                    name,
+                    f"skipped: the paper's fixed gradient steps (Algorithm 1 with the App. A.8 step sizes) diverged on "
+                    f"these data — the {fitted.block} update with step {fitted.step:g} overflowed at epoch {fitted.epoch} "
+                    f"(λ = {lam:g}). Choose {term('cpd_formulation', 'fairaudit')} (line search, no step size to tune).",
+                    rank=rank,
+                )
+            return None
+        if not fitted[0].converged_:
+            self.unconverged.setdefault(method, set()).add(rank)
+        return fitted
+
+
+@dataclasses.dataclass
+class _Chain:
+    """Fair fits at one rank, each from the previous one's solution (the first from ``init``):
+    ``steps`` are ``(variants, method, λ)``, ``variants`` the record names that fit answers to (a
+    sweep point can also be the rank's default-λ fit). ``warm``: start from ``init`` under either
+    formulation (a bootstrap replicate's fits)."""
+
+    rank: int
+    init: list | None
+    steps: list[tuple[tuple[str, ...], str, float]]
+    warm: bool = False
+
+
+def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> None:
+    """Fit a chain, handing each fit to ``emit(variants, method, λ, rank, fitted)`` as it finishes."""
+    init = chain.init
+    for variants, method, lam in chain.steps:
+        if stop.is_set():
+            return
+        fitted = fitter.fit(method, lam, chain.rank, init, chain.warm)
+        if not isinstance(fitted, DivergenceError):
+            init = fitted[0].factors_
+        emit(variants, method, lam, chain.rank, fitted)
+
+
+def _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references) -> list[_Chain]:
+    """The fair fits of the audit as chains, the longest first (so that two workers finish together):
+    the λ sweep at the sweep rank (a continuation, ours), and one fit per method and rank at the
+    default λ — at the sweep rank the sweep's point when the default λ is on the grid."""
+    chains = []
+    for rank in rank_list:
+        if rank not in starts:
+            continue
+        for name in fair:
+            default = _default_lambda(options, name, references[rank, name]) if rank in ranks else None
+            if do_sweep and rank == sweep_rank:
+                steps = []
+                for index, lam in enumerate(_grid(options, name, references[rank, name])):
+                    variants = (f"{name}{SWEEP_SEPARATOR}{index}",)
+                    if default is not None and np.isclose(lam, default, rtol=1e-12, atol=0.0):
+                        variants, default = (*variants, name), None
+                    steps.append((variants, name, float(lam)))
+                chains.append(_Chain(rank, starts[rank], steps))
+            if default is not None:
+                chains.append(_Chain(rank, starts[rank], [((name,), name, default)]))
+    cost = {"khsic": 100.0, "hsic": 1.0, "fatr": 1.0}
+    return sorted(chains, key=lambda c: -sum(cost[m] for _, m, _ in c.steps) * c.rank)
+
+
 class CPDAudit(FamilyAudit):
     """The CP family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`).
 
+    The audit's fit: vanilla CP at every rank first (in the audit's thread), then the fair fits
+    as chains (:func:`_chains`) on ``n_jobs`` worker threads — NumPy and BLAS release the GIL,
+    so on two cores two KHSIC fits run side by side. Fits are collected, and progress and skips
+    written, in the audit's thread as they finish; an exception from the progress callback
+    (:class:`fairaudit.audit.AuditCancelled`) stops the workers after their current fit and
+    propagates. The records are measured afterwards (:meth:`measure`).
+
     Rows are entities (mode 0). A replicate resamples entities within each group and refits
-    vanilla CP and each fair method at its default λ (λ_ref recomputed from the replicate's own
-    vanilla fit, as the audit does), each warm-started from the audit's fit of the same variant
-    and rank; the λ sweep is not bootstrapped (its points keep ``ci_*`` NaN). Held-out entities
-    get their factor rows by least squares against the fitted other factors
-    (:meth:`FairCPD.transform`) and the fitted embedding's normalisation.
+    vanilla CP and each fair method at its default λ (λ_ref, γ and the nkhsic kernel recomputed
+    from the replicate's own vanilla fit, as the audit does), each warm-started from the audit's
+    fit of the same variant and rank (also under the paper's formulation: the start is a
+    computational device here, the replicate's sampling is what the interval measures), the fair
+    fits on the same worker threads; the λ sweep is not bootstrapped (its points keep ``ci_*``
+    NaN). Held-out entities get their factor rows by least squares against the fitted other
+    factors (:meth:`FairCPD.transform`), embedded as the fit's embedding is.
     """
 
     method = "cpd"
@@ -158,10 +343,11 @@ class CPDAudit(FamilyAudit):
         self.options = options = _options(config)
         self.X = X = data.tensor()
         self.codes, self.labels = data.groups.codes, tuple(data.groups.labels)
-        self.ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
-        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, rank_limit(X.shape))
-        if options["sweep"] and not 1 <= self.sweep_rank <= rank_limit(X.shape):
-            raise ParameterError(f"cpd sweep_rank {self.sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
+        limit = rank_limit(X.shape)
+        self.ranks = config.resolved_ranks(data.n_features, limit=limit)
+        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, limit)
+        if options["sweep"] and not 1 <= self.sweep_rank <= limit:
+            raise ParameterError(f"cpd sweep_rank {self.sweep_rank} must be between 1 and {limit}.")
         self.leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
         self.fair = []
         for name in ("fatr", "hsic", "khsic"):
@@ -174,7 +360,6 @@ class CPDAudit(FamilyAudit):
         self.run_vanilla = config.wants("cpd", "vanilla")
         self.do_sweep = bool(options["sweep"] and self.fair)
         self.kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
-        limit = rank_limit(X.shape)
         self.replicate_ranks_skipped = {
             rank: f"rank {rank} reaches the exact-fit rank {limit} (vanilla CP reproduces the data): not bootstrapped"
             for rank in self.ranks
@@ -184,93 +369,78 @@ class CPDAudit(FamilyAudit):
             f"{name}{SWEEP_SEPARATOR}{i}": "the λ sweep is not bootstrapped (cost); its default-λ point is the variant "
             f"{name}, which has intervals"
             for name in self.fair
-            for i in range(options["n_lambdas"] if options["lambdas"] is None else len(_grid(options, name, 1.0)))
+            for i in range(len(_grid(self.options, name, 1.0)))
         }
 
     @property
     def active(self) -> bool:
         return bool(self.run_vanilla or self.fair)
 
-    def _params(self, method: str, rank: int, gamma: float | None, seed) -> dict:
-        options = self.options
-        params = {"n_epochs": options["n_epochs"], "tol": options["tol"], "random_state": seed}
-        if method != "none":
-            params["inner_steps"] = options["inner_steps"]
-        if method == "khsic":
-            params.update(gamma=gamma, kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
-        if method == "fatr":
-            params["l2"] = options["l2"]
-        return params
-
-    def _default_lam(self, reference: float) -> float:
-        n = self.options["n_lambdas"]
-        return float(_sweep.lambda_grid(reference, n)[_sweep.default_index(n)])
+    def _landmarks(self, codes, random_state):
+        """The Nyström landmarks λ_ref's KHSIC penalty uses (``None`` with the exact kernel)."""
+        if "khsic" in self.fair and self.kernel == "nystrom":
+            return _kernels.landmarks(codes, self.options["khsic_landmarks"], random_state)
+        return None
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
         X, codes = self.X[rows], self.codes[rows]
         if replicate:
             return self._fit_replicate(rows, X, codes, warm, seed)
-        options, ranks, fair, sink = self.options, self.ranks, self.fair, self.sink
-        fits = Fits(rows=rows, shared={"vanilla": {}, "lam": {}})
-        rank_list = sorted(set(ranks) | ({self.sweep_rank} if self.do_sweep else set()))
-        total = len(rank_list) * int(self.run_vanilla) + len(ranks) * len(fair)
+        options, config, sink, fair = self.options, self.config, self.sink, self.fair
+        fits = Fits(rows=rows, shared={"lam": {}, "vanilla": {}})
+        rank_list = sorted(set(self.ranks) | ({self.sweep_rank} if self.do_sweep else set()))
+        total = len(rank_list) * int(self.run_vanilla) + len(self.ranks) * len(fair)
         if self.do_sweep:
-            total += sum(options["n_lambdas"] if options["lambdas"] is None else len(_grid(options, name, 1.0)) for name in fair)
+            total += sum(len(_grid(options, name, 1.0)) for name in fair)
         sink.expect(total)
-        landmarks = None
-        if "khsic" in fair and self.kernel == "nystrom":
-            landmarks = _kernels.landmarks(codes, options["khsic_landmarks"], self.config.random_state)
+        landmarks = self._landmarks(codes, config.random_state)
+        if landmarks is not None:
             sink.warn(
                 f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
                 f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
-                f"khsic_kernel={options['khsic_kernel']!r}, exact up to {_kernels.NYSTROM_ROWS} entities). Set "
-                f"{term('cpd_kernel', 'exact')} for the exact kernel, O(n²) per step."
+                f"exact up to {_kernels.NYSTROM_ROWS} entities). Choose {term('cpd_kernel', 'exact')} for the "
+                "exact kernel, O(n²) per step."
             )
-        gammas: dict[int, float] = {}
-        unconverged: dict[str, set[int]] = {}
-        cache: dict[tuple[str, float, int], tuple[FairCPD, float]] = {}
+        fitter = _Fitter(X, codes, options, config, sink, self.kernel)
+        described: set[str] = set()
 
-        def fit(method: str, lam: float, rank: int, init) -> tuple[FairCPD, float]:
-            key = (method, lam, rank)
-            if key in cache:
-                return cache[key]
-            started = time.perf_counter()
-            with sink.collect_warnings(method):
-                model = FairCPD(rank=rank, method=method, lam=lam, init=init, **self._params(method, rank, gammas.get(rank), self.config.random_state))
-                model.fit(X, sensitive_features=codes)
-            if not model.converged_:
-                unconverged.setdefault(method, set()).add(rank)
-            cache[key] = (model, time.perf_counter() - started)
-            return cache[key]
+        def collect(variants, method: str, lam: float, rank: int, fitted) -> None:
+            """One finished fit (as :meth:`_Fitter.account` returns it): kept, with its progress."""
+            for variant in variants:
+                if fitted is None:
+                    sink.progress(variant, rank, 0.0)
+                    continue
+                model, seconds = fitted
+                if SWEEP_SEPARATOR not in variant and variant not in described:
+                    described.add(variant)
+                    sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
+                fits.models[(variant, rank)], fits.seconds[(variant, rank)] = model, seconds
+                fits.shared["lam"][(variant, rank)] = lam
+                sink.progress(variant, rank, seconds)
 
-        def keep(variant: str, model: FairCPD, seconds: float, lam: float, rank: int) -> None:
-            fits.models[(variant, rank)], fits.seconds[(variant, rank)] = model, seconds
-            fits.shared["lam"][(variant, rank)] = lam
-            sink.progress(variant, rank, seconds)
-
-        for rank in rank_list:
-            if "khsic" in fair:
-                gammas[rank] = median_gamma(X, rank, self.config.random_state)
-            vanilla, seconds = fit("none", 0.0, rank, "svd")
-            fits.shared["vanilla"][rank] = vanilla
-            if self.run_vanilla:
-                keep("vanilla", vanilla, seconds, 0.0, rank)
-            for name in fair:
-                reference = _sweep.lambda_reference(X, vanilla, codes, name, gammas.get(rank), landmarks)
-                if self.do_sweep and rank == self.sweep_rank:
-                    # Continuation: each point starts from the previous (smaller-λ) point's solution.
-                    init = vanilla.factors_
-                    for index, lam in enumerate(_grid(options, name, reference)):
-                        model, seconds = fit(name, float(lam), rank, init)
-                        init = model.factors_
-                        keep(f"{name}{SWEEP_SEPARATOR}{index}", model, seconds, float(lam), rank)
-                if rank in ranks:
-                    # The default λ; at the sweep rank usually a grid point, whose fit is reused.
-                    lam = self._default_lam(reference)
-                    keep(name, *fit(name, lam, rank, vanilla.factors_), lam, rank)
-            cache = {key: value for key, value in cache.items() if key[2] != rank}
-        for method, bad in unconverged.items():
+        with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref): one BLAS thread
+            starts, references = {}, {}
+            for rank in rank_list:
+                vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
+                if self.run_vanilla:
+                    collect(("vanilla",), "none", 0.0, rank, vanilla)
+                fitter.set_metric_gamma(rank, vanilla)
+                if vanilla is not None:
+                    fits.shared["vanilla"][rank] = vanilla[0]
+                elif not fitter.paper:
+                    continue  # ours needs vanilla (warm start, λ_ref); the skip says why
+                starts[rank] = vanilla[0].factors_ if vanilla is not None else None
+                for name in fair:
+                    gamma = fitter.gamma(rank) if name == "khsic" else None
+                    references[rank, name] = (
+                        1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+                    )
+            chains = _chains(options, fair, rank_list, self.ranks, self.sweep_rank, self.do_sweep, fitter, starts, references)
+            _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: collect(
+                variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
+        fits.shared["metric_gammas"] = dict(fitter.metric_gammas)
+        for method, bad in fitter.unconverged.items():
             name = next(v for v, m in VARIANTS.items() if m == method)
             sink.warn(
                 f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
@@ -279,34 +449,50 @@ class CPDAudit(FamilyAudit):
         return fits
 
     def _fit_replicate(self, rows, X, codes, warm: Fits, seed) -> Fits:
-        fits = Fits(rows=rows, shared={"lam": {}})
-        rng = np.random.default_rng(seed)
-        start = int(rng.integers(2**31 - 1))
+        """Vanilla and the default-λ fair fits on resampled entities, each from the audit's own fit
+        (entity factor rows taken along with the entities); a fit that diverges (the paper's fixed
+        steps) leaves its metrics out of this replicate."""
+        options = self.options
+        start = int(np.random.default_rng(seed).integers(2**31 - 1))
+        fitter = _Fitter(X, codes, options, dataclasses.replace(self.config, random_state=start), self.sink, self.kernel)
+        fits = Fits(rows=rows, shared={"lam": {}, "metric_gammas": fitter.metric_gammas})
         position = np.searchsorted(warm.rows, rows)  # each resampled entity's place in the audit's fit
-        landmarks = None
-        if "khsic" in self.fair and self.kernel == "nystrom":
-            landmarks = _kernels.landmarks(codes, self.options["khsic_landmarks"], start)
+        landmarks = self._landmarks(codes, start)
 
         def resampled(model: FairCPD) -> list[np.ndarray]:
             return [model.factors_[0][position]] + [F.copy() for F in model.factors_[1:]]
 
-        for rank in self.ranks:
-            if rank in self.replicate_ranks_skipped:
-                continue
-            gamma = median_gamma(X, rank, start) if "khsic" in self.fair else None
-            vanilla = FairCPD(rank=rank, method="none", lam=0.0, init=resampled(warm.shared["vanilla"][rank]), **self._params("none", rank, None, start))
-            vanilla.fit(X, sensitive_features=codes)
-            if self.run_vanilla:
-                fits.models[("vanilla", rank)] = vanilla
-            for name in self.fair:
-                lam = self._default_lam(_sweep.lambda_reference(X, vanilla, codes, name, gamma, landmarks))
-                model = FairCPD(rank=rank, method=name, lam=lam, init=resampled(warm.models[(name, rank)]), **self._params(name, rank, gamma, start))
-                fits.models[(name, rank)] = model.fit(X, sensitive_features=codes)
+        def keep(variants, method, lam, rank, fitted) -> None:
+            if not isinstance(fitted, DivergenceError):
+                fits.models[(variants[0], rank)] = fitted[0]
+                fits.shared["lam"][(variants[0], rank)] = lam
+
+        chains = []
+        with _kernels.blas_threads():
+            for rank in self.ranks:
+                audited = warm.shared["vanilla"].get(rank)
+                if rank in self.replicate_ranks_skipped or audited is None:
+                    continue
+                vanilla = fitter.fit("none", 0.0, rank, resampled(audited), warm=True)
+                if isinstance(vanilla, DivergenceError):
+                    continue
+                if self.run_vanilla:
+                    keep(("vanilla",), "none", 0.0, rank, vanilla)
+                fitter.set_metric_gamma(rank, vanilla)
+                for name in self.fair:
+                    if (name, rank) not in warm.models:
+                        continue
+                    gamma = fitter.gamma(rank) if name == "khsic" else None
+                    reference = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+                    lam = _default_lambda(options, name, reference)
+                    chains.append(_Chain(rank, resampled(warm.models[(name, rank)]), [((name,), name, lam)], warm=True))
+            _run_chains(fitter, chains, keep, options["n_jobs"])
         return fits
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
         X, codes = self.X[rows], self.codes[rows]
+        gammas = fits.shared["metric_gammas"]
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
             for (variant, rank), model in fits.models.items():
                 if heldout:
@@ -316,15 +502,19 @@ class CPDAudit(FamilyAudit):
                 out.add(variant, rank, "residual_fit", residual)
                 out.add_groups(variant, rank, "residual_fit", self.labels, groups)
                 out.add(variant, rank, "orthogonality", orthogonality(A, codes))
-                out.add(variant, rank, "nkhsic", nkhsic(A, codes, random_state=self.config.random_state))
+                out.add(variant, rank, "nkhsic", nkhsic(A, codes, gamma=gammas.get(rank), random_state=self.config.random_state))
                 out.add_all(variant, rank, self.representation(A, codes, replicate=replicate, config=self.leak_config))
 
     def _heldout(self, model: FairCPD, X: np.ndarray, codes: np.ndarray):
         """Embedding, residual fit and per-group residual fits of new entities ``X``: their factor
-        rows by least squares given the fitted other factors, normalised as the fit's embedding."""
+        rows by least squares given the fitted other factors, embedded as the fit's embedding
+        (the factor itself for the paper's formulation, else normalised by the fit's scale)."""
         A = model.transform(X)
-        _, scale = normalised_embedding(model.factors_[0], return_scale=True, whiten=len(model.factors_) == 2)
-        embedded = A @ scale if scale.ndim == 2 else A * scale
+        if model.embedding == "factor":
+            embedded = A
+        else:
+            _, scale = normalised_embedding(model.factors_[0], return_scale=True, whiten=len(model.factors_) == 2)
+            embedded = A @ scale if scale.ndim == 2 else A * scale
         residual = (X - _tensor.reconstruct([A] + list(model.factors_[1:]))).reshape(len(X), -1)
         flat = X.reshape(len(X), -1)
         total = float(np.linalg.norm(flat))
@@ -348,13 +538,44 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     run_family(CPDAudit(data, config, sink))
 
 
+def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int) -> None:
+    """Run ``chains`` on ``n_jobs`` worker threads (inline for 1), calling ``record`` here, in the
+    calling thread, for every fit as it finishes."""
+    stop = threading.Event()
+    if n_jobs <= 1 or len(chains) <= 1:
+        for chain in chains:
+            _run_chain(fitter, chain, record, stop)
+        return
+    finished: queue.Queue = queue.Queue()
+    expected = sum(len(chain.steps) for chain in chains)
+
+    def work(chain: _Chain) -> None:
+        try:
+            _run_chain(fitter, chain, lambda *item: finished.put(item), stop)
+        except BaseException as exc:  # handed to the calling thread, which raises it
+            finished.put(exc)
+
+    pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="fairaudit-cpd")
+    try:
+        for chain in chains:
+            pool.submit(work, chain)
+        for _ in range(expected):
+            item = finished.get()
+            if isinstance(item, BaseException):
+                raise item
+            record(*item)
+    finally:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
 def _khsic_too_large(n: int, options: dict) -> str:
     """Why KHSIC is skipped for ``n`` entities: time with the Nyström kernel, memory with the exact one."""
     limit = options["khsic_max_rows"]
     if kernel_choice(options["khsic_kernel"], n, options["khsic_landmarks"]) == "nystrom":
         cost = (
             f"with the Nyström kernel ({options['khsic_landmarks']} landmarks) every KHSIC step costs "
-            f"O(entities × landmarks), and the default fits and λ sweep took 85 s at 5,000 entities on two cores"
+            f"O(entities × landmarks), and the default CP audit took 65 s at 5,000 entities on two shared cores"
         )
     else:
         cost = f"the exact kernel needs the {n}×{n} kernel matrix of the entity embedding at every step"

@@ -31,12 +31,23 @@ import pandas as pd
 from .. import metrics as shared_metrics
 from ..groups import check_groups, encode_groups
 from . import _kernels, _tensor
-from .estimator import FairCPD, check_tensor, median_gamma
+from .estimator import FORMULATIONS, PAPER_GAMMA, DivergenceError, FairCPD, check_tensor, median_gamma
 from .metrics import nkhsic, orthogonality, penalty
 
 DEFAULT_SPAN = (-2.0, 1.0)
 DEFAULT_POINTS = 10
 FAIR_METHODS = ("fatr", "hsic", "khsic")
+
+PAPER_LAMBDA_RANGE = {"fatr": 0.1, "hsic": 0.01, "khsic": 0.4}
+"""The upper ends of [Kim21]'s linear λ sweeps on the synthetic data (App. A.8): FATR's α_o over
+[0, 0.1] (Fig. 1a), HSIC-BCD's λ over [0, 0.01] and KHSIC-BCD's over [0, 0.4] (Fig. 2a)."""
+
+
+def paper_grid(method: str, n_points: int = DEFAULT_POINTS) -> np.ndarray:
+    """``n_points`` λ values evenly spaced over ``(0, PAPER_LAMBDA_RANGE[method]]`` (the paper's
+    sweeps include 0, which is vanilla CP; the audit records that separately)."""
+    top = PAPER_LAMBDA_RANGE[method]
+    return np.linspace(top / n_points, top, n_points)
 
 
 def lambda_reference(
@@ -52,9 +63,10 @@ def lambda_reference(
     energy = float(np.sum(_tensor.reconstruct(vanilla.factors_) ** 2)) / X.size
     if energy <= 0:
         return 1.0
-    if method == "khsic" and gamma is None:
-        gamma = median_gamma(X, A.shape[1], vanilla.random_state)
-    value = penalty(A, groups, method, gamma, whiten=len(vanilla.factors_) == 2, landmarks=landmarks)
+    with _kernels.blas_threads():  # thin products, like the fits' (measured 3–4× slower with two threads when loaded)
+        if method == "khsic" and gamma is None:
+            gamma = median_gamma(X, A.shape[1], vanilla.random_state)
+        value = penalty(A, groups, method, gamma, whiten=len(vanilla.factors_) == 2, landmarks=landmarks)
     return energy / max(value, 1e-12 * energy)
 
 
@@ -76,9 +88,11 @@ def frontier(
     methods: Sequence[str] = FAIR_METHODS,
     lambdas: Sequence[float] | dict | None = None,
     n_points: int = DEFAULT_POINTS,
+    formulation: str = "fairaudit",
     classifier: str = "mlp",
+    test_size: float = 0.25,
     random_state: int | None = 0,
-    continuation: bool = True,
+    continuation: bool | None = None,
     **params,
 ) -> pd.DataFrame:
     """Fit vanilla CP and each fair method over a λ grid; one row per fit.
@@ -89,11 +103,18 @@ def frontier(
     sensitive_features : one group per entity
     rank : int
     methods : fair methods to sweep
-    lambdas : list (used for every method), ``{method: list}``, or ``None`` for the default grid
+    lambdas : list (used for every method), ``{method: list}``, or ``None`` for the default grid:
+        the data-scaled one (``formulation="fairaudit"``) or the paper's linear range
+        (:func:`paper_grid`, ``"paper"``)
     n_points : size of the default grid
-    classifier : leakage classifier (default ``"mlp"``: [Kim21] App. A.6's 1,500-unit network)
+    formulation : ``"fairaudit"`` or ``"paper"`` (:data:`fairaudit.cpd.estimator.FORMULATIONS`);
+        ``params`` override single parameters
+    classifier : leakage classifier (default ``"mlp"``; ``"mlp_paper"`` is [Kim21] App. A.6's
+        network trained as the paper says)
+    test_size : held-out share for the leakage classifier (App. A.6: 0.25 synthetic, 0.1 contraceptive)
     continuation : start each point from the previous (smaller-λ) point's solution (module
-        docstring); ``False`` starts every point from the vanilla fit
+        docstring); ``False`` starts every point from the vanilla fit. Default: ``True`` for ours;
+        the paper's fits each start from the U(0, 1) draw (the value is ignored there)
     **params : passed to :class:`FairCPD` (``n_epochs``, ``tol``, ``inner_steps``, ``l2``,
         ``kernel`` …)
 
@@ -101,57 +122,67 @@ def frontier(
     -------
     DataFrame with columns ``method, lam, residual_fit, orthogonality, nkhsic, unfairness,
     unfairness_balanced, penalty, epochs, seconds`` (the first row is vanilla, ``method="none"``,
-    ``lam=0``).
+    ``lam=0``; a paper fit whose fixed steps diverged has NaN metrics). ``orthogonality`` and
+    ``nkhsic`` are on the embedding the penalty saw (``A`` with γ = 1 for the paper, ``Â`` with
+    the median heuristic for ours).
     """
     X = check_tensor(X)
     groups = encode_groups(sensitive_features, n_rows=X.shape[0])
     check_groups(groups)
+    settings = {**FORMULATIONS[formulation], "random_state": random_state, **params}
+    paper = formulation == "paper"
+    leak = {"classifier": classifier, "test_size": test_size, "random_state": random_state}
     with _kernels.blas_threads():  # the leakage classifiers' products are thin too
-        return _frontier(X, groups.codes, rank, methods, lambdas, n_points, classifier, random_state, continuation, params)
+        return _frontier(X, groups.codes, rank, methods, lambdas, n_points, paper, leak, continuation, settings)
 
 
-def _frontier(X, codes, rank, methods, lambdas, n_points, classifier, random_state, continuation, params) -> pd.DataFrame:
+def _frontier(X, codes, rank, methods, lambdas, n_points, paper, leak, continuation, settings) -> pd.DataFrame:
+    continuation = not paper and continuation is not False
+    metric_gamma = PAPER_GAMMA if paper else None
+    vanilla_settings = {k: v for k, v in settings.items() if k not in ("gamma", "kernel", "n_landmarks", "learning_rate", "l2")}
     started = time.perf_counter()
-    vanilla = FairCPD(rank=rank, method="none", lam=0.0, random_state=random_state, **_plain(params)).fit(X, sensitive_features=codes)
-    rows = [_row("none", 0.0, vanilla, X, codes, time.perf_counter() - started, classifier, random_state)]
-    if "khsic" in methods and params.get("gamma", "median") == "median":
+    vanilla = FairCPD(rank=rank, method="none", lam=0.0, **vanilla_settings).fit(X, sensitive_features=codes)
+    rows = [_row("none", 0.0, vanilla, codes, time.perf_counter() - started, leak, metric_gamma)]
+    if "khsic" in methods and settings.get("gamma") == "median":
         # the median heuristic once for the whole sweep (what every KHSIC fit would compute)
-        params = {**params, "gamma": median_gamma(X, rank, random_state)}
+        settings = {**settings, "gamma": median_gamma(X, rank, settings["random_state"])}
     for method in methods:
         if isinstance(lambdas, dict):
             grid = np.asarray(lambdas[method], dtype=float)
         elif lambdas is not None:
             grid = np.asarray(lambdas, dtype=float)
+        elif paper:
+            grid = paper_grid(method, n_points)
         else:
-            grid = lambda_grid(lambda_reference(X, vanilla, codes, method, params.get("gamma")), n_points)
-        init = vanilla.factors_
+            grid = lambda_grid(lambda_reference(X, vanilla, codes, method, settings.get("gamma")), n_points)
+        init = settings.get("init") if paper else vanilla.factors_
         for lam in np.sort(grid):
             started = time.perf_counter()
-            model = FairCPD(rank=rank, method=method, lam=float(lam), init=init, random_state=random_state, **params)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model.fit(X, sensitive_features=codes)
+            model = FairCPD(rank=rank, method=method, lam=float(lam), **{**settings, "init": init})
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model.fit(X, sensitive_features=codes)
+            except DivergenceError:
+                rows.append({"method": method, "lam": float(lam), "seconds": time.perf_counter() - started, "diverged": True})
+                continue
             if continuation:
                 init = model.factors_
-            rows.append(_row(method, float(lam), model, X, codes, time.perf_counter() - started, classifier, random_state))
+            rows.append(_row(method, float(lam), model, codes, time.perf_counter() - started, leak, metric_gamma))
     return pd.DataFrame(rows)
 
 
-def _plain(params: dict) -> dict:
-    """Parameters that make sense for vanilla CP (no penalty-specific ones)."""
-    return {k: v for k, v in params.items() if k in ("n_epochs", "tol")}
-
-
-def _row(method, lam, model, X, codes, seconds, classifier, random_state) -> dict:
+def _row(method, lam, model, codes, seconds, leak, gamma) -> dict:
     A = model.embedding_
     return {
         "method": method,
         "lam": lam,
         "residual_fit": model.residual_fit_,
         "orthogonality": orthogonality(A, codes),
-        "nkhsic": nkhsic(A, codes, random_state=random_state),
-        **shared_metrics.leakage(A, codes, classifier=classifier, max_rows=10000, random_state=random_state),
+        "nkhsic": nkhsic(A, codes, gamma=gamma, random_state=leak["random_state"]),
+        **shared_metrics.leakage(A, codes, max_rows=10000, **leak),
         "penalty": model.penalty_,
         "epochs": model.n_iter_,
         "seconds": seconds,
+        "diverged": False,
     }

@@ -41,6 +41,7 @@ from ..data import AuditData
 from ..errors import ParameterError
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
+from ._selector import SweepSelection
 from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
 from .evaluation import cluster_scores
 from .fufs import FORMULATIONS, FUFS, _resolve_gamma
@@ -259,6 +260,11 @@ class FSAudit(FamilyAudit):
             out.add(name, m, "seconds", fits.seconds[(name, m)])
             if name == "fufs":
                 out.add(name, m, "n_iter", estimator.n_iter_)
+
+    def models_of(self, fits: Fits) -> dict[tuple[str, int], object]:
+        """Each size's own selection (:class:`SweepSelection`: that size's columns in order), not
+        the fitted selector, which one fit may share with every size of the sweep."""
+        return {(name, m): SweepSelection(estimator, fits.shared["order"][(name, m)]).fit() for (name, m), estimator in fits.models.items()}
 
 
 def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:

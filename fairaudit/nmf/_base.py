@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..errors import FairAuditError
 from ._am import nnls_rows
 from ._core import (
+    STOPPING_RULES,
     GroupedData,
     check_custom_factors,
     check_estimates,
@@ -26,13 +27,17 @@ from ._standard import SOLVERS
 class NMFBase(TransformerMixin, BaseEstimator):
     """Shared parts of :class:`~fairaudit.nmf.NMF` and :class:`~fairaudit.nmf.FairerNMF`.
 
-    Subclasses have the parameters ``n_components``, ``n_estimates``, ``estimates``, ``tol``,
-    ``max_iter``, ``random_state`` and name the standard-NMF solver behind ``E_ℓ`` in
-    :meth:`_nmf_solver`.
+    Subclasses have the parameters ``n_components``, ``n_estimates``, ``estimates``, ``stopping``,
+    ``tol``, ``max_iter``, ``random_state`` and name the standard-NMF solver and stopping rule
+    behind ``E_ℓ`` in :meth:`_nmf_solver` and :meth:`_nmf_stopping`.
     """
 
     def _nmf_solver(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def _nmf_stopping(self) -> str:
+        """Stopping rule of the standard NMF runs behind ``E_ℓ``."""
+        return self.stopping
 
     def _nmf_max_iter(self) -> int:
         """Iteration cap of the standard NMF runs behind ``E_ℓ``."""
@@ -48,6 +53,9 @@ class NMFBase(TransformerMixin, BaseEstimator):
         if self._nmf_solver() not in SOLVERS:
             name = "nmf_solver" if hasattr(self, "nmf_solver") else "solver"
             raise FairAuditError(f"{name} must be one of {', '.join(SOLVERS)}; got {self._nmf_solver()!r}.")
+        for name, rule in (("stopping", self.stopping), ("nmf_stopping", self._nmf_stopping())):
+            if rule not in STOPPING_RULES:
+                raise FairAuditError(f"{name} must be 'eq10' (the paper's eq. (10)) or 'window' (ours); got {rule!r}.")
         check_solver_parameters(self.tol, self._max_iter(), self.n_estimates)
         return check_nmf_rank(self.n_components, *X.shape)
 
@@ -71,6 +79,7 @@ class NMFBase(TransformerMixin, BaseEstimator):
             r,
             n_estimates=self.n_estimates,
             solver=self._nmf_solver(),
+            stopping=self._nmf_stopping(),
             tol=self.tol,
             max_iter=self._nmf_max_iter(),
             random_state=self.random_state,

@@ -7,13 +7,18 @@ feature scaled to unit ℓ2 norm (§6.1) — the data's own ``scaling`` (standar
 which creates negative values) is for the PCA family and is not used here.
 
 Records per (variant, rank): per group ``rel_error``, ``rel_loss``, ``own_rel_error``;
-whole-data ``max_rel_loss``, ``rel_loss_gap``, ``rel_loss_ratio`` (worst and best group, added
-by the audit driver), ``total_rel_error``, ``mmd2``, ``mmd2_rbf`` and the leakage test's records
-(of the representation ``W``), ``n_iter``, ``seconds`` and ``estimate_seconds``. Definitions:
-:mod:`fairaudit.metrics`.
+whole-data ``max_rel_loss``, ``rel_loss_gap``, ``rel_loss_ratio`` and ``rel_error_ratio``
+(worst and best group, added by the audit driver), ``total_rel_error``, ``mmd2``, ``mmd2_rbf``
+and the leakage test's records (of the representation ``W``), ``n_iter``, ``seconds`` and
+``estimate_seconds``. Definitions: :mod:`fairaudit.metrics`. Intervals: the audit's stratified
+bootstrap (:class:`NMFAudit` says how a replicate refits).
 
 Each rank's ``E_ℓ`` (Algorithm 1) is computed once and shared by every variant (and cached
-across audits); the Fairer-NMF variants start from the vanilla solution (``init="nmf"``).
+across audits). The defaults are the paper's method (``E_ℓ`` and standard NMF by multiplicative
+updates stopped by eq. (10), Algorithms 2–3 as printed) except two: the Fairer-NMF iterations
+stop by our ``"window"`` rule, because eq. (10) stops multiplicative updates on plateaus — far
+from the results the authors saved — and they start from the standard NMF of the same rank
+(``docs/nmf.md`` has the measurements). Every fit says which version ran (the ``method`` detail).
 """
 
 from __future__ import annotations
@@ -29,10 +34,10 @@ from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
 from ..uncertainty import Disparity
 from ..vocabulary import term
-from ._core import GroupedData, check_solver_parameters, group_errors
+from ._core import STOPPING_RULES, GroupedData, check_solver_parameters, group_errors
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
-from .fair import FairerNMF
+from .fair import MU_WEIGHTS, FairerNMF
 from .vanilla import NMF
 
 VARIANTS = ("vanilla", "fair_mu", "fair_am")
@@ -40,19 +45,32 @@ VARIANTS = ("vanilla", "fair_mu", "fair_am")
 
 NMF_SCALINGS = ("unit_norm", "none")
 ZERO_ROW_POLICIES = ("error", "drop")
+AUDIT_INITS = ("random", "nmf")
 
 DEFAULT_OPTIONS = {
     "nonnegative": "error",
     "scaling": "unit_norm",
     "zero_rows": "error",
     "n_estimates": 5,
-    "nmf_solver": "cd",
+    "nmf_solver": "mu",
+    "nmf_stopping": "eq10",
+    "stopping": "window",
+    "mu_weights": "squared",
+    "init": "nmf",
+    "keep_best": False,
     "tol": 1e-4,
     "max_iter": None,
     "am_max_cells": 100_000,
 }
-"""``AuditConfig.options["nmf"]`` keys and defaults. ``am_max_cells``: above this many
-``rows × features`` the AM variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
+"""``AuditConfig.options["nmf"]`` keys and defaults.
+
+The paper's settings (§6.1, Algorithms 1–3): ``n_estimates`` (``T = 5``), ``nmf_solver="mu"``
+and ``nmf_stopping="eq10"`` (standard NMF and Algorithm 1's group NMFs), ``mu_weights="squared"``
+(Algorithm 3's H-step), ``keep_best=False``, ``tol=1e-4``. Ours as the audit's defaults, each
+with its reason in ``docs/nmf.md``: ``stopping="window"`` for the Fairer-NMF iterations (eq. (10)
+stops multiplicative updates on plateaus) and ``init="nmf"`` (Fairer-NMF starts from the standard
+NMF it is compared with: lower or equal losses in less time than random starts). ``am_max_cells``: above this many ``rows × features`` the AM
+variant is skipped under ``--variants all`` (see :func:`am_too_slow`).
 
 Measured (benchmarks/bench_nmf_am.py, rank 10, one BLAS thread, two cores shared with other
 work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000×20, 0.10–0.15 s at
@@ -60,6 +78,24 @@ work): an AM iteration costs 1.1–1.6 µs per cell — 0.062–0.095 s at 5000�
 2 to 72 iterations, some reaching the 200-iteration cap. At 100,000 cells a rank therefore
 takes up to about 20 s and a ten-rank sweep a few minutes at worst; the credit data
 (30,000×23) would take up to 1–1.6 min per rank."""
+
+
+OPTION_TERMS = {
+    "nonnegative": "nonnegative",
+    "scaling": "nmf_scaling",
+    "zero_rows": "zero_rows",
+    "n_estimates": "nmf_estimates",
+    "nmf_solver": "nmf_solver",
+    "nmf_stopping": "nmf_stopping",
+    "stopping": "fair_nmf_stopping",
+    "mu_weights": "fair_nmf_weights",
+    "init": "fair_nmf_init",
+    "keep_best": "fair_nmf_keep_best",
+    "tol": "nmf_tol",
+    "max_iter": "nmf_max_iter",
+    "am_max_cells": "am_max_cells",
+}
+"""Option key → its name in :mod:`fairaudit.vocabulary` (how messages name it in each interface)."""
 
 
 def nmf_options(config: AuditConfig) -> dict:
@@ -70,10 +106,18 @@ def nmf_options(config: AuditConfig) -> dict:
         ("scaling", NMF_SCALINGS),
         ("zero_rows", ZERO_ROW_POLICIES),
         ("nmf_solver", SOLVERS),
+        ("nmf_stopping", STOPPING_RULES),
+        ("stopping", STOPPING_RULES),
+        ("mu_weights", MU_WEIGHTS),
+        ("init", AUDIT_INITS),
+        ("keep_best", (True, False)),
     ):
         if options[key] not in allowed:
-            raise ParameterError(f"NMF option {key} must be one of {', '.join(allowed)}; got {options[key]!r}.")
-    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"])
+            raise ParameterError(
+                f"NMF option {term(OPTION_TERMS[key])} must be one of {', '.join(map(str, allowed))}; got {options[key]!r}."
+            )
+    names = {key: term(OPTION_TERMS[key]) for key in ("tol", "max_iter", "n_estimates")}
+    check_solver_parameters(options["tol"], options["max_iter"] or 1, options["n_estimates"], names)
     return options
 
 
@@ -149,7 +193,7 @@ def nmf_ranks(config: AuditConfig, prepared: NMFInput) -> tuple[int, ...]:
         raise RankError(
             f"rank {too_high[0]} is larger than group {prepared.labels[smallest]!r} ({int(sizes[smallest])} rows): "
             "that group's own NMF (E_ℓ, Algorithm 1) would reproduce it exactly and its relative loss "
-            f"would mean nothing; choose ranks up to {int(sizes[smallest])}."
+            f"would mean nothing; choose {term('ranks')} up to {int(sizes[smallest])}."
         )
     return ranks
 
@@ -180,12 +224,16 @@ the 7 s of a replicate on the default sample with ``T = 5``."""
 class NMFAudit(FamilyAudit):
     """The NMF family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`).
 
-    A replicate refits standard NMF from a fresh random start (scikit-learn's coordinate
-    descent measures its stopping rule relative to the first iteration, so a start at the
-    previous solution never stops), re-estimates ``E_ℓ`` (:data:`REPLICATE_ESTIMATES`) and
-    warm-starts each Fairer-NMF variant from its own audit fit. Held-out rows get their ``W``
-    by NNLS against the fitted ``H`` and their own ``E_ℓ`` (Algorithm 1 on the held-out rows of
-    each group).
+    The audit's own fit: each rank's ``E_ℓ`` once, standard NMF, and each Fairer-NMF variant
+    (from the standard NMF with ``init="nmf"``), every fit naming its version (the ``method``
+    detail). A replicate re-estimates ``E_ℓ`` on the resampled rows
+    (:data:`REPLICATE_ESTIMATES`), refits standard NMF from the audit's own factors
+    (multiplicative updates; coordinate descent restarts at random, since scikit-learn's
+    stopping rule is relative to its first iteration and a start at the solution never stops)
+    and each Fairer-NMF variant from its own audit fit — the same settings
+    (:func:`standard_settings`, :func:`fairer_settings`). Held-out rows get their ``W`` by NNLS
+    against the fitted ``H`` and their own ``E_ℓ`` (Algorithm 1 on the held-out rows of each
+    group).
     """
 
     method = "nmf"
@@ -225,93 +273,89 @@ class NMFAudit(FamilyAudit):
     def _sensitive(self, rows) -> pd.Series:
         return pd.Series(pd.Categorical.from_codes(self.codes[rows], categories=list(self.labels)))
 
-    def _estimates(self, X, sensitive, rank, n_estimates, random_state):
-        grouped = GroupedData.build(X, sensitive)
+    def _estimates(self, grouped: GroupedData, rank: int, n_estimates: int, random_state) -> tuple[np.ndarray, float]:
+        """``E_ℓ`` of ``grouped`` by Algorithm 1 with the audit's settings (cached for an int seed)."""
         return estimate_group_errors(
-            grouped,
-            rank,
-            n_estimates=n_estimates,
-            solver=self.options["nmf_solver"],
-            tol=self.options["tol"],
-            max_iter=STANDARD_MAX_ITER,
-            random_state=random_state,
-            key=data_key(grouped) if isinstance(random_state, int) else None,
+            grouped, rank, n_estimates=n_estimates, max_iter=STANDARD_MAX_ITER, random_state=random_state,
+            key=data_key(grouped) if isinstance(random_state, int) else None, **standard_settings(self.options),
         )
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
         X, sensitive = self.prepared.X[rows], self._sensitive(rows)
+        grouped = GroupedData.build(X, sensitive)
         fits = Fits(rows=rows, shared={"estimate_seconds": {}})
         if replicate:
-            self._fit_replicate(fits, X, sensitive, warm, seed)
+            self._fit_replicate(fits, X, sensitive, grouped, warm, seed)
             return fits
-        options, seed = self.options, self.config.random_state
-        common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "random_state": seed}
-        self.sink.expect(len(self.chosen) * len(self.ranks))
+        options, seed, sink = self.options, self.config.random_state, self.sink
+        standard = standard_settings(options)
+        sink.expect(len(self.chosen) * len(self.ranks))
         capped: dict[str, list[int]] = {name: [] for name in self.chosen}
         estimate_capped: list[int] = []
         for rank in self.ranks:
             # Every warning but the iteration caps goes to the audit; the caps are summarised below.
-            with self.sink.collect_warnings("E_ℓ", forward=Warning) as caps:
-                E, fits.shared["estimate_seconds"][rank] = self._estimates(X, sensitive, rank, options["n_estimates"], seed)
+            with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
+                E, fits.shared["estimate_seconds"][rank] = self._estimates(grouped, rank, options["n_estimates"], seed)
             if caps:
                 estimate_capped.append(rank)
-            # The vanilla NMF also starts the fair variants; its warnings count only when it is audited.
-            with self.sink.collect_warnings("vanilla", forward=Warning if "vanilla" in self.chosen else ()) as caps:
-                vanilla = NMF(rank, solver=options["nmf_solver"], estimates=E, **common).fit(X, sensitive_features=sensitive)
-            found = {"vanilla": (vanilla, caps, vanilla.fit_seconds_)}
+            found = {}
+            # The vanilla NMF also starts the fair variants with init="nmf"; its warnings count only when it is audited.
+            if "vanilla" in self.chosen or options["init"] == "nmf":
+                with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in self.chosen else ()) as caps:
+                    vanilla = NMF(rank, estimates=E, random_state=seed, **standard).fit(X, sensitive_features=sensitive)
+                found["vanilla"] = (vanilla, caps, vanilla.fit_seconds_)
             for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
                 if name in self.chosen:
-                    with self.sink.collect_warnings(name, forward=Warning) as caps:
-                        fair = FairerNMF(
-                            rank, solver=solver, init="custom", estimates=E, nmf_solver=options["nmf_solver"],
-                            max_iter=options["max_iter"], **common,
-                        ).fit(X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_)
-                    # A Fairer-NMF result costs its starting (vanilla) NMF plus its own iterations.
-                    found[name] = (fair, caps, vanilla.fit_seconds_ + fair.fit_seconds_)
+                    found[name] = _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, found.get("vanilla"))
             for name in self.chosen:
                 fitted, caps, seconds = found[name]
                 fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
+                sink.detail(name, rank, "method", describe(name, options))
                 if caps:
                     capped[name].append(rank)
                 if getattr(fitted, "h_solvers_", {}).get("SCS"):
-                    self.sink.warn(
+                    sink.warn(
                         f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
                         "SCS (first-order, less accurate) solved them."
                     )
-                self.sink.progress(name, rank, seconds)
+                sink.progress(name, rank, seconds)
         if estimate_capped:
-            self.sink.warn(
+            sink.warn(
                 f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
                 f"{', '.join(map(str, estimate_capped))}, so E_ℓ may be slightly high and the relative "
                 f"losses slightly low there; loosen {term('nmf_tol')} for a faster, coarser estimate."
             )
         for name, ranks_capped in capped.items():
             if ranks_capped:
-                self.sink.warn(
+                sink.warn(
                     f"nmf/{name}: an iteration cap was reached before the stopping rule at rank(s) "
                     f"{', '.join(map(str, ranks_capped))} (the fit itself or its starting NMF); "
                     f"raise {term('nmf_max_iter')} or loosen {term('nmf_tol')}."
                 )
         return fits
 
-    def _fit_replicate(self, fits: Fits, X, sensitive, warm: Fits, seed) -> None:
+    def _fit_replicate(self, fits: Fits, X, sensitive, grouped: GroupedData, warm: Fits, seed) -> None:
         options = self.options
+        standard = standard_settings(options)
         rng = np.random.default_rng(seed)
         position = np.searchsorted(warm.rows, fits.rows)  # each resampled row's place in the audit's fit
         for rank in self.ranks:
             if rank in self.replicate_ranks_skipped:
                 continue
-            E, _ = self._estimates(X, sensitive, rank, REPLICATE_ESTIMATES, rng)
+            E, _ = self._estimates(grouped, rank, REPLICATE_ESTIMATES, rng)
             start = int(rng.integers(2**31 - 1))
-            common = {"tol": options["tol"], "n_estimates": options["n_estimates"], "estimates": E, "random_state": start}
             if "vanilla" in self.chosen:
-                fits.models[("vanilla", rank)] = NMF(rank, solver=options["nmf_solver"], **common).fit(X, sensitive_features=sensitive)
+                audited = warm.models[("vanilla", rank)]
+                factors = {"W": audited.W_[position], "H": audited.components_} if options["nmf_solver"] == "mu" else {}
+                fits.models[("vanilla", rank)] = NMF(rank, estimates=E, random_state=start, **standard).fit(
+                    X, sensitive_features=sensitive, **factors
+                )
             for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
                 if name in self.chosen:
                     audited = warm.models[(name, rank)]
                     fits.models[(name, rank)] = FairerNMF(
-                        rank, solver=solver, init="custom", nmf_solver=options["nmf_solver"], max_iter=options["max_iter"], **common
+                        rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver)
                     ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_)
 
     # ------------------------------------------------------------------ measuring
@@ -339,11 +383,11 @@ class NMFAudit(FamilyAudit):
     def _heldout_E(self, rows, rank: int, replicate: bool) -> np.ndarray:
         """``E_ℓ`` of the held-out rows' groups (Algorithm 1 on those rows): computed once for the
         held-out part, once per replicate (one run per group) for a resampled one."""
-        X, sensitive = self.prepared.X[rows], self._sensitive(rows)
+        grouped = GroupedData.build(self.prepared.X[rows], self._sensitive(rows))
         if replicate:
-            return self._estimates(X, sensitive, rank, REPLICATE_ESTIMATES, np.random.default_rng([int(rows.sum()), rank]))[0]
+            return self._estimates(grouped, rank, REPLICATE_ESTIMATES, np.random.default_rng([int(rows.sum()), rank]))[0]
         if rank not in self._heldout_estimates:
-            self._heldout_estimates[rank] = self._estimates(X, sensitive, rank, self.options["n_estimates"], self.config.random_state)[0]
+            self._heldout_estimates[rank] = self._estimates(grouped, rank, self.options["n_estimates"], self.config.random_state)[0]
         return self._heldout_estimates[rank]
 
     def facts(self, fits: Fits, out: Recorder) -> None:
@@ -359,3 +403,59 @@ def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     from ..audit import run_family
 
     run_family(NMFAudit(data, config, sink))
+
+
+def standard_settings(options: dict) -> dict:
+    """Keyword arguments of :class:`NMF` and :func:`estimate_group_errors` for these options."""
+    return {"solver": options["nmf_solver"], "stopping": options["nmf_stopping"], "tol": options["tol"]}
+
+
+def fairer_settings(options: dict, solver: str) -> dict:
+    """Keyword arguments of :class:`FairerNMF` (``solver`` ``"mu"`` or ``"am"``) for these options,
+    without ``init`` (the audit passes the start)."""
+    return {
+        "solver": solver, "mu_weights": options["mu_weights"], "stopping": options["stopping"],
+        "keep_best": options["keep_best"], "nmf_solver": options["nmf_solver"], "nmf_stopping": options["nmf_stopping"],
+        "tol": options["tol"], "max_iter": options["max_iter"], "n_estimates": options["n_estimates"],
+    }
+
+
+def _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, vanilla_fit):
+    """``(model, caps, seconds)`` of one Fairer-NMF variant; from the vanilla fit with ``init="nmf"``."""
+    settings = {**fairer_settings(options, solver), "estimates": E, "random_state": seed}
+    with sink.collect_warnings(name, forward=Warning) as caps:
+        if options["init"] == "nmf":
+            vanilla = vanilla_fit[0]
+            fair = FairerNMF(rank, init="custom", **settings).fit(
+                X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_
+            )
+            # A Fairer-NMF result from init="nmf" costs its starting (vanilla) NMF plus its own iterations.
+            return fair, caps, vanilla.fit_seconds_ + fair.fit_seconds_
+        fair = FairerNMF(rank, init="random", **settings).fit(X, sensitive_features=sensitive)
+    return fair, caps, fair.fit_seconds_
+
+
+def describe(variant: str, options: dict) -> str:
+    """Which version of the method a fit ran, in words (the report's ``method`` detail)."""
+    paper, ours = "the paper's", "ours"
+    if options["nmf_solver"] == "cd":
+        standard = "coordinate descent (ours)"
+    else:
+        rule = "eq. (10)" if options["nmf_stopping"] == "eq10" else "the window rule (ours)"
+        standard = f"multiplicative updates stopped by {rule}"
+    estimate = f"E_ℓ: Algorithm 1, mean of T = {options['n_estimates']} NMFs per group by {standard}"
+    if variant == "vanilla":
+        return f"standard NMF (eq. (2)) by {standard}; {estimate}"
+    start = "from the standard NMF (ours)" if options["init"] == "nmf" else f"from a random start ({paper})"
+    stop = f"stopped by eq. (10) ({paper})" if options["stopping"] == "eq10" else "stopped by the window rule (ours)"
+    if variant == "fair_mu":
+        weights = (
+            f"H-step weights c_ℓ²/‖X_ℓ‖², c⁽⁰⁾ = 0 ({paper})" if options["mu_weights"] == "squared"
+            else f"H-step weights c_ℓ/(‖X_ℓ‖‖X_ℓ − W_ℓH‖), c⁽⁰⁾ = 1 ({ours})"
+        )
+        text = f"Algorithm 3 (multiplicative updates), {weights}, {start}, {stop}"
+    else:
+        text = f"Algorithm 2 (SOCP H-step, NNLS W-step), {start}, {stop}"
+    if options["keep_best"]:
+        text += ", best iterate kept (ours)"
+    return f"{text}; {estimate}"

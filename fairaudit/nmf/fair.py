@@ -1,5 +1,7 @@
 """Fairer-NMF (Kassab, George, Needell, Geng, Jafar Nia, Li: "Towards a Fairer Non-negative
-Matrix Factorization", arXiv:2411.09847; Frontiers in Big Data 9, 2026)."""
+Matrix Factorization", arXiv:2411.09847): the objective (eq. (5)), Algorithm 2 (alternating
+minimisation) and Algorithm 3 (multiplicative updates), with the paper's settings as defaults
+and our improvements as named options (listed with their measured effects in ``docs/nmf.md``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from ..errors import FairAuditError
 from ._am import HStep, nnls_rows
 from ._base import NMFBase
 from ._core import (
+    CHECK_EVERY,
+    NEAR_EXACT,
     TINY,
     GroupedData,
     StoppingRule,
@@ -25,69 +29,80 @@ from ._core import (
 from ._standard import STANDARD_MAX_ITER, solve_standard
 
 FAIR_SOLVERS = ("mu", "am")
-INITS = ("nmf", "random", "custom")
+INITS = ("random", "nmf", "custom")
+MU_WEIGHTS = ("squared", "gradient")
 DEFAULT_MAX_ITER = {"mu": 5000, "am": 200}
 
 
 class FairerNMF(NMFBase):
-    """Fairer-NMF: ``min_{W≥0, H≥0} max_ℓ (‖X_ℓ − W_ℓH‖_F − E_ℓ) / ‖X_ℓ‖_F``.
+    """Fairer-NMF: ``min_{W≥0, H≥0} max_ℓ (‖X_ℓ − W_ℓH‖_F − E_ℓ) / ‖X_ℓ‖_F`` (eq. (5)).
 
     The rows of ``X`` are split into groups ``X_ℓ`` by ``sensitive_features``; every group has
     its own ``W_ℓ`` and all share the dictionary ``H``. The objective is the largest *relative
-    loss* (Def. 4.1, Remark 4.2): a group's reconstruction error beyond ``E_ℓ``, the error of
-    the best rank-r NMF of that group alone (estimated by Algorithm 1, the mean over
+    loss* (Def. 4.1): a group's reconstruction error beyond ``E_ℓ``, the expected error of a
+    rank-r NMF of that group alone (Remark 4.2, estimated by Algorithm 1 as the mean over
     ``n_estimates`` runs), relative to the group's norm. Small or intrinsically complex groups,
     which standard NMF (eq. (2)) serves worst, are no longer sacrificed to large simple ones.
 
-    Solvers:
+    The defaults are the paper's method as printed:
 
-    ``"mu"`` — Algorithm 3, multiplicative updates. Each iteration finds the group with the
-    largest relative loss and adds 1 to its weight ``c_ℓ`` (all ``c_ℓ`` start at 1), updates
-    ``H`` by the multiplicative step for the ``c``-weighted objective
-    ``Σ_ℓ c_ℓ ‖X_ℓ − W_ℓH‖_F / ‖X_ℓ‖_F`` — the Lee–Seung step on the stacked data
-    ``√a_ℓ X_ℓ ≈ √a_ℓ W_ℓ H`` with ``a_ℓ = c_ℓ / (‖X_ℓ‖_F ‖X_ℓ − W_ℓH‖_F)``, which is what the
-    gradient of the (unsquared) norm gives::
+    ``solver="mu"`` — Algorithm 3. ``c⁽⁰⁾ = 0`` (line 3); each iteration finds the group ``ℓ*``
+    with the largest relative loss at the previous iterate (line 7) and adds 1 to ``c_ℓ*``
+    (line 8); ``H`` takes the multiplicative step for the stacked matrices ``X̃``, ``W̃`` whose
+    group-ℓ rows are ``c_ℓ X_ℓ / ‖X_ℓ‖`` and ``c_ℓ W_ℓ / ‖X_ℓ‖`` (lines 9–10, the surrogate eq.
+    (9) of the H-problem eq. (8)), i.e. with weights ``a_ℓ = c_ℓ² / ‖X_ℓ‖²``::
 
         H ← H ⊙ (Σ_ℓ a_ℓ W_ℓᵀX_ℓ) / (Σ_ℓ a_ℓ W_ℓᵀW_ℓ H)
 
-    — and every ``W_ℓ`` by the standard step ``W_ℓ ← W_ℓ ⊙ X_ℓHᵀ / (W_ℓHHᵀ)``. The iterate
-    with the smallest objective is returned (the objective of a min–max scheme need not fall
-    monotonically; ``loss_history_`` shows every iterate).
+    and ``W`` the standard step ``W ← W ⊙ XHᵀ / (WHHᵀ)`` (line 11). The last iterate is returned.
 
-    ``"am"`` — Algorithm 2, alternating minimisation: the H-step is the second-order cone
-    program of §5.2 solved with CVXPY (Clarabel, SCS as fallback; ``h_solvers_`` counts which
-    solved), the W-step non-negative least squares per row (scipy). Both steps are exact, so
-    the objective never increases. See :mod:`fairaudit.nmf._am`.
+    ``solver="am"`` — Algorithm 2: from a random ``W⁽⁰⁾``, the H-step is the second-order cone
+    program of §5.2 (CVXPY; Clarabel, SCS as fallback — the paper's ECOS is no longer shipped
+    with CVXPY; ``h_solvers_`` counts which solved) and the W-step non-negative least squares
+    per row (scipy's exact active-set NNLS; the paper used OSQP). Both steps are exact, so the
+    objective never increases. See :mod:`fairaudit.nmf._am`.
 
-    Stopping: :class:`~fairaudit.nmf._core.StoppingRule` — the objective's change over the
-    last 10 iterations (1 for ``"am"``) at most ``tol`` times the worst group's relative
-    error — with a ``max_iter`` cap that emits a ``ConvergenceWarning``.
+    Both stop by eq. (10) (``stopping="eq10"``, ``tol=1e-4``): every group's error changed by
+    less than ``tol`` of its value in one iteration. ``E_ℓ`` comes from Algorithm 1 with ``T = 5``
+    runs of standard NMF by multiplicative updates, also stopped by eq. (10) (§6.1;
+    ``nmf_solver="mu"``, ``nmf_stopping="eq10"``).
 
-    What is ours: the paper's body (Algorithms 1–3, eq. (10)) could not be consulted while this
-    was written, so the update of ``"mu"`` is written from its description (c-weights
-    incremented on the worst group, ``H`` by a multiplicative step on the weighted stacked
-    data, ``W_ℓ`` by standard MU) with the weights ``a_ℓ`` derived from the gradient as above;
-    the stopping rule is our reading of eq. (10); the initial ``c_ℓ = 1``; and ``init="nmf"``.
+    Our improvements, each a named option (``docs/nmf.md`` gives their measured effects):
+    ``mu_weights="gradient"`` (the H-step's weights from the gradient of the unsquared eq. (8),
+    ``a_ℓ = c_ℓ / (‖X_ℓ‖ ‖X_ℓ − W_ℓH‖)``, all ``c_ℓ`` starting at 1), ``keep_best=True`` (return
+    the iterate with the smallest objective seen), ``stopping="window"`` (compare the objective
+    over 100 iterations: eq. (10) stops multiplicative updates on plateaus, well before the
+    results the authors saved), ``nmf_solver="cd"`` or ``nmf_stopping="window"`` (a tighter
+    ``E_ℓ``) and ``init="nmf"`` (start from the standard NMF of the pooled data).
 
     Parameters
     ----------
     n_components : int, default=2
         The rank ``r``; at most ``min(rows, features)``.
     solver : {"mu", "am"}, default="mu"
-    init : {"nmf", "random", "custom"}, default="nmf"
-        Starting factors. ``"nmf"``: the standard NMF of the pooled data (eq. (2), solver
-        ``nmf_solver``, same seed — exactly :class:`NMF`'s solution), our choice: measured on
-        the Heart data (benchmarks/bench_nmf_solvers.py, ranks 1–10, seeds 0–4) its mean final
-        largest loss is equal or lower than from random starts at every rank (rank 2: 0.0087
-        against 0.0176) in less than half the time. ``"random"``: uniform random factors.
-        ``"custom"``: ``W`` and ``H`` passed to :meth:`fit`.
+        Algorithm 3 or Algorithm 2.
+    init : {"random", "nmf", "custom"}, default="random"
+        Starting factors. ``"random"`` (Algorithms 2–3, line 2): uniform random factors (AM uses
+        only ``W``). ``"nmf"`` (ours): the standard NMF of the pooled data (eq. (2), solver
+        ``nmf_solver``, same seed — exactly :class:`NMF`'s solution). ``"custom"``: ``W`` and
+        ``H`` passed to :meth:`fit`.
+    mu_weights : {"squared", "gradient"}, default="squared"
+        The H-step weights of ``solver="mu"``: Algorithm 3's ``c_ℓ²/‖X_ℓ‖²`` with ``c⁽⁰⁾ = 0``,
+        or ours (above).
+    stopping : {"eq10", "window"}, default="eq10"
+        Stopping rule (:class:`~fairaudit.nmf._core.StoppingRule`) of the Fairer-NMF iterations.
+    keep_best : bool, default=False
+        Return the iterate with the smallest objective instead of the last one (ours; the
+        objective of the min–max MU scheme need not fall monotonically).
     n_estimates : int, default=5
         ``T`` of Algorithm 1.
     estimates : array-like of shape (n_groups,), optional
         Precomputed ``E_ℓ`` (absolute errors, in group order) instead of Algorithm 1 — e.g.
         ``NMF(...).fit(X, sensitive_features=g).E_``.
-    nmf_solver : {"cd", "mu"}, default="cd"
+    nmf_solver : {"mu", "cd"}, default="mu"
         Standard-NMF solver for Algorithm 1 and ``init="nmf"`` (see :class:`NMF`).
+    nmf_stopping : {"eq10", "window"}, default="eq10"
+        Stopping rule of those standard NMFs with ``nmf_solver="mu"``.
     tol : float, default=1e-4
     max_iter : int or None, default=None
         Iteration cap; ``None`` means 5000 for ``"mu"`` and 200 for ``"am"``.
@@ -109,7 +124,8 @@ class FairerNMF(NMFBase):
         loss is below the maximum).
     n_iter_ : int
     loss_history_ : ndarray
-        The objective (largest relative loss) before the first and after every iteration.
+        The objective (largest relative loss) at the start (not for AM from a random start,
+        which has no ``H⁽⁰⁾``) and after every iteration.
     converged_ : bool
     h_solvers_ : dict
         ``"am"`` only: number of H-steps solved by each solver (``{"CLARABEL": 37}``).
@@ -140,10 +156,14 @@ class FairerNMF(NMFBase):
         n_components: int = 2,
         *,
         solver: str = "mu",
-        init: str = "nmf",
+        init: str = "random",
+        mu_weights: str = "squared",
+        stopping: str = "eq10",
+        keep_best: bool = False,
         n_estimates: int = 5,
         estimates=None,
-        nmf_solver: str = "cd",
+        nmf_solver: str = "mu",
+        nmf_stopping: str = "eq10",
         tol: float = 1e-4,
         max_iter: int | None = None,
         random_state=None,
@@ -151,15 +171,22 @@ class FairerNMF(NMFBase):
         self.n_components = n_components
         self.solver = solver
         self.init = init
+        self.mu_weights = mu_weights
+        self.stopping = stopping
+        self.keep_best = keep_best
         self.n_estimates = n_estimates
         self.estimates = estimates
         self.nmf_solver = nmf_solver
+        self.nmf_stopping = nmf_stopping
         self.tol = tol
         self.max_iter = max_iter
         self.random_state = random_state
 
     def _nmf_solver(self) -> str:
         return self.nmf_solver
+
+    def _nmf_stopping(self) -> str:
+        return self.nmf_stopping
 
     def _nmf_max_iter(self) -> int:
         return STANDARD_MAX_ITER
@@ -173,35 +200,48 @@ class FairerNMF(NMFBase):
         with blas_threads():
             return self._fit(X, sensitive_features, W, H)
 
-    def _fit(self, X, sensitive_features, W, H):
+    def _check_options(self, W, H) -> None:
         if self.solver not in FAIR_SOLVERS:
             raise FairAuditError(f"solver must be 'mu' (Algorithm 3) or 'am' (Algorithm 2); got {self.solver!r}.")
         if self.init not in INITS:
             raise FairAuditError(f"init must be one of {', '.join(INITS)}; got {self.init!r}.")
+        if self.mu_weights not in MU_WEIGHTS:
+            raise FairAuditError(
+                f"mu_weights must be 'squared' (Algorithm 3, eq. (9)) or 'gradient' (ours); got {self.mu_weights!r}."
+            )
+        if not isinstance(self.keep_best, bool | np.bool_):
+            raise FairAuditError(f"keep_best must be True or False; got {self.keep_best!r}.")
         if self.init != "custom" and (W is not None or H is not None):
             raise FairAuditError("W and H are starting factors for init='custom'; set init='custom' or drop them.")
+
+    def _fit(self, X, sensitive_features, W, H):
+        self._check_options(W, H)
         X = self._validate_input(X)
         r = self._check_common(X)
         data = GroupedData.build(X, sensitive_features)
         E, self.estimate_seconds_ = self._estimates(data, r)
         W0, H0 = self._initial_factors(X, r, W, H)
         W_sorted = np.ascontiguousarray(W0[data.order])
+        rule = StoppingRule(
+            self.tol,
+            self._max_iter(),
+            rule=self.stopping,
+            every=CHECK_EVERY if self.solver == "mu" else 1,
+            what=f"Fairer-NMF ({'multiplicative updates' if self.solver == 'mu' else 'alternating minimisation'})",
+        )
         start = time.perf_counter()
         if self.solver == "mu":
-            W_sorted, H, history, n_iter, converged, weights = _fit_mu(data, E, W_sorted, H0, self.tol, self._max_iter())
-            self.h_solvers_ = {}
+            fit = _fit_mu(data, E, W_sorted, H0, weights=self.mu_weights, rule=rule, keep_best=self.keep_best)
         else:
-            W_sorted, H, history, n_iter, converged, weights, used = _fit_am(
-                data, E, W_sorted, H0, self.tol, self._max_iter()
-            )
-            self.h_solvers_ = used
+            fit = _fit_am(data, E, W_sorted, H0, rule=rule, has_H=self.init != "random", keep_best=self.keep_best)
         self.fit_seconds_ = time.perf_counter() - start
-        self._set_factors(X, W_sorted[data.inverse], H)
-        self.n_iter_ = n_iter
-        self.loss_history_ = history
-        self.converged_ = converged
-        self.weights_ = weights
-        self._set_group_attributes(data, W_sorted, H, E)
+        self.h_solvers_ = fit.h_solvers
+        self._set_factors(X, fit.W[data.inverse], fit.H)
+        self.n_iter_ = fit.n_iter
+        self.loss_history_ = np.asarray(fit.history)
+        self.converged_ = fit.converged
+        self.weights_ = fit.weights
+        self._set_group_attributes(data, fit.W, fit.H, E)
         return self
 
     def fit_transform(self, X, y=None, *, sensitive_features, W=None, H=None):
@@ -214,68 +254,126 @@ class FairerNMF(NMFBase):
         if self.init == "random":
             return W0, H0
         fit = solve_standard(
-            X, W0, H0, solver=self.nmf_solver, tol=self.tol, max_iter=self._nmf_max_iter(), what="the starting NMF (init='nmf')"
+            X, W0, H0, solver=self.nmf_solver, tol=self.tol, max_iter=self._nmf_max_iter(), stopping=self.nmf_stopping,
+            what="the starting NMF (init='nmf')",
         )
         return fit.W, fit.H
 
 
+class _Fit:
+    """An iteration's state: the current iterate, its history, and the best iterate seen."""
+
+    def __init__(self, W: np.ndarray, H: np.ndarray, weights: np.ndarray, keep_best: bool):
+        self.W, self.H, self.weights = W, H, weights
+        self.keep_best = keep_best
+        self.history: list[float] = []
+        self.n_iter = 0
+        self.converged = False
+        self.h_solvers: dict[str, int] = {}
+        self._best: tuple | None = None
+
+    def record(self, objective: float) -> None:
+        self.history.append(objective)
+        if self.keep_best and (self._best is None or objective < self._best[0]):
+            self._best = (objective, self.W.copy(), self.H.copy(), np.array(self.weights, copy=True))
+
+    def finish(self, iteration: int, rule: StoppingRule) -> None:
+        """Close the run; with ``keep_best`` (ours) go back to the iterate with the smallest objective."""
+        self.n_iter = iteration
+        self.converged = rule.converged
+        if self._best is not None:
+            _, self.W, self.H, self.weights = self._best
+
+
 # ============================================================================ Algorithm 3
-def _fit_mu(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol: float, max_iter: int):
+def _fit_mu(
+    data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, *, weights: str, rule: StoppingRule, keep_best: bool
+) -> _Fit:
     X, slices, norms, squared = data.X, data.slices, data.norms, data.squared_norms
-    W = W.copy()
-    H = H.copy()
-    c = np.ones(data.n_groups)
-    rule = StoppingRule(tol, max_iter, what="Fairer-NMF (multiplicative updates)")
-    history = []
-    best = (np.inf, W, H, c)
-    iteration = 0
+    # Line 3: c⁽⁰⁾ = 0. Ours ("gradient"): every c_ℓ starts at 1.
+    c = np.zeros(data.n_groups) if weights == "squared" else np.ones(data.n_groups)
+    fit = _Fit(W.copy(), H.copy(), c, keep_best)
+    W, H = fit.W, fit.H
     HHt = H @ H.T  # afterwards the W step's own HHᵀ (H does not change after it)
+    work = np.empty((2, *W.shape))
+    iteration = 0
     while True:
         # Products of the current iterate: they give its group errors and the next H step.
         WtX = [W[s].T @ X[s] for s in slices]
         WtW = [W[s].T @ W[s] for s in slices]
-        squared_errors = np.array(
-            [sq - 2.0 * np.vdot(H, a) + np.vdot(b, HHt) for sq, a, b in zip(squared, WtX, WtW, strict=True)]
-        )
-        errors = np.sqrt(np.maximum(squared_errors, 0.0))
+        errors = _mu_group_errors(data, W, H, WtX, WtW, HHt)
         losses = (errors - E) / norms
         objective = float(losses.max())
-        history.append(objective)
-        if objective < best[0]:
-            best = (objective, W.copy(), H.copy(), c.copy())
-        if iteration and rule.done(iteration, objective, float(np.max(errors / norms))):
+        fit.weights = c / c.sum() if c.sum() > 0 else c.copy()
+        fit.record(objective)
+        if iteration == 0:
+            rule.start(errors)
+        elif rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms))):
             break
         iteration += 1
-        c[int(np.argmax(losses))] += 1.0
-        a = c / (norms * np.maximum(errors, 1e-12 * norms))
-        numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
-        denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
-        H *= numerator / np.maximum(denominator, TINY)
-        _, HHt = mu_update_W(X, W, H)
+        c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
+        mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors))  # lines 9–10
+        _, HHt = mu_update_W(X, W, H, work)  # line 11
     rule.warn_if_capped(iteration, objective)
-    _, W, H, c = best
-    return W, H, np.asarray(history), iteration, rule.converged, c / c.sum()
+    fit.finish(iteration, rule)
+    return fit
+
+
+def h_step_weights(weights: str, c: np.ndarray, squared_norms: np.ndarray, errors: np.ndarray) -> np.ndarray:
+    """The groups' weights ``a_ℓ`` in the H-step ``min_H Σ_ℓ a_ℓ ‖X_ℓ − W_ℓH‖²``.
+
+    ``"squared"`` — Algorithm 3, lines 9–10: ``X̃``, ``W̃`` stack ``c_ℓ X_ℓ/‖X_ℓ‖`` and
+    ``c_ℓ W_ℓ/‖X_ℓ‖``, so ``‖X̃ − W̃H‖² = Σ_ℓ c_ℓ² ‖X_ℓ − W_ℓH‖² / ‖X_ℓ‖²`` (eq. (9)): ``a_ℓ =
+    c_ℓ²/‖X_ℓ‖²``. ``"gradient"`` (ours) — ``a_ℓ = c_ℓ / (‖X_ℓ‖ ‖X_ℓ − W_ℓH‖)``: then
+    ``Σ_ℓ a_ℓ W_ℓᵀ(W_ℓH − X_ℓ)`` is the gradient of eq. (8)'s ``Σ_ℓ c_ℓ ‖X_ℓ − W_ℓH‖ / ‖X_ℓ‖``
+    at the current ``H``, so the multiplicative step descends eq. (8) itself.
+    """
+    if weights == "squared":
+        return c**2 / squared_norms
+    norms = np.sqrt(squared_norms)
+    return c / (norms * np.maximum(errors, 1e-12 * norms))
+
+
+def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: np.ndarray) -> None:
+    """``H ← H ⊙ (Σ_ℓ a_ℓ W_ℓᵀX_ℓ) / (Σ_ℓ a_ℓ W_ℓᵀW_ℓ H)`` in place: the Lee–Seung step for
+    ``min_H Σ_ℓ a_ℓ ‖X_ℓ − W_ℓH‖²`` (Algorithm 3, line 10, with ``W̃ᵀX̃ = Σ a_ℓ W_ℓᵀX_ℓ`` and
+    ``W̃ᵀW̃ = Σ a_ℓ W_ℓᵀW_ℓ``)."""
+    numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
+    denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
+    H *= numerator / np.maximum(denominator, TINY)
+
+
+def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
+    """``‖X_ℓ − W_ℓH‖_F`` from ``‖X_ℓ‖² − 2⟨H, W_ℓᵀX_ℓ⟩ + ⟨W_ℓᵀW_ℓ, HHᵀ⟩``; near-exact groups directly."""
+    squared = np.array(
+        [sq - 2.0 * np.vdot(H, a) + np.vdot(b, HHt) for sq, a, b in zip(data.squared_norms, WtX, WtW, strict=True)]
+    )
+    errors = np.sqrt(np.maximum(squared, 0.0))
+    for g in np.flatnonzero(squared <= NEAR_EXACT * data.squared_norms):
+        s = data.slices[g]
+        errors[g] = np.linalg.norm(data.X[s] - W[s] @ H)
+    return errors
 
 
 # ============================================================================ Algorithm 2
-def _fit_am(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol: float, max_iter: int):
+def _fit_am(
+    data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, *, rule: StoppingRule, has_H: bool, keep_best: bool
+) -> _Fit:
+    """Algorithm 2. ``has_H=False``: the start is ``W⁽⁰⁾`` alone (line 2), so eq. (10) first
+    compares iterations 1 and 2."""
     X, slices, norms = data.X, data.slices, data.norms
-    blocks = data.groups()
-    step = HStep(blocks, E, norms, H.shape[0])
-    rule = StoppingRule(tol, max_iter, every=1, what="Fairer-NMF (alternating minimisation)")
-    used: dict[str, int] = {}
-
-    def evaluate(W, H):
+    step = HStep(data.groups(), E, norms, H.shape[0])
+    fit = _Fit(W, H, np.full(data.n_groups, np.nan), keep_best)
+    objective = np.nan
+    if has_H:
         errors = group_errors(data, W, H)
-        return float(np.max((errors - E) / norms)), float(np.max(errors / norms))
-
-    objective, _ = evaluate(W, H)
-    history = [objective]
-    weights = np.full(data.n_groups, np.nan)
+        objective = float(np.max((errors - E) / norms))
+        fit.record(objective)
+        rule.start(errors)
     iteration = 0
     while True:
         iteration += 1
-        H_new, solver, status = step.solve([W[s] for s in slices])
+        H_new, solver, status = step.solve([fit.W[s] for s in slices])  # line 6: the §5.2 SOCP
         if H_new is None:
             warnings.warn(
                 f"Fairer-NMF (alternating minimisation): the H-step failed with Clarabel and SCS at "
@@ -286,16 +384,18 @@ def _fit_am(data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, tol:
             rule.converged = False
             iteration -= 1
             break
-        used[solver] = used.get(solver, 0) + 1
-        H = H_new
-        duals = np.array([max(float(con.dual_value), 0.0) for con in step.problem.constraints])
+        fit.h_solvers[solver] = fit.h_solvers.get(solver, 0) + 1
+        duals = step.duals
+        fit.H = H_new
+        fit.W = nnls_rows(X, fit.H, start=fit.W)  # line 7: NNLS per row (the previous W starts the pivoting)
         if duals.sum() > 0:
-            weights = duals / duals.sum()
-        W = nnls_rows(X, H)
-        objective, scale = evaluate(W, H)
-        history.append(objective)
-        if rule.done(iteration, objective, scale):
+            fit.weights = duals / duals.sum()
+        errors = group_errors(data, fit.W, fit.H)
+        objective = float(np.max((errors - E) / norms))
+        fit.record(objective)
+        if rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms))):
             break
-    if iteration >= max_iter:
+    if iteration >= rule.max_iter:
         rule.warn_if_capped(iteration, objective)
-    return W, H, np.asarray(history), iteration, rule.converged, weights, used
+    fit.finish(iteration, rule)
+    return fit

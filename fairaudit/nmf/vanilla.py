@@ -21,17 +21,21 @@ class NMF(NMFBase):
     ----------
     n_components : int, default=2
         The rank ``r``; at most ``min(rows, features)``.
-    solver : {"cd", "mu"}, default="cd"
-        ``"cd"``: scikit-learn's coordinate descent; ``"mu"``: Lee–Seung multiplicative updates
-        (the objective never increases; ``loss_history_`` holds every iterate). The same solver
-        computes ``E_ℓ``.
+    solver : {"mu", "cd"}, default="mu"
+        ``"mu"`` (the paper's, §3.2): Lee–Seung multiplicative updates (the objective never
+        increases; ``loss_history_`` holds every iterate). ``"cd"`` (ours): scikit-learn's
+        coordinate descent, which converges further (``docs/nmf.md``). The same solver computes
+        ``E_ℓ``.
+    stopping : {"eq10", "window"}, default="eq10"
+        Stopping rule of ``"mu"`` (:class:`~fairaudit.nmf._core.StoppingRule`): the paper's eq.
+        (10) with the whole matrix as its one group, or ours. ``"cd"`` stops on scikit-learn's
+        own criterion with the same ``tol``.
     tol : float, default=1e-4
-        Stopping tolerance (see :class:`~fairaudit.nmf._core.StoppingRule` for ``"mu"``;
-        scikit-learn's own criterion for ``"cd"``).
+        Stopping tolerance (10⁻⁴ in eq. (10)).
     max_iter : int, default=20000
         Iteration cap; reaching it emits a ``ConvergenceWarning``. (Coordinate descent needed at
         most ~1,100 iterations on the Heart data at ranks 1–10, but up to ~20,000 near-exact
-        fits on the default sample at ranks 7–9, where a sweep is cheap: 5,000 capped there.)
+        fits on the default sample at ranks 7–9.)
     n_estimates : int, default=5
         ``T`` of Algorithm 1: NMF runs per group averaged into ``E_ℓ``.
     estimates : array-like of shape (n_groups,), optional
@@ -83,7 +87,8 @@ class NMF(NMFBase):
         self,
         n_components: int = 2,
         *,
-        solver: str = "cd",
+        solver: str = "mu",
+        stopping: str = "eq10",
         tol: float = 1e-4,
         max_iter: int = STANDARD_MAX_ITER,
         n_estimates: int = 5,
@@ -92,6 +97,7 @@ class NMF(NMFBase):
     ):
         self.n_components = n_components
         self.solver = solver
+        self.stopping = stopping
         self.tol = tol
         self.max_iter = max_iter
         self.n_estimates = n_estimates
@@ -116,7 +122,9 @@ class NMF(NMFBase):
         rng = self._rng()
         W0, H0 = self._start(X, r, W, H, rng)
         start = time.perf_counter()
-        fit = solve_standard(X, W0, H0, solver=self.solver, tol=self.tol, max_iter=self.max_iter)
+        fit = solve_standard(
+            X, W0, H0, solver=self.solver, tol=self.tol, max_iter=self.max_iter, stopping=self.stopping
+        )
         self.fit_seconds_ = time.perf_counter() - start
         self._set_factors(X, fit.W, fit.H)
         self.n_iter_ = fit.n_iter

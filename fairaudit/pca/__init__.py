@@ -3,7 +3,9 @@
 Every class follows scikit-learn's conventions (``fit(X, *, sensitive_features)`` returns
 ``self``; ``transform``; learned attributes end in ``_``) and exposes ``projection_`` (the
 ``n × n`` map ``P``), ``components_``, ``group_errors_``, ``group_losses_`` and
-``n_components_`` (the effective rank).
+``n_components_`` (the effective rank). Each can also be fitted from per-group moments alone
+(``fit_moments(GroupMoments)``, see :mod:`fairaudit.engine`) or with row weights
+(``fit(..., sample_weight=...)``).
 """
 
 from ._base import GroupPCABase, rank_sweep, rank_sweep_problem
@@ -14,12 +16,12 @@ from .jevd import JEVDPCA
 from .vanilla import PCA
 
 __all__ = [
+    "JEVDPCA",
     "PCA",
     "CovFairPCA",
     "FairPCA",
     "GroupPCABase",
     "GroupProblem",
-    "JEVDPCA",
     "rank_sweep",
     "rank_sweep_problem",
 ]

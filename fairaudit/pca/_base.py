@@ -9,10 +9,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..groups import check_groups, encode_groups
-from ..linalg import LowRankMap
+from ..engine import GroupMoments
+from ..groups import GroupCodes, check_groups, encode_groups
+from ..linalg import LowRankMap, blas_threads
 from ..validation import check_rank
-from ._problem import GroupProblem
+from ._problem import BLAS_THREADS, GroupProblem
 
 
 class GroupPCABase(TransformerMixin, BaseEstimator):
@@ -33,7 +34,8 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         ``n_components`` by up to ``k − 1`` for Fair PCA (Samadi et al. 2018, Thm. 5.2).
     groups_ : ndarray of str
         Group labels; the per-group arrays below follow this order.
-    group_sizes_ : ndarray of int
+    group_sizes_ : ndarray
+        Rows per group (integers; the sums of the weights after a weighted fit).
     group_errors_ : ndarray
         ``‖A_i − A_i P‖²_F / m_i`` on the training data.
     group_losses_ : ndarray
@@ -45,25 +47,42 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         self.n_components = n_components
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features):
-        """Learn the map from ``X`` (rows = samples) and one group value per row."""
+    def fit(self, X, y=None, *, sensitive_features, sample_weight=None):
+        """Learn the map from ``X`` (rows = samples) and one group value per row.
+
+        ``sample_weight`` (optional, non-negative) weights each row, e.g. the multinomial counts
+        of a bootstrap resample.
+        """
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         groups = encode_groups(sensitive_features, n_rows=X.shape[0])
         check_groups(groups, min_size=1)
         check_rank(self.n_components, X.shape[1])
-        return self._fit_problem(GroupProblem.from_data(X, groups))
+        return self._fit_problem(GroupProblem.from_data(X, groups, weights=sample_weight))
+
+    def fit_moments(self, moments: GroupMoments):
+        """Learn the map from per-group moments alone (:class:`fairaudit.engine.GroupMoments`:
+        count, mean and scatter of each group's rows, e.g. computed chunk by chunk or on a
+        cluster). The result equals ``fit`` on the rows the moments summarise."""
+        present = (moments.counts > 0).astype(int)  # one stand-in row per non-empty group
+        check_groups(GroupCodes(np.repeat(np.arange(moments.n_groups), present), moments.labels), min_size=1)
+        check_rank(self.n_components, moments.n_features)
+        self._fit_problem(GroupProblem.from_moments(moments))
+        self.n_features_in_ = moments.n_features
+        return self
 
     def _fit_problem(self, problem: GroupProblem, warm_start=None):
         d = check_rank(self.n_components, problem.n_features)
-        projection = self._solve(problem, d, warm_start)
+        with blas_threads(BLAS_THREADS):
+            solved = self._solve(problem, min(d, problem.dim), warm_start)  # in problem coordinates
+        projection = problem.lift(solved, d)
         self.mean_ = problem.mean
         self.groups_ = np.asarray(problem.labels, dtype=object)
-        self.group_sizes_ = problem.sizes.astype(int)
+        self.group_sizes_ = problem.sizes.astype(int) if np.all(problem.sizes == np.round(problem.sizes)) else problem.sizes
         self.components_ = projection.basis.T.copy()
         self.component_weights_ = projection.weights.copy()
         self.n_components_ = projection.rank
-        self.group_errors_ = problem.errors(projection)
-        self.group_losses_ = self.group_errors_ - problem.best_errors(d)  # problem.losses, not recomputed
+        self.group_errors_ = problem.errors(solved)
+        self.group_losses_ = self.group_errors_ - problem.best_errors(d)
         return self
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:  # pragma: no cover
@@ -71,7 +90,7 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
 
     def _warm_state(self):
         """What the next rank of a sweep can start from (solver-specific)."""
-        return None
+        return
 
     # ------------------------------------------------------------------ using the map
     @property

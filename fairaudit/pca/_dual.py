@@ -231,7 +231,7 @@ def _search_k_groups(cuts: _Cuts, tolerance: float, max_iter: int, radius: float
     """Kelley's cutting-plane point inside a trust box around the best ``w`` (box step)."""
     center = cuts.best()
     n_iter = 0
-    for n_iter in range(1, max_iter + 1):  # noqa: B007 - reported
+    for n_iter in range(1, max_iter + 1):
         if _converged(cuts, tolerance):
             return n_iter, True
         step = cuts.boxed_kelley(cuts.weights[center], radius)

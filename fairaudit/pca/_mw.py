@@ -38,7 +38,7 @@ def solve_mw(
     max_iter: int = 1000,
 ) -> FairPCASolution:
     """Multiplicative weights for Fair PCA of rank ``d``; see the module docstring."""
-    k, n = problem.n_groups, problem.n_features
+    k, n = problem.n_groups, problem.dim
     c = problem.captured(d)
     w = problem.sizes / problem.sizes.sum()
     loss_scale = None
@@ -48,7 +48,7 @@ def solve_mw(
     previous = None
     converged = False
     t = 0
-    for t in range(1, max_iter + 1):  # noqa: B007 - t is reported
+    for t in range(1, max_iter + 1):
         values, vectors = top_eigh(problem.weighted(w), d, v0=previous)
         previous = vectors
         losses = problem.projection_losses(vectors, d)

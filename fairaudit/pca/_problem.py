@@ -8,20 +8,61 @@ linear map ``P = U diag(w) Uᵀ`` (``U`` orthonormal, ``w ∈ [0, 1]``):
 * ``loss_i(P) = error_i(P) − Σ_{j>d} σ_j(C_i)`` — Samadi et al. 2018, Def. 4.3 averaged as in
   Def. 4.4 — which for a projection (``w = 1``) or for the "affine projection" of Alg. 1
   (``P̄ = 2P − P²``) is the linear function ``c_i(d) − ⟨C_i, P̄⟩`` with ``c_i(d)`` the sum of
-  the ``d`` largest eigenvalues of ``C_i``.
+  the ``d`` largest eigenvalues of ``C_i``;
+* ``variance explained = ‖XP‖²_F / ‖X‖²_F = Σ_j w_j² u_jᵀ C u_j / tr C`` (``C`` the pooled
+  ``Σ_i (m_i/m) C_i``; Rathore & Manwani §5.3) and the linear MMD² ``‖(μ_a − μ_b) U diag(w)‖²``
+  from the group means.
 
-Building this object costs ``O(m n²)`` (the products ``A_iᵀA_i``) and ``O(k n³)`` (the group
-spectra) once; every rank of a sweep and every solver reuses it.
+So a problem is built from :class:`~fairaudit.engine.GroupMoments` (count, mean and scatter per
+group, computable chunk by chunk or on a cluster): :meth:`GroupProblem.from_moments`.
+
+**Wide data.** When there are fewer rows than features (``n < d``) every centred row lies in the
+row space, of dimension ``s ≤ n``; outside it every ``C_i`` is zero. :meth:`from_data` then works
+in an orthonormal basis ``Q`` (``d × s``) of that space: covariances, spectra and every solver
+are ``s × s``, and :meth:`lift` maps a solution back (``U = Q U_s``), completing it with
+directions outside the row space when a rank above ``s`` is asked for. This is exact for the
+whole family: on the complement all group matrices vanish (Fair PCA's relaxation, JEVD's joint
+eigenvectors and the weighted covariances of covFairPCA all decouple there), so no ``d × d``
+matrix is formed and nothing is approximated.
+
+Building a problem costs ``O(m n²)`` (the scatters; ``O(m² d)`` for wide data) and ``O(k s³)``
+(the group spectra) once; every rank of a sweep and every solver reuses it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import combinations
 
 import numpy as np
 
+from ..engine import GroupMoments
 from ..groups import GroupCodes
-from ..linalg import LowRankMap
+from ..linalg import LowRankMap, blas_threads, top_eigh
+
+BLAS_THREADS: int | None = 1
+"""BLAS threads for the family's eigen-decompositions and fits (``None``: leave BLAS alone).
+LAPACK's symmetric eigensolver and QR suffer most when the cores are shared: measured side by
+side in one process with two cores busy with other work, ``eigh`` of a 1,000 × 1,000 matrix took
+0.37–0.48 s with one OpenBLAS thread and 1.5–10.3 s with two, ``eigh`` of LFW's 1,764 × 1,764
+covariance 1.8–1.9 s against 8.5–9.1 s, a QR of 1,764 × 999 0.4 s against 2.6 s; the whole PCA
+audit of 1,000,000 × 20 rows (its per-fit leakage classifier included) 5.3–6.4 s against
+12.3–13.5 s. The moments' matrix products keep BLAS's own setting."""
+
+
+def row_space(rows: np.ndarray) -> np.ndarray:
+    """An orthonormal basis (``d × s``) of the span of the rows of an ``n × d`` matrix, ``n < d``,
+    from the ``n × n`` Gram matrix: its eigenvectors ``V`` with eigenvalues above rounding give
+    ``rowsᵀ V Λ^{-1/2}``, re-orthonormalised (directions dropped carry at most rounding-level
+    variance). ``O(n² d)`` — no ``d × d`` matrix and no SVD of the rows."""
+    gram = rows @ rows.T
+    with blas_threads(BLAS_THREADS):
+        values, vectors = np.linalg.eigh((gram + gram.T) / 2)
+        keep = values > max(float(values.max(initial=0.0)), np.finfo(float).tiny) * rows.shape[0] * np.finfo(float).eps
+        if not keep.any():
+            return np.eye(rows.shape[1], 1)
+        basis = rows.T @ (vectors[:, keep] / np.sqrt(values[keep]))
+        return np.linalg.qr(basis)[0]
 
 
 @dataclass
@@ -30,17 +71,24 @@ class GroupProblem:
 
     Attributes
     ----------
-    covariances : ndarray (k, n, n)
-        ``C_i = A_iᵀA_i / m_i`` for the globally centred rows of group ``i``.
-    spectra : ndarray (k, n)
+    covariances : ndarray (k, s, s)
+        ``C_i = A_iᵀA_i / m_i`` for the globally centred rows of group ``i``, in problem
+        coordinates (``s = n_features``, or the row-space dimension for wide data).
+    spectra : ndarray (k, s)
         Eigenvalues of each ``C_i``, descending (clipped at 0).
-    eigenvectors : ndarray (k, n, n)
+    eigenvectors : ndarray (k, s, s)
         The matching eigenvectors (columns): ``eigenvectors[i][:, :d]`` is group ``i``'s own
         rank-``d`` PCA.
     sizes : ndarray (k,)
         ``m_i``.
-    mean : ndarray (n,)
+    mean : ndarray (n_features,)
         The global mean that was subtracted.
+    labels : tuple of str
+    offsets : ndarray (k, s)
+        Each group's mean minus the global mean, in problem coordinates.
+    basis : ndarray (n_features, s) or None
+        ``Q``: orthonormal basis of the row space for wide data (``None``: the coordinates are
+        the features themselves).
     """
 
     covariances: np.ndarray
@@ -49,32 +97,68 @@ class GroupProblem:
     sizes: np.ndarray
     mean: np.ndarray
     labels: tuple[str, ...]
+    offsets: np.ndarray | None = None
+    basis: np.ndarray | None = None
     _cache: dict = field(default_factory=dict, repr=False)
 
+    # ------------------------------------------------------------------ construction
     @classmethod
-    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, mean=None) -> GroupProblem:
-        """The problem of the rows of ``X``, optionally weighted (``weights``, one per row, e.g.
-        bootstrap counts: ``C_i = Σ_r w_r (x_r − c)(x_r − c)ᵀ / Σ_r w_r``) and centred at a given
-        ``mean`` ``c`` (default: the weighted mean of all rows; a fitted map's training mean to
-        measure new rows)."""
+    def from_moments(cls, moments: GroupMoments, *, mean=None, basis=None, centre=None) -> GroupProblem:
+        """The problem of data summarised by ``moments`` (rows centred by their global mean).
+
+        ``mean`` and ``basis`` are for moments of row-space coordinates (see :meth:`from_data`).
+        ``centre`` (in the moments' coordinates) centres the rows at that point instead of their
+        own global mean: new rows measured as a map fitted elsewhere sees them, centred at its
+        training mean (the audit's held-out rows); without ``mean`` it is also the problem's
+        ``mean``.
+        """
+        if (moments.counts <= 0).any():
+            empty = [label for label, n in zip(moments.labels, moments.counts, strict=True) if n <= 0]
+            raise ValueError(f"group(s) {', '.join(map(repr, empty))} have no rows")
+        covariances = moments.covariances(centre)
+        k, s, _ = covariances.shape
+        spectra = np.empty((k, s))
+        eigenvectors = np.empty((k, s, s))
+        with blas_threads(BLAS_THREADS):
+            for i, C in enumerate(covariances):
+                values, vectors = np.linalg.eigh(C)
+                spectra[i] = np.clip(values[::-1], 0.0, None)
+                eigenvectors[i] = vectors[:, ::-1]
+        return cls(
+            covariances,
+            spectra,
+            eigenvectors,
+            moments.counts.astype(float),
+            np.asarray(mean if mean is not None else moments.global_mean if centre is None else centre, dtype=float),
+            tuple(moments.labels),
+            offsets=moments.centred_means(centre),
+            basis=basis,
+        )
+
+    @classmethod
+    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, centre=None) -> GroupProblem:
+        """The problem of the rows of ``X`` (optionally weighted, e.g. bootstrap counts; a weight
+        of 0 leaves a row out), centred at their (weighted) mean or at ``centre``
+        (:meth:`from_moments`).
+
+        With fewer rows than features the problem is set up in the row space (module docstring).
+        """
         X = np.asarray(X, dtype=float)
-        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=float)
-        mean = (w @ X) / w.sum() if mean is None else np.asarray(mean, dtype=float)
+        n, d = X.shape
+        k = groups.n_groups
+        if d <= n:
+            moments = GroupMoments.from_rows(X, groups.codes, n_groups=k, weights=weights, labels=groups.labels)
+            return cls.from_moments(moments, centre=centre)
+        w = None if weights is None else np.asarray(weights, dtype=float)
+        if centre is not None:
+            mean = np.asarray(centre, dtype=float)
+        else:
+            mean = X.mean(axis=0) if w is None else w @ X / w.sum()
         centred = X - mean
-        k, n = groups.n_groups, X.shape[1]
-        covariances = np.empty((k, n, n))
-        sizes = np.bincount(groups.codes, weights=w, minlength=k)
-        for i, mask in enumerate(groups.masks()):
-            A = centred[mask]
-            covariances[i] = (A * w[mask, None]).T @ A / sizes[i]
-            covariances[i] = (covariances[i] + covariances[i].T) / 2
-        spectra = np.empty((k, n))
-        eigenvectors = np.empty((k, n, n))
-        for i, C in enumerate(covariances):
-            values, vectors = np.linalg.eigh(C)
-            spectra[i] = np.clip(values[::-1], 0.0, None)
-            eigenvectors[i] = vectors[:, ::-1]
-        return cls(covariances, spectra, eigenvectors, sizes, mean, tuple(groups.labels))
+        basis = row_space(centred)
+        moments = GroupMoments.from_rows(centred @ basis, groups.codes, n_groups=k, weights=w, labels=groups.labels)
+        origin = None if centre is None else np.zeros(basis.shape[1])  # coordinates of rows already centred at ``centre``
+        return cls.from_moments(moments, mean=mean, basis=basis, centre=origin)
 
     # ------------------------------------------------------------------ sizes
     @property
@@ -83,7 +167,18 @@ class GroupProblem:
 
     @property
     def n_features(self) -> int:
+        """Features of the data (the maps' dimension)."""
+        return self.mean.shape[0]
+
+    @property
+    def dim(self) -> int:
+        """Dimension of the problem coordinates (``n_features``, or the row space's)."""
         return self.covariances.shape[1]
+
+    @property
+    def null_dim(self) -> int:
+        """Directions outside the problem coordinates: variance 0 for every group."""
+        return self.n_features - self.dim
 
     @property
     def pooled(self) -> np.ndarray:
@@ -97,6 +192,40 @@ class GroupProblem:
     def scale(self) -> float:
         """A natural size for losses: the largest group's total variance ``max_i tr C_i``."""
         return float(max(self.spectra.sum(axis=1).max(), np.finfo(float).tiny))
+
+    # ------------------------------------------------------------------ coordinates
+    def lift(self, projection: LowRankMap, rank: int) -> LowRankMap:
+        """A map in problem coordinates as a map on the features, completed to ``rank``
+        directions by directions of zero variance (outside the row space) when it has fewer."""
+        basis = projection.basis if self.basis is None else self.basis @ projection.basis
+        missing = rank - basis.shape[1]
+        if missing <= 0 or self.null_dim <= 0:
+            return LowRankMap(basis, projection.weights)
+        return LowRankMap(np.hstack([basis, self._null_directions(missing)]), np.concatenate([projection.weights, np.ones(missing)]))
+
+    def _null_directions(self, count: int) -> np.ndarray:
+        """``count`` orthonormal directions orthogonal to the row space (deterministic)."""
+        candidates = np.random.default_rng(0).standard_normal((self.n_features, count))
+        candidates -= self.basis @ (self.basis.T @ candidates)
+        return np.linalg.qr(candidates)[0]
+
+    def reduce(self, projection: LowRankMap) -> LowRankMap:
+        """A map on the features in problem coordinates (directions outside the row space carry
+        no variance and drop out of every formula here)."""
+        if self.basis is None:
+            return projection
+        return LowRankMap(self.basis.T @ projection.basis, projection.weights)
+
+    def top_eigenvectors(self, M: np.ndarray, r: int, *, v0=None) -> tuple[np.ndarray, np.ndarray]:
+        """The top-``r`` eigenpairs (by signed eigenvalue) of the operator that is ``M`` on the
+        problem coordinates and 0 outside them. For wide data, eigenvalue-0 directions outside the
+        row space rank above negative ones: only eigenvectors that outrank them are returned
+        (:meth:`lift` completes the map with such directions)."""
+        values, vectors = top_eigh(M, min(r, self.dim), v0=v0)
+        if self.null_dim > 0:
+            count = max(int(np.sum(values > 0)), r - self.null_dim)
+            values, vectors = values[:count], vectors[:, :count]
+        return values, vectors
 
     # ------------------------------------------------------------------ Samadi's quantities
     def captured(self, d: int) -> np.ndarray:
@@ -118,8 +247,6 @@ class GroupProblem:
 
     def captured_by(self, vectors: np.ndarray) -> np.ndarray:
         """``u_jᵀ C_i u_j`` for each group ``i`` (rows) and column ``u_j`` of ``vectors``."""
-        # (C_i U) ⊙ U summed over rows: plain products (einsum's path search cost more than the
-        # contraction at these sizes: 1.5 s of 5 s in 10 bootstrap replicates of the default audit)
         return np.sum((self.covariances @ vectors) * vectors, axis=1)
 
     def projection_losses(self, vectors: np.ndarray, d: int) -> np.ndarray:
@@ -135,3 +262,18 @@ class GroupProblem:
 
     def losses(self, projection: LowRankMap, d: int) -> np.ndarray:
         return self.errors(projection) - self.best_errors(d)
+
+    def variance_explained(self, projection: LowRankMap) -> float:
+        """``‖X P‖²_F / ‖X‖²_F`` of the centred data (Rathore & Manwani §5.3)."""
+        total = float(np.trace(self.pooled))
+        if total <= 0:
+            return float("nan")
+        B = projection.basis
+        captured = np.sum((self.pooled @ B) * B, axis=0)
+        return float(captured @ projection.weights**2 / total)
+
+    def mean_discrepancy(self, projection: LowRankMap) -> float:
+        """Linear-kernel MMD² ``‖(μ_a − μ_b) U diag(w)‖²`` of the representation, the largest
+        over pairs of groups (Rathore & Manwani §5.3) — from the group means, no rows needed."""
+        means = (self.offsets @ projection.basis) * projection.weights
+        return float(max(np.sum((means[a] - means[b]) ** 2) for a, b in combinations(range(self.n_groups), 2)))

@@ -28,7 +28,7 @@ def solve_sdp_relaxation(problem: GroupProblem, d: int, solvers=SDP_SOLVERS) -> 
     """The SDP's optimal ``P̂``, its value, and the name of the solver that produced it."""
     import cvxpy as cp
 
-    n = problem.n_features
+    n = problem.dim
     P = cp.Variable((n, n), symmetric=True)
     z = cp.Variable()
     c = problem.captured(d)

@@ -8,17 +8,24 @@ driver), for vanilla PCA ``loss_gap_pvalue`` (the gap against random groups of t
 ``leakage_pvalue``, ``effective_rank``, ``seconds``, and for the dual solvers ``dual_gap``.
 Definitions: :mod:`fairaudit.metrics`.
 
-The family's currency is the per-group second moments (:class:`GroupProblem`): a fit needs
-only them, and so do the per-group metrics. A bootstrap replicate therefore reweights the rows
-(multinomial counts within each group, ``GroupProblem.from_data(weights=…)``), recomputes the
-weighted moments — ``O(m n²)``, no copies of the rows — and refits each variant warm-started
-from the audit's own fit at the same rank (Fair PCA's dual weights). Held-out rows are measured with the fitted map, centred by the
-training mean, against their own group's best rank-``d`` error.
+How the data reach the fits: the engine (``AuditConfig.engine``, :mod:`fairaudit.engine`) makes
+one pass over the rows for the per-group moments, from which every fit and its ``error``,
+``loss``, ``variance_explained`` and ``mmd2`` are computed exactly; the metrics that need rows
+(the leakage test, ``mmd2_rbf``, vanilla's ``loss_gap_pvalue``) read the representation of a
+stratified sample of at most ``leakage_max_rows`` rows (every row when there are fewer; its size
+is stated in the audit's notes when it is a sample). Wide data (fewer rows than features) are
+fitted in the row space (:class:`~fairaudit.pca.GroupProblem`).
+
+Intervals: a bootstrap replicate reweights the rows (multinomial counts within each group) and
+asks the engine for the weighted moments — ``GroupMoments.from_rows(..., weights=...)``, the
+resample never materialised, the scaling re-estimated on it as the data boundary would — then
+refits each variant warm-started from the audit's own fit at the same rank (Fair PCA's dual
+weights). Held-out rows (``AuditConfig(holdout=…)``) are scaled as the training rows were and
+measured with the fitted map, centred at the training mean, against their own group's best
+rank-``d`` error.
 """
 
 from __future__ import annotations
-
-from itertools import combinations
 
 import numpy as np
 from sklearn.base import clone
@@ -29,17 +36,22 @@ from ..audit import (
     Fits,
     Recorder,
     RecordSink,
+    merged_options,
     representation_metrics,
 )
 from ..data import AuditData
+from ..engine import RowSample, get_engine
+from ..errors import ParameterError
 from ..groups import GroupCodes
+from ..linalg import blas_threads
 from ..uncertainty import Disparity
 from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
-from ._problem import GroupProblem
+from ._problem import BLAS_THREADS, GroupProblem
 from .covfair import CovFairPCA
 from .fair import FairPCA
 from .jevd import JEVDPCA
+from .jevd import SOLVERS as JEVD_SOLVERS
 from .vanilla import PCA
 
 VARIANTS: dict[str, GroupPCABase] = {
@@ -52,6 +64,21 @@ VARIANTS: dict[str, GroupPCABase] = {
 }
 """Variant name → unfitted estimator (display titles: ``fairaudit.plots.VARIANT_TITLES``)."""
 
+DEFAULT_OPTIONS = {"jevd_solver": "jacobi"}
+"""``AuditConfig.options["pca"]`` keys and defaults.
+
+``jevd_solver``: the audit runs JEVD-PCA with the orthogonal Jacobi scheme, not the paper's
+Algorithm 1 (the estimator's default): Algorithm 1 as printed diverges from its first iteration
+on every real data set we tried (LSAC, credit), leaving the starting basis — the original
+features — as its answer (``docs/architecture.md``, "JEVD-PCA", gives the measurements). Each
+fit's ``solver`` detail names the scheme that ran."""
+
+JEVD_SOLVER_NOTES = {
+    "paper": "paper (Algorithm 1 as printed)",
+    "damped": "damped (Algorithm 1's update with a backtracking step; our deviation)",
+    "jacobi": "jacobi (orthogonal Jacobi sweeps; our deviation — the paper's Algorithm 1 diverges on real data)",
+}
+
 NOT_REPLICATED = {
     "fair_sdp": "fair_sdp solves the same problem as fair_eig (the tests hold them to the same optimum) with an "
     "interior-point SDP, 0.03–0.4 s per fit: its intervals are fair_eig's and are not recomputed",
@@ -59,6 +86,28 @@ NOT_REPLICATED = {
     "ranks: its intervals are fair_eig's and are not recomputed",
 }
 """Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
+
+GAP_PERMUTATIONS = 200
+"""Random regroupings behind vanilla PCA's ``loss_gap_pvalue``: enough for a p-value of 0.005
+(a 5 % test shared by ten ranks)."""
+
+GAP_TEST_BUDGET = 2e10
+"""Largest ``GAP_PERMUTATIONS × (rows × features × s + groups × s³)`` (``s`` the problem's
+dimension: the features, or the sample's rows for wide data) for which vanilla's ``loss_gap_pvalue`` is
+computed: the group moments and spectra of every regrouping. Above it (e.g. 10,000 rows × 300
+features) the test is left out, with the reason in the notes, and the gap verdict rests on the
+interval and the tolerance alone."""
+
+
+def pca_options(config: AuditConfig) -> dict:
+    """``config.options["pca"]`` with defaults filled in, checked."""
+    options = merged_options(config, "pca", DEFAULT_OPTIONS, "PCA")
+    if options["jevd_solver"] not in JEVD_SOLVERS:
+        raise ParameterError(
+            f"unknown JEVD-PCA scheme {options['jevd_solver']!r}; choose {term('jevd_solver', 'jacobi')}, "
+            f"{term('jevd_solver', 'paper')} or {term('jevd_solver', 'damped')}."
+        )
+    return options
 
 
 def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
@@ -75,17 +124,20 @@ def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
     return None
 
 
-def _group_means(X: np.ndarray, groups: GroupCodes, weights: np.ndarray) -> np.ndarray:
-    """Each group's weighted mean row (for the group-mean MMD² of a replicate)."""
-    return np.array([(weights[mask] @ X[mask]) / weights[mask].sum() for mask in groups.masks()])
+def _estimator(name: str, options: dict) -> GroupPCABase:
+    if name == "jevd":
+        return clone(VARIANTS[name]).set_params(solver=options["jevd_solver"])
+    return VARIANTS[name]
 
 
-GAP_PERMUTATIONS = 200
-"""Random regroupings behind vanilla PCA's ``loss_gap_pvalue``: enough for a p-value of 0.005
-(a 5 % test shared by ten ranks)."""
+def gap_test_cost(sample: RowSample, n_groups: int) -> float:
+    """The arithmetic of vanilla's ``loss_gap_pvalue`` on ``sample`` (see :data:`GAP_TEST_BUDGET`)."""
+    n, d = sample.X.shape
+    s = min(n, d)
+    return GAP_PERMUTATIONS * (n * d * s + n_groups * s**3)
 
 
-def _gap_pvalues(X: np.ndarray, groups: GroupCodes, weights: np.ndarray, centre, models: dict, random_state) -> dict[int, float]:
+def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[int, float]:
     """Permutation p-values of vanilla PCA's loss gap at every rank: how often groups of the same
     sizes drawn at random from the same rows show a gap (between the same two labels) at least as
     large.
@@ -93,43 +145,31 @@ def _gap_pvalues(X: np.ndarray, groups: GroupCodes, weights: np.ndarray, centre,
     A small group's loss is measured against that group's own best rank-``d`` fit *on the same
     rows*, which fits noise: on identically distributed rows a 120-row group's loss is several
     times a 480-row group's. Vanilla PCA's map does not depend on the groups, so regrouping only
-    needs new group moments (no refit). Rows keep their weights; labels are permuted.
+    needs new group moments (no refit). Observed and permuted gaps are both measured on the rows
+    of ``sample`` (every row when the data have at most ``leakage_max_rows``), centred at the
+    audit's mean.
     """
+
+    def losses(codes: np.ndarray) -> dict[int, np.ndarray]:
+        problem = GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre)
+        return {rank: problem.losses(problem.reduce(model.map_), rank) for rank, model in models.items()}
+
     observed = {}
-    for rank, model in models.items():
-        losses = model.group_losses_
-        observed[rank] = (int(np.argmax(losses)), int(np.argmin(losses)), float(np.ptp(losses)))
+    for rank, found in losses(sample.codes).items():
+        observed[rank] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
     rng = np.random.default_rng(random_state)
     exceed = dict.fromkeys(models, 0)
-    present = np.flatnonzero(weights > 0)
-    for _ in range(GAP_PERMUTATIONS):
-        shuffled = groups.codes.copy()
-        shuffled[present] = rng.permutation(groups.codes[present])
-        permuted = GroupProblem.from_data(X, GroupCodes(shuffled, groups.labels), weights=weights, mean=centre)
-        for rank, model in models.items():
-            worst, best, gap = observed[rank]
-            losses = permuted.errors(model.map_) - permuted.best_errors(rank)
-            exceed[rank] += losses[worst] - losses[best] >= gap - 1e-12 * max(abs(gap), 1.0)
+    with blas_threads(BLAS_THREADS):
+        for _ in range(GAP_PERMUTATIONS):
+            for rank, found in losses(rng.permutation(sample.codes)).items():
+                worst, best, gap = observed[rank]
+                exceed[rank] += found[worst] - found[best] >= gap - 1e-12 * max(abs(gap), 1.0)
     return {rank: (1 + count) / (1 + GAP_PERMUTATIONS) for rank, count in exceed.items()}
 
 
-def _variance_explained(problem: GroupProblem, model) -> float:
-    """``‖XP‖²_F / ‖X‖²_F`` from the group moments: ``Σ_j w_j² u_jᵀ (Σ_i m_i C_i) u_j / Σ_i m_i tr C_i``."""
-    projection = model.map_
-    total = float(problem.sizes @ problem.traces)
-    captured = problem.sizes @ problem.captured_by(projection.basis) @ (projection.weights**2)
-    return float(captured / total) if total > 0 else float("nan")
-
-
-def _mmd2(means: np.ndarray, model) -> float:
-    """``max_{a<b} ‖(μ_a − μ_b)ᵀ U diag(w)‖²``: the group-mean MMD² of the representation."""
-    projection = model.map_
-    coordinates = (means @ projection.basis) * projection.weights
-    return float(max(np.sum((coordinates[a] - coordinates[b]) ** 2) for a, b in combinations(range(len(means)), 2)))
-
-
 class PCAAudit(FamilyAudit):
-    """The PCA family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`)."""
+    """The PCA family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`); see
+    the module docstring."""
 
     method = "pca"
     disparities = (Disparity("loss", "max_loss", "loss_gap", "loss_ratio", error="error", error_ratio="error_ratio"),)
@@ -137,7 +177,8 @@ class PCAAudit(FamilyAudit):
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         super().__init__(data, config, sink)
-        self.X = data.X
+        self.options = pca_options(config)
+        self.engine = get_engine(config.engine)
         self.groups = data.groups
         self.codes = data.groups.codes
         self.labels = tuple(data.groups.labels)
@@ -157,74 +198,111 @@ class PCAAudit(FamilyAudit):
         return bool(self.chosen)
 
     def degenerate_ranks(self) -> dict[int, str]:
-        n = self.X.shape[1]
-        return {rank: f"rank {rank} keeps all {n} features: every group is reconstructed exactly" for rank in self.ranks if rank >= n}
+        n, d = self.data.n_rows, self.data.n_features
+        exact = min(d, n - 1)  # centred rows span at most n − 1 directions
+        what = f"keeps all {d} features" if exact == d else f"spans the {n} rows' {exact} centred directions"
+        return {rank: f"rank {rank} {what}: every group is reconstructed exactly" for rank in self.ranks if rank >= exact}
+
+    # ------------------------------------------------------------------ the engine
+    def _summary(self, rows: np.ndarray, *, sample: bool, scaling=None):
+        """The engine's summary of ``rows`` (repeats counted: bootstrap weights) and the row
+        weights (``None``: every row once, the engine's plain pass)."""
+        n = len(self.codes)
+        weights = None
+        if scaling is not None or len(rows) != n or not np.array_equal(rows, np.arange(n)):
+            weights = np.bincount(rows, minlength=n).astype(float)
+        summary = self.engine.summarise(
+            self.data, sample_rows=self.config.leakage_max_rows if sample else 0, random_state=self.config.random_state,
+            weights=weights, scaling=scaling,
+        )
+        return summary, weights
+
+    def _problem(self, summary, weights, centre=None) -> GroupProblem:
+        if summary.rows is None:
+            return GroupProblem.from_moments(summary.moments, centre=centre)
+        return GroupProblem.from_data(summary.rows, self.groups, weights=weights, centre=centre)  # wide: the row space
 
     # ------------------------------------------------------------------ fitting
-    def _problem(self, rows, mean=None) -> tuple[GroupProblem, np.ndarray, np.ndarray]:
-        """The group moments of ``rows`` (repeats counted: bootstrap weights), centred at ``mean``."""
-        weights = np.bincount(rows, minlength=len(self.codes)).astype(float)
-        problem = GroupProblem.from_data(self.X, self.groups, weights=weights, mean=mean)
-        return problem, _group_means(self.X, self.groups, weights), weights
-
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
-        problem, means, weights = self._problem(rows)
-        fits = Fits(rows=rows, shared={"problem": problem, "means": means, "weights": weights})
+        summary, weights = self._summary(rows, sample=not replicate)
+        problem = self._problem(summary, weights)
+        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
         if replicate:
             for name in self.chosen:
                 if name in NOT_REPLICATED:
                     continue
+                template = _estimator(name, self.options)
                 for rank in self.ranks:
-                    start = warm.models[(name, rank)]._warm_state() if warm is not None else None
-                    model = clone(VARIANTS[name]).set_params(n_components=rank)
-                    model._fit_problem(problem, start)
+                    model = clone(template).set_params(n_components=rank)
+                    model._fit_problem(problem, warm.models[(name, rank)]._warm_state())
                     model.n_features_in_ = problem.n_features
                     fits.models[(name, rank)] = model
             return fits
-        self.sink.expect(len(self.chosen) * len(self.ranks))
+        sink = self.sink
+        if not summary.sample.is_complete:
+            sink.warn(
+                f"pca: unfairness, unfairness_balanced, mmd2_rbf and loss_gap_pvalue were computed on "
+                f"{summary.sample.describe(self.labels)}; error, loss, variance_explained and mmd2 use every row (group moments)."
+            )
+        sink.expect(len(self.chosen) * len(self.ranks))
         for name in self.chosen:
             unconverged: list[tuple[int, float]] = []
-            with self.sink.collect_warnings(name):  # iteration caps: summarised below from converged_
-                for rank, fitted, seconds in rank_sweep_problem(VARIANTS[name], problem, self.ranks):
+            with sink.collect_warnings(name) as caps:
+                for rank, fitted, seconds in rank_sweep_problem(_estimator(name, self.options), problem, self.ranks):
                     fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
-                    if not getattr(fitted, "converged_", True):
+                    if name == "jevd":
+                        sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
+                    if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
                         unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
-                    self.sink.progress(name, rank, seconds)
+                    sink.progress(name, rank, seconds)
             if unconverged:
                 ranks_text = ", ".join(str(r) for r, _ in unconverged)
                 worst = max(gap for _, gap in unconverged)
-                self.sink.warn(
+                sink.warn(
                     f"pca/{name}: stopped at its iteration cap before reaching its tolerance at rank(s) "
                     f"{ranks_text}; its worst-group loss is within {100 * worst:.2g} % of the optimum "
                     "(certified gap; the dual_gap metric gives each rank's)."
                 )
+            elif name not in ("fair_eig", "fair_mw"):  # no certified gap: pass the solver's own words on
+                sink.capture_warnings(name, caps)
         return fits
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        if heldout:  # centred at the training mean: how the fitted maps centre new rows
-            problem, means, _ = self._problem(rows, mean=fits.shared["problem"].mean)
-        else:
-            problem, means = fits.shared["problem"], fits.shared["means"]
+        trained, summary = fits.shared["problem"], fits.shared["summary"]
+        problem = trained
+        if heldout:  # scaled as the training rows were, centred at the training mean
+            summary, weights = self._summary(rows, sample=not replicate, scaling=(summary.shift, summary.scale))
+            problem = self._problem(summary, weights, centre=trained.mean)
+        centred_sample = summary.sample.X - trained.mean
         for (name, rank), model in fits.models.items():
+            projection = model.map_
+            in_problem = problem.reduce(projection)
             if heldout:
-                errors = problem.errors(model.map_)
+                errors = problem.errors(in_problem)
                 losses = errors - problem.best_errors(rank)
             else:
                 errors, losses = model.group_errors_, model.group_losses_
             out.add_groups(name, rank, "error", self.labels, errors)
             out.add_groups(name, rank, "loss", self.labels, losses)
-            out.add(name, rank, "variance_explained", _variance_explained(problem, model))
-            if replicate:
-                out.add(name, rank, "mmd2", _mmd2(means, model))
-            else:
-                unique = np.unique(rows)
-                Z = model.map_.coordinates(self.X[unique] - problem.mean)
-                out.add_all(name, rank, representation_metrics(Z, self.codes[unique], self.config))
+            out.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
+            values = {}
+            if not replicate:
+                with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
+                    values = representation_metrics(projection.coordinates(centred_sample), summary.sample.codes, self.config)
+            values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
+            out.add_all(name, rank, values)
         vanilla = {rank: model for (name, rank), model in fits.models.items() if name == "vanilla"}
         if vanilla and not (replicate or heldout):
-            pvalues = _gap_pvalues(self.X, self.groups, fits.shared["weights"], problem.mean, vanilla, self.config.random_state)
-            for rank, p in pvalues.items():
+            cost = gap_test_cost(summary.sample, len(self.labels))
+            if cost > GAP_TEST_BUDGET:
+                self.sink.warn(
+                    f"pca: vanilla's loss_gap_pvalue (the gap against {GAP_PERMUTATIONS} random regroupings) was not computed: "
+                    f"{summary.sample.size:,} rows × {summary.sample.X.shape[1]:,} features would take minutes; the gap "
+                    "verdict rests on the bootstrap interval and the tolerance alone."
+                )
+                return
+            for rank, p in _gap_pvalues(summary.sample, self.labels, trained.mean, vanilla, self.config.random_state).items():
                 out.add("vanilla", rank, "loss_gap_pvalue", p)
 
     def facts(self, fits: Fits, out: Recorder) -> None:
@@ -237,9 +315,8 @@ class PCAAudit(FamilyAudit):
 
 
 def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the PCA family on ``data.X`` (scaled as the data says) and write records to ``sink``
+    """Fit the PCA family on the data (scaled as the data say) and write records to ``sink``
     (:func:`fairaudit.audit.run_family` on a :class:`PCAAudit`)."""
     from ..audit import run_family
 
     run_family(PCAAudit(data, config, sink))
-

@@ -16,15 +16,27 @@ For a rank ``r``, with ``C_M = XᵀX/m`` (all rows, globally centred) and ``C_i 
 4. the constrained variant only moves towards a probe ``α`` when no group's error there
    exceeds the worst group's vanilla-PCA error (plus 1e-6) — the variant the authors run.
 
+Source: the paper's body was not retrievable here (only its abstract is stored), so steps 1–4
+were checked against the authors' published code (``main_goldenFPCA.m`` and
+``golden_section_function_constr.m`` in GuilhermePelegrina/FPCA), which the tests re-implement
+literally: each new probe pair ``a = high − (high − low)/φ``, ``b = low + (high − low)/φ``; move
+``high`` to ``b`` when ``F(a) < F(b)`` and (constrained) both errors at ``a`` are within 10⁻⁶ of
+vanilla PCA's worst error, otherwise ``low`` to ``a``; stop when ``high − low ≤ 10⁻⁶``; ``α`` is
+the final midpoint. The method equalises reconstruction *errors*; it does not look at Samadi's
+losses, so the better-served group's loss can end above vanilla PCA's worst loss
+(``docs/architecture.md``, "covFairPCA").
+
 For k > 2 groups (not covered by the paper) we use the groups with the largest and smallest
-vanilla error as *worse* and *better*, and ``F = (max_i error_i − min_i error_i)²``.
+vanilla error as *worse* and *better*, and ``F = (max_i error_i − min_i error_i)²``. For wide data
+(row space, see ``_problem``) the top-``r`` eigenvectors rank the zero eigenvalues outside the
+row space above negative ones, as the full ``d × d`` matrix would.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import LowRankMap, top_eigh
+from ..linalg import LowRankMap
 from ._base import GroupPCABase
 from ._problem import GroupProblem
 
@@ -64,8 +76,8 @@ class CovFairPCA(GroupPCABase):
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:
         pooled = problem.pooled
-        _, vanilla = top_eigh(pooled, d)
-        vanilla_errors = problem.errors(LowRankMap(vanilla, np.ones(d)))
+        _, vanilla = problem.top_eigenvectors(pooled, d)
+        vanilla_errors = problem.errors(LowRankMap(vanilla, np.ones(vanilla.shape[1])))
         worse, better = int(np.argmax(vanilla_errors)), int(np.argmin(vanilla_errors))
         difference = problem.covariances[worse] - problem.covariances[better]
         ceiling = float(vanilla_errors.max()) + 1e-6
@@ -73,10 +85,13 @@ class CovFairPCA(GroupPCABase):
         previous = [vanilla]
 
         def evaluate(alpha: float):
+            # a golden-section probe recomputed from the new interval is the previous probe up to
+            # rounding (the authors' code recomputes it; the projection is the same): reuse it
+            alpha = next((seen for seen in cache if abs(seen - alpha) <= 1e-12), alpha)
             if alpha not in cache:
-                _, vectors = top_eigh(alpha * pooled + (1 - alpha) * difference, d, v0=previous[0])
+                _, vectors = problem.top_eigenvectors(alpha * pooled + (1 - alpha) * difference, d, v0=previous[0])
                 previous[0] = vectors
-                errors = problem.errors(LowRankMap(vectors, np.ones(d)))
+                errors = problem.errors(LowRankMap(vectors, np.ones(vectors.shape[1])))
                 cache[alpha] = (float((errors.max() - errors.min()) ** 2), errors, vectors)
             return cache[alpha]
 
@@ -99,4 +114,4 @@ class CovFairPCA(GroupPCABase):
         self.worse_group_ = problem.labels[worse]
         self.better_group_ = problem.labels[better]
         self.n_iter_ = iterations
-        return LowRankMap(vectors, np.ones(d))
+        return LowRankMap(vectors, np.ones(vectors.shape[1]))

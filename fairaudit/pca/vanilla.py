@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import LowRankMap, top_eigh
+from ..linalg import LowRankMap
 from ._base import GroupPCABase
 from ._problem import GroupProblem
 
@@ -38,6 +38,6 @@ class PCA(GroupPCABase):
     """
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:
-        values, vectors = top_eigh(problem.pooled, d)
-        self.explained_variance_ = values
-        return LowRankMap(vectors, np.ones(d))
+        values, vectors = problem.top_eigenvectors(problem.pooled, d)
+        self.explained_variance_ = np.concatenate([values, np.zeros(d - len(values))])
+        return LowRankMap(vectors, np.ones(vectors.shape[1]))

@@ -20,7 +20,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[2]
-PAGES = {"data": "Data", "pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor", "report": "Report"}
+PAGES = {"data": "Data", "pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor", "report": "Report",
+         "models": "Models", "compare": "Compare"}
+MODELS_TABS = {"fitted": "Fitted models", "transform": "Transform new rows", "yours": "Your representation"}
 
 
 def _free_port() -> int:
@@ -46,6 +48,62 @@ def _idle(page, timeout: float = 900) -> None:
     time.sleep(2)
 
 
+def _inputs(folder: Path) -> dict[str, Path]:
+    """Files a user of the Models and Compare pages brings: new rows with an ID column, scikit-learn
+    PCA components of the default sample, two saved reports."""
+    import pandas as pd
+    from sklearn.decomposition import PCA
+
+    from fairaudit import AuditConfig, load, run_audit
+    from fairaudit.samples import DEFAULT_SAMPLE, load_sample
+
+    data = load_sample(DEFAULT_SAMPLE)
+    files = {name: folder / name for name in ("new_rows.csv", "my_components.csv", "before.json", "after.json")}
+    frame = pd.DataFrame(data.X_raw[:50], columns=data.feature_names)
+    frame.insert(0, "person", [f"p{i:03d}" for i in range(50)])
+    frame.to_csv(files["new_rows.csv"], index=False)
+    pd.DataFrame(PCA(n_components=4).fit(data.X).components_, columns=data.feature_names).to_csv(files["my_components.csv"], index=False)
+    variants = ("vanilla", "fair_eig")
+    files["before.json"].write_text(run_audit(data, AuditConfig(methods=("pca",), ranks=range(1, 5), variants=variants)).to_json())
+    # "after": the same file with a third of the smaller group's rows left out (a data change)
+    raw = pd.read_csv(REPO / "sample_data" / f"{DEFAULT_SAMPLE}.csv")
+    smaller = raw.group.value_counts().idxmin()
+    rows = raw.index[raw.group == smaller]
+    changed = folder / "after_data.csv"
+    raw.drop(rows[: len(rows) // 3]).to_csv(changed, index=False)
+    later = load(changed, sensitive="group", label="outcome")
+    files["after.json"].write_text(run_audit(later, AuditConfig(methods=("pca",), ranks=range(1, 6), variants=variants)).to_json())
+    return files
+
+
+def _upload(page, label: str, path: Path) -> None:
+    page.get_by_test_id("stFileUploader").filter(has_text=label).locator("input[type=file]").set_input_files(str(path))
+    page.wait_for_load_state("networkidle")
+    time.sleep(1.5)
+
+
+def _take_it_further(page, files: dict[str, Path]) -> None:
+    """Drive the Models page (prepare a model, transform new rows, audit your components) and the
+    Compare page (two reports), as a user does, so the screenshots show them in use."""
+    _open(page, "Models")
+    page.get_by_role("button", name="Prepare the model").click()
+    _idle(page)
+    page.get_by_role("tab", name=MODELS_TABS["transform"]).click()
+    _upload(page, "Rows to transform", files["new_rows.csv"])
+    page.get_by_role("tab", name=MODELS_TABS["yours"]).click()
+    _upload(page, "Components file", files["my_components.csv"])
+    _idle(page)
+    _open(page, "Compare")
+    _upload(page, "First report", files["before.json"])
+    _upload(page, "Second report", files["after.json"])
+    _idle(page)
+
+
+def _shoot(page, path: Path) -> None:
+    page.screenshot(path=str(path))
+    print(path, flush=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
@@ -67,18 +125,26 @@ def main() -> int:
                 except Exception:  # noqa: BLE001 - the server is still starting
                     time.sleep(0.5)
             page.get_by_role("heading", name="Data").first.wait_for()
-            for family in args.families.split(","):
+            families = args.families.split(",")
+            for family in families:
                 _open(page, PAGES[family])
                 if family != "pca":
                     page.get_by_role("button", name="Run audit").click()
                 _idle(page)
+            if "pca" in families:
+                _take_it_further(page, _inputs(args.out))
             for scheme in ("light", "dark"):
                 page.emulate_media(color_scheme=scheme)
                 for name, title in PAGES.items():
                     _open(page, title)
                     _idle(page)
-                    page.screenshot(path=str(args.out / f"{name}-{scheme}.png"))
-                    print(args.out / f"{name}-{scheme}.png", flush=True)
+                    if name != "models":
+                        _shoot(page, args.out / f"{name}-{scheme}.png")
+                        continue
+                    for tab, label in MODELS_TABS.items():
+                        page.get_by_role("tab", name=label).click()
+                        time.sleep(1.5)
+                        _shoot(page, args.out / f"models-{tab}-{scheme}.png")
             browser.close()
     finally:
         server.terminate()

@@ -1,0 +1,559 @@
+"""Compare two saved audits: what changed, per metric and group, and whether it exceeds the
+uncertainty.
+
+Two JSON reports (before and after a data change, two models, two releases) are matched on the
+records' key ``(method, variant, rank, group, metric)``. For every key present in both:
+``a``, ``b``, ``change = b − a``, ``relative = change / |a|``, the intervals ``[a_low, a_high]``
+and ``[b_low, b_high]`` when the reports carry them (records' ``ci_low``/``ci_high``), and
+``beyond``:
+
+* both values have an interval: ``True`` when the two intervals do not overlap (a conservative
+  rule: non-overlapping 95 % intervals mean a difference well beyond the noise of either run);
+* one has an interval: ``True`` when the other value lies outside it;
+* neither: ``None`` (no interval, so no statement about the noise).
+
+``status`` is ``same`` (equal to within a millionth of the metric's largest magnitude in either
+audit, ``scale``: below that, solver tolerances and rounding decide), ``changed``, ``only in A``
+or ``only in B``; ``relative`` is left empty where ``|a|`` is itself below that threshold (a ratio
+of two rounding errors means nothing); ``judged`` says whether the change is ``better`` or ``worse`` for a metric
+with a direction (:func:`direction`: a loss, gap, error or leakage is better lower; variance
+explained, balance, accuracy better higher) and is empty for the rest (ranks, iterations, λ,
+times). The differences of the inputs (data file, rows, groups, features, configuration,
+fairaudit version) and each report's findings come with the table, so a reader sees *why*
+numbers might have moved. :func:`render_html` writes all of it as one offline HTML page (same
+look and print stylesheet as the audit report).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ._version import __version__
+from .audit import FAMILY_TITLES, RECORD_COLUMNS, AuditResult, is_sweep_variant
+from .errors import ParameterError, ReportFileError
+from .metrics import HELDOUT_PREFIX, METRIC_DEFINITIONS, better
+from .plots import TICK_FORMAT, VANILLA_COLOUR, VARIANT_COLOURS, metric_label, panel_title, rank_title, safe, variant_title
+from .report import escape, figure_html, page_html, spreadsheet_safe, table_html, write_outputs
+from .vocabulary import term
+
+KEY = ["method", "variant", "rank", "group", "metric"]
+
+NOT_JUDGED = frozenset({
+    "effective_rank", "dual_gap", "own_rel_error", "n_iter", "epochs", "lam", "seconds", "estimate_seconds",
+    "acc_std", "nmi_std", "balance_std", "proportion_std",
+})
+"""Metrics whose change is neither better nor worse: sizes, solver diagnostics, the data's own
+difficulty (``own_rel_error``), spreads and times."""
+
+HEADLINES = {
+    "pca": ("max_loss", "loss_gap", "unfairness_balanced"),
+    "nmf": ("max_rel_loss", "rel_loss_gap", "unfairness_balanced"),
+    "fs": ("balance", "alignment_protected", "unfairness_balanced"),
+    "cpd": ("residual_fit", "nkhsic", "unfairness_balanced"),
+}
+"""The whole-data metrics drawn A against B per family (those present)."""
+
+TOLERANCE = 1e-6
+"""Two values are the same when they differ by at most this fraction of their metric's scale."""
+
+
+def direction(metric: str) -> str:
+    """``"lower"`` or ``"higher"`` (which is better, :func:`fairaudit.metrics.better`: a held-out
+    metric such as ``heldout_loss`` has its base metric's direction) or ``""`` (not judged: no
+    direction, or in :data:`NOT_JUDGED`)."""
+    if metric.removeprefix(HELDOUT_PREFIX) in NOT_JUDGED:
+        return ""
+    return better(metric) or ""
+
+
+# ============================================================================ reading
+def read_report(source, *, name: str | None = None) -> AuditResult:
+    """A saved JSON report (path, bytes or file object) as an :class:`AuditResult`; the records
+    keep their interval columns when the report has them."""
+    return _read_report(source, name)[0]
+
+
+def _read_report(source, name: str | None) -> tuple[AuditResult, dict]:
+    if isinstance(source, bytes | bytearray):
+        raw, shown = bytes(source), name or "the report"
+    elif hasattr(source, "read"):
+        raw, shown = source.read(), name or getattr(source, "name", "the report")
+    else:
+        path = Path(source)
+        shown = name or path.name
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ReportFileError(f"{path} does not exist; give a JSON report written by --json or the Report page.") from None
+        except OSError as exc:
+            raise ReportFileError(f"{path} cannot be read ({exc.strerror}).") from None
+    try:
+        payload = json.loads(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
+    except UnicodeDecodeError:
+        raise ReportFileError(f"{shown} is not UTF-8 text; give the JSON report fairaudit wrote.") from None
+    except json.JSONDecodeError as exc:
+        raise ReportFileError(f"{shown} is not valid JSON (line {exc.lineno}: {exc.msg}); give the JSON report fairaudit wrote.") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("records"), list) or "fairaudit_version" not in payload:
+        raise ReportFileError(
+            f"{shown} is not a fairaudit JSON report (it needs 'fairaudit_version' and a 'records' list); write one with "
+            "the audit's --json or the Report page's JSON download."
+        )
+    records = pd.DataFrame(payload["records"])
+    missing = [c for c in RECORD_COLUMNS if c not in records.columns]
+    if len(records) and missing:
+        raise ReportFileError(f"{shown}'s records lack the column(s) {', '.join(missing)}; the report is damaged.")
+    for column in RECORD_COLUMNS:
+        if column not in records.columns:
+            records[column] = pd.Series(dtype=float if column in ("value", "rank") else object)
+    for column in ("value", "ci_low", "ci_high"):
+        if column in records.columns:
+            records[column] = pd.to_numeric(records[column], errors="coerce")
+    records["rank"] = pd.to_numeric(records["rank"], errors="coerce").astype("Int64")
+    records["group"] = records["group"].fillna("").astype(str)
+    result = AuditResult.from_dict({**payload, "records": []})
+    result.records = records
+    return result, payload
+
+
+# ============================================================================ comparing
+@dataclass
+class Comparison:
+    """Two audits side by side: ``table`` (one row per record key, see the module docstring),
+    ``differences`` of their inputs, and both results."""
+
+    a: AuditResult
+    b: AuditResult
+    names: tuple[str, str]
+    table: pd.DataFrame
+    differences: list[dict] = field(default_factory=list)
+    created: str = ""
+    findings: tuple[dict, dict] = ({}, {})
+    """Each audit's findings as ``{family: [sentence, …]}``."""
+
+    @property
+    def changed(self) -> pd.DataFrame:
+        return self.table[self.table.status == "changed"]
+
+    def counts(self) -> dict[str, int]:
+        status = self.table.status
+        both = self.table[status.isin(["same", "changed"])]
+        return {
+            "compared": int(len(both)),
+            "changed": int((status == "changed").sum()),
+            "same": int((status == "same").sum()),
+            "with_interval": int(both.beyond.notna().sum()),
+            "beyond_interval": int((both.beyond == True).sum()),  # noqa: E712 - object column with None
+            "better": int((self.table.judged == "better").sum()),
+            "worse": int((self.table.judged == "worse").sum()),
+            "only_a": int((status == "only in A").sum()),
+            "only_b": int((status == "only in B").sum()),
+        }
+
+    def largest_changes(self, limit: int | None = 10, method: str | None = None) -> pd.DataFrame:
+        """Changed rows of judged metrics, largest relative change first (beyond-interval rows first
+        among equals)."""
+        rows = self.changed[self.changed.judged != ""]
+        if method is not None:
+            rows = rows[rows.method == method]
+        order = (rows.change.abs() / rows.scale).sort_values(ascending=False, kind="stable").index
+        rows = rows.loc[order]
+        return rows if limit is None else rows.head(limit)
+
+    def summary(self) -> list[str]:
+        """Sentences for the top of a report or a terminal."""
+        c = self.counts()
+        a, b = self.names
+        lines = [
+            f"{c['compared']} values in both audits: {c['changed']} changed ({c['better']} better, {c['worse']} worse by "
+            f"their metric's direction), {c['same']} the same."
+        ]
+        if c["with_interval"]:
+            lines.append(f"{c['with_interval']} of them have an interval; {c['beyond_interval']} changes exceed the intervals.")
+        else:
+            lines.append("Neither report has intervals (bootstrap), so no change can be told apart from noise here.")
+        if c["only_a"] or c["only_b"]:
+            lines.append(f"{c['only_a']} values only in {a}, {c['only_b']} only in {b} (different variants, ranks, groups or metrics).")
+        if self.differences:
+            shown = ", ".join(d["what"] for d in self.differences[:6])
+            lines.append(f"The inputs differ in {len(self.differences)} respect(s): {shown}{' …' if len(self.differences) > 6 else ''}.")
+        else:
+            lines.append("The two audits had the same data and configuration.")
+        return lines
+
+    def to_dict(self) -> dict:
+        return {
+            "fairaudit_version": __version__,
+            "created": self.created,
+            "compared": list(self.names),
+            "sources": [_source(r) for r in (self.a, self.b)],
+            "counts": self.counts(),
+            "summary": self.summary(),
+            "differences": [_json_safe(d) for d in self.differences],
+            "rows": [_json_safe(r) for r in self.table.to_dict(orient="records")],
+        }
+
+    def to_json(self, indent: int | None = 1) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+
+    def to_csv(self) -> str:
+        """The matched values, one row per record key; text cells a spreadsheet would run as a
+        formula are neutralised (:func:`fairaudit.report.spreadsheet_safe`)."""
+        return spreadsheet_safe(self.table).to_csv(index=False)
+
+
+def _json_safe(value):
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return value
+
+
+def _source(result: AuditResult) -> dict:
+    return {
+        "created": result.created,
+        "fairaudit_version": result.fairaudit_version,
+        "data": result.data.get("name"),
+        "sha256": result.data.get("sha256"),
+        "rows": result.data.get("rows"),
+    }
+
+
+def _interval_columns(records: pd.DataFrame, prefix: str) -> pd.DataFrame:
+    out = records[KEY].copy()
+    out[prefix] = records["value"]
+    for bound in ("low", "high"):
+        column = f"ci_{bound}"
+        out[f"{prefix}_{bound}"] = records[column] if column in records.columns else np.nan
+    return out
+
+
+def _beyond(row) -> bool | None:
+    a, b = row["a"], row["b"]
+    a_has = np.isfinite(row["a_low"]) and np.isfinite(row["a_high"])
+    b_has = np.isfinite(row["b_low"]) and np.isfinite(row["b_high"])
+    if not (np.isfinite(a) and np.isfinite(b)) or not (a_has or b_has):
+        return None
+    if a_has and b_has:
+        return bool(row["a_high"] < row["b_low"] or row["b_high"] < row["a_low"])
+    low, high, other = (row["a_low"], row["a_high"], b) if a_has else (row["b_low"], row["b_high"], a)
+    return bool(other < low or other > high)
+
+
+def _status(a: float, b: float, scale: float) -> str:
+    if np.isnan(a) and np.isnan(b):
+        return "same"
+    if np.isnan(a) or np.isnan(b):
+        return "changed"
+    return "same" if abs(b - a) <= TOLERANCE * scale else "changed"
+
+
+def _judged(metric: str, change: float, status: str) -> str:
+    way = direction(metric)
+    if status != "changed" or not way or not np.isfinite(change):
+        return ""
+    return "better" if (change < 0) == (way == "lower") else "worse"
+
+
+def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B"), findings: tuple[dict, dict] | None = None) -> Comparison:
+    """Match ``a``'s and ``b``'s records on their key and say what changed (module docstring).
+    ``findings``: each audit's ``{family: [sentence, …]}`` (default: computed from its records)."""
+    names = tuple(str(n) for n in names)
+    if len(names) != 2 or names[0] == names[1] or not all(n.strip() for n in names):
+        raise ParameterError(
+            f"give the two audits two different names, e.g. {term('compare_names', 'before,after')}; got {', '.join(names) or 'none'}."
+        )
+    left, right = _interval_columns(a.records, "a"), _interval_columns(b.records, "b")
+    for frame, which in ((left, names[0]), (right, names[1])):
+        if frame.duplicated(KEY).any():
+            dup = frame[frame.duplicated(KEY)].iloc[0]
+            raise ReportFileError(
+                f"{which} has two records for {dup.method}/{dup.variant} rank {dup['rank']} "
+                f"{dup.metric}{f' ({dup.group})' if dup.group else ''}; a record key must be unique."
+            )
+    table = left.merge(right, on=KEY, how="outer", indicator=True, sort=False)
+    table["change"] = table["b"] - table["a"]
+    magnitude = pd.concat([table["a"].abs(), table["b"].abs()], axis=1).max(axis=1)
+    scale = magnitude.groupby([table["method"], table["metric"]]).transform("max").fillna(0.0)
+    table["scale"] = np.where(scale > 0, scale, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        table["relative"] = np.where(table["a"].abs() > TOLERANCE * table["scale"], table["change"] / table["a"].abs(), np.nan)
+    status = np.where(table["_merge"] == "left_only", "only in A", np.where(table["_merge"] == "right_only", "only in B", ""))
+    both = (table["_merge"] == "both").to_numpy()
+    status[both] = [_status(x, y, z) for x, y, z in zip(table.a[both], table.b[both], table.scale[both], strict=True)]
+    table["status"] = status
+    table["beyond"] = pd.Series([_beyond(r) if s in ("same", "changed") else None for r, s in zip(table.to_dict("records"), status, strict=True)], dtype=object)
+    table["judged"] = [_judged(m, c, s) for m, c, s in zip(table.metric, table.change, status, strict=True)]
+    table["direction"] = table.metric.map(direction)
+    table = table.drop(columns="_merge")
+    order = ["method", "variant", "rank", "group", "metric", "a", "b", "change", "relative", "a_low", "a_high", "b_low", "b_high", "beyond", "status", "judged", "direction", "scale"]
+    table = table[order].sort_values(["method", "variant", "rank", "metric", "group"], kind="stable").reset_index(drop=True)
+    if findings is None:
+        findings = (finding_texts(a), finding_texts(b))
+    created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+    return Comparison(a, b, tuple(names), table, input_differences(a, b), created, findings)
+
+
+def _flatten(value, prefix: str) -> dict[str, object]:
+    if isinstance(value, Mapping):
+        out: dict[str, object] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def input_differences(a: AuditResult, b: AuditResult) -> list[dict]:
+    """What differs between the two audits' inputs: data fingerprint, configuration, version
+    (``{"what", "a", "b"}``; lists shortened to what was added and removed)."""
+    found = []
+    if a.fairaudit_version != b.fairaudit_version:
+        found.append({"what": "fairaudit version", "a": a.fairaudit_version, "b": b.fairaudit_version})
+    for section, left, right in (("data", a.data, b.data), ("config", a.config, b.config)):
+        flat_a, flat_b = _flatten(left, section), _flatten(right, section)
+        for key in dict.fromkeys([*flat_a, *flat_b]):
+            x, y = flat_a.get(key), flat_b.get(key)
+            if x == y:
+                continue
+            if isinstance(x, list) and isinstance(y, list) and all(isinstance(v, str | int | float) for v in x + y):
+                removed = [v for v in x if v not in y]
+                added = [v for v in y if v not in x]
+                if removed or added:
+                    found.append({"what": key, "a": f"{len(x)} entries; only here: {_few(removed)}", "b": f"{len(y)} entries; only here: {_few(added)}"})
+                    continue
+            found.append({"what": key, "a": x, "b": y})
+    return found
+
+
+def _few(values: list, limit: int = 8) -> str:
+    if not values:
+        return "—"
+    return ", ".join(map(str, values[:limit])) + (f" … (+{len(values) - limit})" if len(values) > limit else "")
+
+
+def compare_files(path_a, path_b, *, names: tuple[str, str] | None = None) -> Comparison:
+    """:func:`compare` of two saved JSON reports, named by their file names (or ``names``)."""
+    (a, found_a), (b, found_b) = report_with_findings(path_a), report_with_findings(path_b)
+    if names is None:
+        names = (Path(str(path_a)).name, Path(str(path_b)).name)
+        if names[0] == names[1]:
+            names = (f"A ({names[0]})", f"B ({names[1]})")
+    return compare(a, b, names=names, findings=(found_a, found_b))
+
+
+def report_with_findings(source, *, name: str | None = None) -> tuple[AuditResult, dict[str, list[str]]]:
+    """A saved report (:func:`read_report`) and its findings: as saved, or computed from its
+    records when it saved none."""
+    result, payload = _read_report(source, name)
+    return result, saved_findings(payload) or finding_texts(result)
+
+
+# ============================================================================ findings
+def saved_findings(payload: Mapping) -> dict[str, list[str]]:
+    """The findings a saved report states (its top-level ``findings`` list of objects with
+    ``family`` and ``text``), by family; empty when it has none."""
+    out: dict[str, list[str]] = {}
+    for item in payload.get("findings") or []:
+        if isinstance(item, Mapping) and item.get("text"):
+            out.setdefault(str(item.get("family", "")), []).append(str(item["text"]))
+    return out
+
+
+def finding_texts(result: AuditResult) -> dict[str, list[str]]:
+    """The findings of ``result`` computed from its records, by family (as sentences)."""
+    from .findings import findings
+
+    try:
+        return {family: [str(f) for f in found] for family, found in findings(result).items()}
+    except (KeyError, ValueError, IndexError, TypeError):  # a report from another version: its records may not fit
+        return {}
+
+
+# ============================================================================ HTML
+_CSS = """
+.changed-better{background:#e6f4ea}.changed-worse{background:#fce8e6}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:1rem}.cols h4{margin:.4rem 0}
+"""
+
+
+def _value(value) -> str:
+    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+        return "—"
+    return f"{value:.4g}"
+
+
+def _interval(low, high) -> str:
+    if not (np.isfinite(low) and np.isfinite(high)):
+        return ""
+    return f"[{low:.3g}, {high:.3g}]"
+
+
+def _change_rows(rows: pd.DataFrame, names: tuple[str, str]) -> str:
+    if rows.empty:
+        return '<p class="note">No value of a judged metric changed.</p>'
+    header = ("variant", "rank", "group", "metric", names[0], names[1], "change", "beyond the intervals?", "")
+    body = []
+    for r in rows.itertuples(index=False):
+        beyond = {True: "yes", False: "no"}.get(r.beyond, "no interval")
+        relative = f" ({100 * r.relative:+.1f} %)" if np.isfinite(r.relative) else ""
+        cells = [
+            escape(variant_title(r.method, r.variant)), escape(r.rank), escape(r.group or "all"), escape(metric_label(r.metric)),
+            escape(_value(r.a) + (" " + _interval(r.a_low, r.a_high) if _interval(r.a_low, r.a_high) else "")),
+            escape(_value(r.b) + (" " + _interval(r.b_low, r.b_high) if _interval(r.b_low, r.b_high) else "")),
+            escape(f"{r.change:+.3g}{relative}" if np.isfinite(r.change) else "—"), escape(beyond), escape(r.judged),
+        ]
+        css = f' class="changed-{r.judged}"' if r.judged else ""
+        body.append(f"<tr{css}>" + "".join(f"<td>{c}</td>" for c in cells[:4]) + "".join(f'<td class="num">{c}</td>' for c in cells[4:]) + "</tr>")
+    return "<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>" + "".join(body) + "</table>"
+
+
+def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
+    """The family's headline metrics over rank, each variant in A (dashed, open markers) and B
+    (solid), with interval bars where the reports have them; ``None`` when there is nothing to draw."""
+    table = comparison.table
+    rows = table[(table.method == method) & (table.group == "") & ~table.variant.map(is_sweep_variant)]
+    metrics = [m for m in HEADLINES.get(method, ()) if m in set(rows.metric)]
+    if not metrics:
+        return None
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=[panel_title(metric_label(m), len(metrics)) for m in metrics],
+                        horizontal_spacing=0.08)
+    variants = sorted(dict.fromkeys(rows.variant), key=lambda v: v != "vanilla")  # the reference first, as in every chart
+    colours = {v: VANILLA_COLOUR if v == "vanilla" else VARIANT_COLOURS[i % len(VARIANT_COLOURS)] for i, v in enumerate(v for v in variants if v != "vanilla")}
+    colours["vanilla"] = VANILLA_COLOUR
+    for col, metric in enumerate(metrics, start=1):
+        part = rows[rows.metric == metric].sort_values("rank")
+        for variant in variants:
+            line = part[part.variant == variant]
+            for side, dash, symbol in (("a", "dash", "circle-open"), ("b", "solid", "circle")):
+                values = line[side]
+                if values.isna().all():
+                    continue
+                low, high = line[f"{side}_low"], line[f"{side}_high"]
+                error = None
+                if np.isfinite(low).any():
+                    error = dict(type="data", symmetric=False, array=(high - values).to_numpy(), arrayminus=(values - low).to_numpy(), thickness=1)
+                name = comparison.names[0 if side == "a" else 1]
+                fig.add_trace(
+                    go.Scatter(
+                        x=line["rank"].astype(float), y=values, mode="lines+markers", error_y=error,
+                        name=safe(f"{variant_title(method, variant)} — {name}"), legendgroup=safe(f"{variant}-{side}"),
+                        showlegend=col == 1, line=dict(color=colours.get(variant, VANILLA_COLOUR), dash=dash),
+                        marker=dict(symbol=symbol, size=8),
+                        hovertemplate=safe(f"{variant} ({name})") + ": %{y:.4g}<extra></extra>",
+                    ),
+                    row=1, col=col,
+                )
+        fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else "rank", dtick=1 if part["rank"].nunique() <= 12 else None,
+                         row=1, col=col)
+    title_lines = max([t.text.count("<br>") + 1 for t in fig.layout.annotations] or [1])
+    fig.update_annotations(font_size=13)
+    fig.update_yaxes(tickformat=TICK_FORMAT, exponentformat="e")
+    fig.update_layout(
+        title=dict(text=safe(f"{FAMILY_TITLES.get(method, method)}: {comparison.names[0]} (dashed, open) and "
+                             f"{comparison.names[1]} (solid)"), x=0.01, yref="container", y=1, yanchor="top", pad=dict(t=14)),
+        height=440 + 16 * (title_lines - 1), margin=dict(l=60, r=20, t=70 + 16 * (title_lines - 1), b=110), template="plotly_white",
+        legend=dict(orientation="h", yanchor="top", y=-0.22, x=0, xanchor="left"), hovermode="x unified",
+    )
+    return fig
+
+
+def _differences_html(comparison: Comparison) -> str:
+    if not comparison.differences:
+        return "<h3>What differs in the inputs</h3><p>Nothing: the same data and configuration.</p>"
+    rows = [(d["what"], _shorten(d["a"]), _shorten(d["b"])) for d in comparison.differences]
+    return "<h3>What differs in the inputs</h3>" + table_html(rows, ("what", *comparison.names))
+
+
+def _shorten(value, limit: int = 160) -> str:
+    text = "—" if value is None else json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _findings_html(found_a: list[str], found_b: list[str], names: tuple[str, str]) -> str:
+    if not found_a and not found_b:
+        return ""
+    column = lambda name, found: f"<div><h4>{escape(name)}</h4>" + (  # noqa: E731
+        "".join(f'<div class="finding">{escape(s)}</div>' for s in found) or '<p class="note">no finding</p>') + "</div>"
+    return "<h3>Findings</h3><div class=\"cols\">" + column(names[0], found_a) + column(names[1], found_b) + "</div>"
+
+
+def _family_html(comparison: Comparison, method: str, found_a, found_b) -> str:
+    parts = [f"<h2>{escape(FAMILY_TITLES.get(method, method))}</h2>", _findings_html(found_a, found_b, comparison.names)]
+    fig = comparison_figure(comparison, method)
+    if fig is not None:
+        parts.append(figure_html(fig))
+    changes = comparison.largest_changes(limit=None, method=method)
+    parts.append(f"<h3>Changed values ({len(changes)}, largest relative change first)</h3>" + _change_rows(changes.head(40), comparison.names))
+    if len(changes) > 40:
+        parts.append(f"<details><summary>{len(changes) - 40} more changed values</summary>{_change_rows(changes.iloc[40:], comparison.names)}</details>")
+    return "".join(parts)
+
+
+def _sources_html(comparison: Comparison) -> str:
+    rows = []
+    for label, key in (("report created", "created"), ("fairaudit", "fairaudit_version"), ("data", "data"), ("sha256", "sha256"), ("rows", "rows")):
+        rows.append((label, *(str(_source(r)[key]) for r in (comparison.a, comparison.b))))
+    return "<h2>The two audits</h2>" + table_html(rows, ("", *comparison.names))
+
+
+def _only_html(comparison: Comparison) -> str:
+    only = comparison.table[comparison.table.status.isin(["only in A", "only in B"])]
+    if only.empty:
+        return ""
+    rows = [(r.status.replace("A", comparison.names[0]).replace("B", comparison.names[1]) if r.status.endswith(("A", "B")) else r.status,
+             r.method, r.variant, int(r.rank) if pd.notna(r.rank) else "", r.group or "all", r.metric, _value(r.a if r.status == "only in A" else r.b))
+            for r in only.itertuples(index=False)]
+    return (
+        f"<h2>Values in one audit only</h2><details><summary>{len(rows)} values (variants, ranks, groups or metrics "
+        "the other audit does not have)</summary>" + table_html(rows, ("in", "method", "variant", "rank", "group", "metric", "value")) + "</details>"
+    )
+
+
+def render_html(comparison: Comparison) -> str:
+    """The comparison as one self-contained HTML page (plotly.js inline, prints to PDF)."""
+    a, b = comparison.names
+    found_a, found_b = comparison.findings
+    methods = list(dict.fromkeys(comparison.table.method))
+    top = comparison.largest_changes(limit=10)
+    body = (
+        f"<h1>Comparison of two audits: {escape(a)} → {escape(b)}</h1>"
+        f'<p class="note">Created {escape(comparison.created)} by fairaudit {escape(__version__)}. Values are matched on '
+        "(method, variant, rank, group, metric); “better” and “worse” follow each metric's direction (a loss, gap, error or "
+        "leakage is better lower); a change exceeds the intervals when the two intervals do not overlap.</p>"
+        "<h2>Summary</h2>" + "".join(f"<p>{escape(line)}</p>" for line in comparison.summary())
+        + ("<h3>Largest changes</h3>" + _change_rows(top, comparison.names) if not top.empty else "")
+        + _sources_html(comparison)
+        + _differences_html(comparison)
+        + "".join(_family_html(comparison, m, found_a.get(m, []), found_b.get(m, [])) for m in methods)
+        + _only_html(comparison)
+        + _definitions(comparison)
+    )
+    return page_html(f"fairaudit comparison: {a} → {b}", body, css=_CSS)
+
+
+def _definitions(comparison: Comparison) -> str:
+    used = [m for m in dict.fromkeys(comparison.changed.metric) if m in METRIC_DEFINITIONS]
+    if not used:
+        return ""
+    rows = [(METRIC_DEFINITIONS[m]["title"] + f" ({m})", METRIC_DEFINITIONS[m]["formula"], {"lower": "lower", "higher": "higher"}.get(direction(m), "not judged"))
+            for m in used]
+    return "<h2>Metrics that changed</h2>" + table_html(rows, ("metric", "definition", "better when"))
+
+
+def write_comparison(comparison: Comparison, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
+    """Write whichever outputs were asked for; returns the paths written."""
+    return write_outputs(comparison, ((html_path, render_html), (json_path, Comparison.to_json), (csv_path, Comparison.to_csv)))

@@ -1,0 +1,219 @@
+"""Per-group first and second moments, computed chunk by chunk and merged exactly.
+
+The PCA family — vanilla PCA, Fair PCA, JEVD-PCA, covFairPCA — and its per-group metrics (error,
+loss, variance explained, linear MMD²) depend on the data only through, for each group ``g``,
+
+* the (weighted) row count ``n_g``,
+* the mean ``μ_g``,
+* the centred scatter ``S_g = Σ_{x ∈ g} w_x (x − μ_g)(x − μ_g)ᵀ``.
+
+:class:`GroupMoments` holds these three arrays. Two summaries of disjoint row sets merge exactly
+with the pairwise update of Chan, Golub & LeVeque (1979)::
+
+    n = n_a + n_b,   δ = μ_b − μ_a,   μ = μ_a + δ n_b / n,   S = S_a + S_b + δ δᵀ n_a n_b / n
+
+which is associative and numerically stable (no ``Σ x xᵀ − n μ μᵀ`` cancellation), so any
+chunking of the rows — a file read in blocks, the partitions of a distributed data set — gives
+the same moments up to rounding. Within one chunk the scatter is computed two-pass (mean first,
+then the centred product).
+
+References
+----------
+T. F. Chan, G. H. Golub, R. J. LeVeque. "Updating formulae and a pairwise algorithm for computing
+sample variances". Technical Report STAN-CS-79-773, Stanford University, 1979.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+CHUNK_ROWS = 65_536
+"""Rows per block when :meth:`GroupMoments.from_rows` walks a large in-memory matrix: bounds the
+temporary copies (a gathered, centred block per group) to a few MB per feature."""
+
+
+@dataclass(frozen=True)
+class GroupMoments:
+    """Count, mean and centred scatter of each group's rows.
+
+    Attributes
+    ----------
+    counts : ndarray (k,)
+        Row counts ``n_g`` (sums of row weights when weights were given).
+    means : ndarray (k, d)
+        Group means ``μ_g`` (zeros for an empty group).
+    scatter : ndarray (k, d, d)
+        ``S_g = Σ w (x − μ_g)(x − μ_g)ᵀ`` (symmetric, positive semi-definite).
+    labels : tuple of str
+        Group names, in code order.
+    """
+
+    counts: np.ndarray
+    means: np.ndarray
+    scatter: np.ndarray
+    labels: tuple[str, ...]
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def empty(cls, n_groups: int, n_features: int, labels=None) -> GroupMoments:
+        return cls(
+            np.zeros(n_groups),
+            np.zeros((n_groups, n_features)),
+            np.zeros((n_groups, n_features, n_features)),
+            _labels(labels, n_groups),
+        )
+
+    @classmethod
+    def from_rows(cls, X, codes, *, n_groups: int | None = None, weights=None, labels=None) -> GroupMoments:
+        """The moments of the rows of ``X`` grouped by ``codes`` (integers ``0 … k−1``).
+
+        ``weights`` (optional, one non-negative number per row) weights every row: e.g. the
+        multinomial counts of a bootstrap resample, which then never has to be materialised.
+        A large ``X`` is processed in blocks of :data:`CHUNK_ROWS` rows merged exactly.
+        """
+        X = np.asarray(X, dtype=float)
+        codes = np.asarray(codes, dtype=np.intp)
+        if X.ndim != 2 or codes.shape != (X.shape[0],):
+            raise ValueError(f"X must be 2-D with one code per row; got X {X.shape}, codes {codes.shape}")
+        k = int(n_groups if n_groups is not None else (codes.max() + 1 if codes.size else 0))
+        if codes.size and (codes.min() < 0 or codes.max() >= k):
+            raise ValueError(f"group codes must lie in 0 … {k - 1}")
+        if weights is not None:
+            weights = np.asarray(weights, dtype=float)
+            if weights.shape != codes.shape or (weights < 0).any() or not np.isfinite(weights).all():
+                raise ValueError("weights must be finite, non-negative and one per row")
+        blocks = [
+            cls._from_block(X[s : s + CHUNK_ROWS], codes[s : s + CHUNK_ROWS], k,
+                            None if weights is None else weights[s : s + CHUNK_ROWS], labels)
+            for s in range(0, X.shape[0], CHUNK_ROWS)
+        ]
+        return cls.merge_all(blocks) if blocks else cls.empty(k, X.shape[1], labels)
+
+    @classmethod
+    def _from_block(cls, X, codes, k, weights, labels) -> GroupMoments:
+        d = X.shape[1]
+        counts = np.zeros(k)
+        means = np.zeros((k, d))
+        scatter = np.zeros((k, d, d))
+        order = np.argsort(codes, kind="stable")
+        bounds = np.searchsorted(codes[order], np.arange(k + 1))
+        for g in range(k):
+            rows = order[bounds[g] : bounds[g + 1]]
+            if rows.size == 0:
+                continue
+            block = X[rows]
+            if weights is None:
+                counts[g] = rows.size
+                means[g] = block.mean(axis=0)
+                centred = block - means[g]
+                scatter[g] = centred.T @ centred
+            else:
+                w = weights[rows]
+                counts[g] = w.sum()
+                if counts[g] == 0:
+                    continue
+                means[g] = w @ block / counts[g]
+                centred = block - means[g]
+                scatter[g] = (centred * w[:, None]).T @ centred
+            scatter[g] = (scatter[g] + scatter[g].T) / 2
+        return cls(counts, means, scatter, _labels(labels, k))
+
+    @classmethod
+    def from_chunks(cls, chunks: Iterable[tuple], *, n_groups: int, labels=None) -> GroupMoments:
+        """Moments of a stream of ``(X_chunk, codes_chunk)`` or ``(X_chunk, codes_chunk, weights)``."""
+        parts = [cls.from_rows(*chunk[:2], n_groups=n_groups, weights=chunk[2] if len(chunk) > 2 else None, labels=labels)
+                 for chunk in chunks]
+        if not parts:
+            raise ValueError("no chunks: the moments of an empty stream are undefined")
+        return cls.merge_all(parts)
+
+    # ------------------------------------------------------------------ merging
+    def merge(self, other: GroupMoments) -> GroupMoments:
+        """The moments of the union of the two row sets (Chan et al.'s pairwise update)."""
+        if self.scatter.shape != other.scatter.shape:
+            raise ValueError(f"cannot merge moments of shapes {self.scatter.shape} and {other.scatter.shape}")
+        n_a, n_b = self.counts, other.counts
+        n = n_a + n_b
+        share_b = np.divide(n_b, n, out=np.zeros_like(n), where=n > 0)
+        delta = other.means - self.means
+        means = self.means + delta * share_b[:, None]
+        cross = np.divide(n_a * n_b, n, out=np.zeros_like(n), where=n > 0)
+        scatter = self.scatter + other.scatter + cross[:, None, None] * (delta[:, :, None] * delta[:, None, :])
+        labels = self.labels if self.labels == other.labels else _labels(None, len(n))
+        return GroupMoments(n, means, scatter, labels)
+
+    @staticmethod
+    def merge_all(parts: Iterable[GroupMoments]) -> GroupMoments:
+        """Merge many summaries (pairwise tree order keeps rounding errors at O(log p))."""
+        parts = list(parts)
+        if not parts:
+            raise ValueError("nothing to merge")
+        while len(parts) > 1:
+            merged = [parts[i].merge(parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+            if len(parts) % 2:
+                merged.append(parts[-1])
+            parts = merged
+        return parts[0]
+
+    # ------------------------------------------------------------------ derived quantities
+    @property
+    def n_groups(self) -> int:
+        return self.counts.shape[0]
+
+    @property
+    def n_features(self) -> int:
+        return self.means.shape[1]
+
+    @property
+    def total(self) -> float:
+        return float(self.counts.sum())
+
+    @property
+    def global_mean(self) -> np.ndarray:
+        """``μ = Σ_g n_g μ_g / n``."""
+        return self.counts @ self.means / max(self.total, np.finfo(float).tiny)
+
+    def covariances(self, centre=None) -> np.ndarray:
+        """``C_g = A_gᵀA_g / n_g`` for the rows of group ``g`` centred by the *global* mean
+        (the PCA family's convention, Samadi et al. 2018 §6): ``S_g / n_g + (μ_g − μ)(μ_g − μ)ᵀ``;
+        by ``centre`` instead of ``μ`` when given (rows measured against a mean fitted elsewhere)."""
+        offsets = self.centred_means(centre)
+        counts = np.where(self.counts > 0, self.counts, 1.0)
+        C = self.scatter / counts[:, None, None] + offsets[:, :, None] * offsets[:, None, :]
+        return (C + np.swapaxes(C, 1, 2)) / 2
+
+    def centred_means(self, centre=None) -> np.ndarray:
+        """``μ_g − μ``: each group's mean relative to the global mean (or to ``centre``)."""
+        return self.means - (self.global_mean if centre is None else np.asarray(centre, dtype=float))
+
+    def affine(self, shift: np.ndarray, scale: np.ndarray) -> GroupMoments:
+        """The moments of ``(x − shift) · scale`` (per-feature shift and scale)."""
+        shift = np.asarray(shift, dtype=float)
+        scale = np.asarray(scale, dtype=float)
+        return GroupMoments(
+            self.counts.copy(),
+            (self.means - shift) * scale,
+            self.scatter * scale[None, :, None] * scale[None, None, :],
+            self.labels,
+        )
+
+    def allclose(self, other: GroupMoments, *, rtol: float = 1e-9, atol: float = 1e-9) -> bool:
+        """Equal up to rounding (scatter compared relative to its largest entry)."""
+        scale = max(1.0, float(np.abs(self.scatter).max(initial=0.0)))
+        return (
+            np.allclose(self.counts, other.counts, rtol=rtol, atol=atol)
+            and np.allclose(self.means, other.means, rtol=rtol, atol=atol)
+            and np.allclose(self.scatter / scale, other.scatter / scale, rtol=rtol, atol=atol)
+        )
+
+
+def _labels(labels, k: int) -> tuple[str, ...]:
+    if labels is None:
+        return tuple(str(g) for g in range(k))
+    labels = tuple(str(label) for label in labels)
+    if len(labels) != k:
+        raise ValueError(f"{len(labels)} labels for {k} groups")
+    return labels

@@ -1,0 +1,190 @@
+"""AppTests of the Models and Compare pages: export a fitted model, upload a components file,
+compare two reports. The work the Models page starts is a session run (as an audit is): the
+tests let it go to the background (no quick wait) and wait for it as tests/app/test_app.py does."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.decomposition import PCA as SklearnPCA
+from streamlit.testing.v1 import AppTest
+
+from fairaudit import AuditConfig, run_audit
+from fairaudit.models import load_model
+from fairaudit.samples import DEFAULT_SAMPLE, load_sample
+from tests.app.test_app import wait_for_runs
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture
+def background(monkeypatch):
+    """Runs the pages start are surely still going when the page is first drawn."""
+    import pages.common
+
+    monkeypatch.setattr(pages.common, "QUICK_WAIT_SECONDS", 0.0)
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.run()
+    return at
+
+
+def _audited_pca(at: AppTest) -> None:
+    """The PCA page audits the default sample (as on first open), so its result is in the session."""
+    at.switch_page("pages/pca.py").run()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and "pca" in at.session_state["runs"].latest(at.session_state["data-token"])
+
+
+@pytest.mark.parametrize("page", ["pages/models.py", "pages/compare.py"])
+def test_the_pages_run_before_anything_is_audited_or_uploaded(page):
+    at = _app()
+    at.switch_page(page).run()
+    assert not at.exception and not at.error
+    assert any(("Run an audit first" in i.value) or ("Upload both reports" in i.value) for i in at.info)
+
+
+def test_export_a_fitted_model_from_the_models_page(background):
+    at = _app()
+    _audited_pca(at)
+    at.switch_page("pages/models.py").run()
+    assert not at.exception
+    at.selectbox(key="models-family").set_value("pca").run()
+    # the suggestion: the fair variant where vanilla's gap between groups is largest (rank 3 on the sample)
+    assert at.selectbox(key="models-variant-pca").value == "fair_eig"
+    assert at.selectbox(key="models-rank-pca-fair_eig").value == 3
+    at.selectbox(key="models-rank-pca-fair_eig").set_value(2).run()
+    at.button(key="models-prepare").click().run()
+    assert not at.exception and not at.error
+    registry = at.session_state["runs"]
+    refit = [run for run in registry.runs if run.label.startswith("Model:")]
+    assert len(refit) == 1 and refit[0].methods == ()  # a session run, which is not the PCA family's audit
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error
+    assert registry.latest(at.session_state["data-token"])["pca"][1].variants != ("fair_eig",)  # the audit is still PCA's result
+    prepared = list(at.session_state["models-prepared"].values())
+    assert [(m.method, m.variant, m.rank) for m in prepared] == [("pca", "fair_eig", 2)]
+    assert prepared[0].manifest["refit"]["max_abs_difference"] < 1e-9  # the audited model, fitted again exactly
+    assert len(at.get("download_button")) == 1
+    again = load_model(prepared[0].to_zip())
+    data = load_sample(DEFAULT_SAMPLE)
+    assert again.transform(data.X_raw).shape[1] >= 2
+    # transform new rows with it, keeping an ID column the user marks (a formula-like ID stays text in the download)
+    rows = pd.DataFrame(data.X_raw[:5], columns=data.feature_names).assign(person=["=p0", *(f"p{i}" for i in range(1, 5))])
+    at.file_uploader(key="models-upload-rows").set_value(("new.csv", rows.to_csv(index=False).encode(), "text/csv")).run()
+    at.selectbox(key="models-id").set_value("person").run()
+    assert not at.exception and not at.error
+    shown = at.dataframe[0].value
+    assert shown.person.tolist() == ["=p0", "p1", "p2", "p3", "p4"]
+    np.testing.assert_allclose(shown[["pc1", "pc2"]].to_numpy(), again.transform(data.X_raw[:5])[:, :2], atol=1e-12)
+    assert len(at.get("download_button")) == 2
+
+
+def test_upload_a_components_file_audits_it_next_to_vanilla(background):
+    at = _app()
+    _audited_pca(at)
+    at.switch_page("pages/models.py").run()
+    data = load_sample(DEFAULT_SAMPLE)
+    components = SklearnPCA(n_components=3).fit(data.X).components_
+    buffer = io.StringIO()
+    pd.DataFrame(components, columns=data.feature_names).to_csv(buffer, index=False)
+    at.file_uploader(key="models-yours-components").set_value(("mine.csv", buffer.getvalue().encode(), "text/csv")).run()
+    assert not at.exception and not at.error
+    started = [run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]
+    assert len(started) == 1
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error
+    assert len([run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]) <= 1  # not started again
+    assert any("mine" in c.value and "3 × " in c.value for c in at.caption)
+    assert any("your representation's largest group loss" in i.value for i in at.info)
+    yours = at.dataframe[-1].value
+    assert set(yours.variant) == {"yours"} and sorted(set(yours["rank"])) == [1, 2, 3]
+    assert len(at.get("plotly_chart")) >= 3
+    assert any("better" in c.value for c in at.caption)  # every chart says which way is better
+    # the upload and its audit stay with the session when the user looks at another page
+    charts = len(at.get("plotly_chart"))
+    at.switch_page("pages/data.py").run()
+    at.switch_page("pages/models.py").run()
+    assert not at.exception and not at.error
+    assert any("Using" in c.value and "mine" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) == charts
+
+
+def test_a_failed_audit_of_your_representation_says_why_in_the_dashboards_words(background):
+    at = _app()
+    at.switch_page("pages/models.py").run()
+    data = load_sample(DEFAULT_SAMPLE)
+    negative = -np.abs(np.eye(2, data.n_features))
+    at.radio(key="models-yours-family").set_value("nmf").run()
+    content = pd.DataFrame(negative, columns=data.feature_names).to_csv(index=False).encode()
+    at.file_uploader(key="models-yours-components").set_value(("neg.csv", content, "text/csv")).run()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception
+    assert at.error and "“Audit it as” → “PCA” (Models page)" in at.error[0].value.replace("\\", "")
+    at.run()  # the failed run is not started again on the next rerun
+    assert len([run for run in at.session_state["runs"].runs if run.label.startswith("Your representation")]) <= 1
+
+
+def test_compare_two_reports():
+    data = load_sample(DEFAULT_SAMPLE)
+    before = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3), variants=("vanilla", "fair_eig")))
+    after = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3, 4), variants=("vanilla", "fair_eig"), random_state=1))
+    at = _app()
+    at.switch_page("pages/compare.py").run()
+    at.file_uploader(key="compare-a").set_value(("before.json", before.to_json().encode(), "application/json")).run()
+    at.file_uploader(key="compare-b").set_value(("after.json", after.to_json().encode(), "application/json")).run()
+    assert not at.exception and not at.error
+    text = " ".join(m.value for m in at.markdown).replace("\\", "")  # user text is Markdown-escaped
+    assert "values in both audits" in text and "only in after.json" in text
+    assert len(at.get("plotly_chart")) == 1 and len(at.get("download_button")) == 2
+    at.text_input(key="compare-names").set_value("same, same").run()
+    assert not at.exception and "“Names of the two audits” → “before,after” (Compare page)" in at.error[0].value.replace("\\", "")
+    at.text_input(key="compare-names").set_value("before, after").run()
+    at.file_uploader(key="compare-b").set_value(("notes.json", b'{"rows": []}', "application/json")).run()
+    assert not at.exception and "not a fairaudit JSON report" in at.error[0].value
+
+
+def test_cancelling_the_audit_of_your_representation_keeps_nothing_and_offers_it_again(background, monkeypatch):
+    import threading
+
+    import fairaudit.yours
+
+    started = threading.Event()
+
+    def slow(data, representation, config=None, *, progress=None):  # reports progress until cancelled
+        started.set()
+        for done in range(1, 10_000):
+            progress({"method": "pca", "variant": "yours", "rank": 1, "done": done, "total": 10_000, "seconds": 0.01, "stage": "fit"})
+            threading.Event().wait(0.01)
+        raise AssertionError("never cancelled")
+
+    monkeypatch.setattr(fairaudit.yours, "audit_yours", slow)
+    at = _app()
+    at.switch_page("pages/models.py").run()
+    data = load_sample(DEFAULT_SAMPLE)
+    content = pd.DataFrame(np.eye(2, data.n_features), columns=data.feature_names).to_csv(index=False).encode()
+    at.file_uploader(key="models-yours-components").set_value(("mine.csv", content, "text/csv")).run()
+    assert started.wait(30)
+    [run] = [r for r in at.session_state["runs"].runs if r.label.startswith("Your representation")]
+    assert run.active and run.methods == ()
+    run.cancel()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and run.state == "cancelled"
+    assert any("was cancelled; nothing from it was kept" in w.value for w in at.warning)
+    assert not at.session_state["models-yours"] and not at.get("plotly_chart")
+    monkeypatch.undo()  # the real audit from here
+    at.button(key="models-yours-again").click().run()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception and not at.error and len(at.session_state["models-yours"]) == 1

@@ -1,0 +1,186 @@
+"""Comparing two saved audits: matching, directions, intervals, input differences, outputs."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fairaudit import AuditConfig, AuditData, run_audit
+from fairaudit.audit import AuditResult
+from fairaudit.cli import main
+from fairaudit.compare import (
+    NOT_JUDGED,
+    compare,
+    compare_files,
+    direction,
+    read_report,
+    render_html,
+)
+from fairaudit.errors import ReportFileError
+from fairaudit.metrics import METRIC_DEFINITIONS, better
+
+
+def _result(rows, data=None, config=None) -> AuditResult:
+    columns = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
+    records = pd.DataFrame([r + (np.nan,) * (8 - len(r)) for r in rows], columns=columns)
+    return AuditResult(records=records, config=config or {"methods": ["pca"]}, data=data or {"name": "d.csv", "rows": 10})
+
+
+def test_every_metric_has_a_direction_or_is_declared_not_judged():
+    """The direction is the library's one (metrics.better), less what a comparison does not judge."""
+    for metric in METRIC_DEFINITIONS:
+        assert direction(metric) in ("lower", "higher") or metric in NOT_JUDGED or better(metric) is None, metric
+        if metric not in NOT_JUDGED:
+            assert direction(metric) == (better(metric) or ""), metric
+    assert direction("heldout_loss") == "lower" and direction("balance") == "higher" and direction("seconds") == ""
+
+
+def test_changes_are_judged_by_direction_and_intervals():
+    a = _result([
+        ("pca", "vanilla", 2, "g=1", "loss", 1.0, 0.9, 1.1),
+        ("pca", "vanilla", 2, "g=2", "loss", 1.0, 0.9, 1.1),
+        ("pca", "vanilla", 2, "", "variance_explained", 0.5),
+        ("pca", "vanilla", 2, "", "max_loss", 1.0, 0.95, 1.05),
+        ("pca", "vanilla", 2, "", "seconds", 0.1),
+        ("pca", "vanilla", 3, "", "max_loss", 2.0),
+    ])
+    b = _result([
+        ("pca", "vanilla", 2, "g=1", "loss", 0.5, 0.45, 0.55),  # better, intervals apart
+        ("pca", "vanilla", 2, "g=2", "loss", 1.05, 0.95, 1.15),  # worse, intervals overlap
+        ("pca", "vanilla", 2, "", "variance_explained", 0.6),  # better, no interval
+        ("pca", "vanilla", 2, "", "max_loss", 1.2),  # outside A's interval
+        ("pca", "vanilla", 2, "", "seconds", 0.3),  # not judged
+        ("pca", "fair_eig", 2, "", "max_loss", 0.7),
+    ])
+    c = compare(a, b, findings=({}, {}))
+    rows = c.table.set_index(["variant", "rank", "group", "metric"])
+    assert rows.loc[("vanilla", 2, "g=1", "loss")][["judged", "beyond"]].tolist() == ["better", True]
+    assert rows.loc[("vanilla", 2, "g=2", "loss")][["judged", "beyond"]].tolist() == ["worse", False]
+    assert rows.loc[("vanilla", 2, "", "variance_explained")][["judged", "beyond"]].tolist() == ["better", None]
+    assert rows.loc[("vanilla", 2, "", "max_loss")][["judged", "beyond"]].tolist() == ["worse", True]
+    assert rows.loc[("vanilla", 2, "", "seconds"), "judged"] == ""
+    assert rows.loc[("vanilla", 2, "g=1", "loss"), "relative"] == pytest.approx(-0.5)
+    assert rows.loc[("vanilla", 3, "", "max_loss"), "status"] == "only in A"
+    assert rows.loc[("fair_eig", 2, "", "max_loss"), "status"] == "only in B"
+    counts = c.counts()
+    assert counts == {"compared": 5, "changed": 5, "same": 0, "with_interval": 3, "beyond_interval": 2, "better": 2,
+                      "worse": 2, "only_a": 1, "only_b": 1}
+    # largest change relative to each metric's scale: 0.5 of 1.05 (loss), 0.1 of 0.6 (variance), 0.2 of 2.0 (max_loss)
+    assert c.largest_changes(3).metric.tolist() == ["loss", "variance_explained", "max_loss"]
+
+
+def test_values_equal_to_solver_precision_are_the_same():
+    a = _result([("pca", "fair_eig", 2, "", "loss_gap", 1e-13), ("pca", "fair_eig", 3, "", "loss_gap", 0.4)])
+    b = _result([("pca", "fair_eig", 2, "", "loss_gap", 3e-10), ("pca", "fair_eig", 3, "", "loss_gap", 0.4 + 1e-9)])
+    table = compare(a, b, findings=({}, {})).table
+    assert table.status.tolist() == ["same", "same"]
+    assert np.isnan(table.relative.iloc[0])  # a ratio of two rounding errors is not shown
+
+
+def test_duplicate_keys_are_refused():
+    a = _result([("pca", "vanilla", 2, "", "loss_gap", 1.0), ("pca", "vanilla", 2, "", "loss_gap", 2.0)])
+    with pytest.raises(ReportFileError, match="two records for pca/vanilla rank 2 loss_gap"):
+        compare(a, a, findings=({}, {}))
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(200, 5)) @ rng.normal(size=(5, 5))
+    X[:60] *= 2.0
+    groups = pd.Series(np.where(np.arange(200) < 60, "<b>x</b>", "y"), name="g")
+    config = AuditConfig(methods=("pca",), ranks=(1, 2, 3), variants=("vanilla", "fair_eig"))
+    before = run_audit(AuditData.from_arrays(X, groups, name="before.csv"), config)
+    after = run_audit(AuditData.from_arrays(X[20:], groups[20:], name="after.csv"), config)
+    folder = tmp_path_factory.mktemp("reports")
+    paths = folder / "before.json", folder / "after.json"
+    paths[0].write_text(before.to_json())
+    paths[1].write_text(after.to_json())
+    return before, after, paths
+
+
+def test_same_report_twice_changes_nothing(reports):
+    _, _, (path, _) = reports
+    c = compare_files(path, path)
+    assert c.names == ("A (before.json)", "B (before.json)")
+    counts = c.counts()
+    assert counts["changed"] == 0 and counts["same"] == counts["compared"] == len(read_report(path).records)
+    assert c.differences == []
+    assert "the same data and configuration" in " ".join(c.summary())
+
+
+def test_a_data_change_is_named_with_the_values_that_moved(reports):
+    before, after, paths = reports
+    c = compare_files(*paths)
+    whats = {d["what"] for d in c.differences}
+    assert {"data.name", "data.rows", "data.group_sizes.<b>x</b>"} <= whats
+    changed = c.changed
+    assert len(changed) > 0 and set(changed.judged) <= {"better", "worse", ""}
+    worst = c.largest_changes(1).iloc[0]
+    assert worst.change == pytest.approx(worst.b - worst.a)
+    assert c.findings[0].get("pca") and c.findings[1].get("pca")
+
+
+def test_html_is_offline_and_escapes_user_text(reports, tmp_path):
+    _, _, paths = reports
+    page = render_html(compare_files(*paths, names=("<i>before</i>", "after")))
+
+    class Tags(HTMLParser):
+        tags: list = []
+
+        def handle_starttag(self, tag, attrs):
+            self.tags.append((tag, dict(attrs)))
+
+    parser = Tags()
+    parser.feed(page)
+    assert not any(tag == "i" for tag, _ in parser.tags) and not any(tag == "b" for tag, _ in parser.tags)
+    assert not any(attrs.get("src", "").startswith("http") for _, attrs in parser.tags)
+    assert "&lt;i&gt;before&lt;/i&gt;" in page and "@media print" in page
+    assert 'class="js-plotly-plot"' in page or "Plotly.newPlot" in page
+
+
+def test_intervals_saved_in_a_report_are_read_back(tmp_path):
+    a = _result([("pca", "vanilla", 1, "", "max_loss", 1.0, 0.8, 1.2)])
+    payload = a.to_dict()
+    payload["records"] = [{**payload["records"][0], "ci_low": 0.8, "ci_high": 1.2}]
+    payload["findings"] = [{"family": "pca", "text": "saved sentence", "verdict": "gap"}]
+    path = tmp_path / "a.json"
+    path.write_text(json.dumps(payload))
+    read = read_report(path)
+    assert read.records[["ci_low", "ci_high"]].iloc[0].tolist() == [0.8, 1.2]
+    c = compare_files(path, path)
+    assert c.findings[0] == {"pca": ["saved sentence"]}
+    assert c.table.beyond.iloc[0] is False
+
+
+def test_files_that_are_not_reports_are_refused(tmp_path):
+    with pytest.raises(ReportFileError, match="does not exist"):
+        read_report(tmp_path / "missing.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    with pytest.raises(ReportFileError, match="not valid JSON"):
+        read_report(bad)
+    bad.write_text(json.dumps({"rows": []}))
+    with pytest.raises(ReportFileError, match="not a fairaudit JSON report"):
+        read_report(bad)
+
+
+def test_compare_command(reports, tmp_path, capsys):
+    _, _, paths = reports
+    html, out_json, out_csv = tmp_path / "diff.html", tmp_path / "diff.json", tmp_path / "diff.csv"
+    code = main(["compare", str(paths[0]), str(paths[1]), "--html", str(html), "--json", str(out_json), "--csv", str(out_csv),
+                 "--names", "before,after"])
+    printed = capsys.readouterr().out
+    assert code == 0 and "changed" in printed and "input data.rows: 200 → 180" in printed and f"wrote {html}" in printed
+    assert json.loads(out_json.read_text())["compared"] == ["before", "after"]
+    assert len(pd.read_csv(out_csv)) == len(json.loads(out_json.read_text())["rows"])
+    assert main(["compare", str(paths[0]), str(paths[1]), "--html", str(paths[0])]) == 2
+    assert "which is never overwritten" in capsys.readouterr().err
+    assert main(["compare", str(paths[0]), str(tmp_path / "nope.json")]) == 2
+    assert "nope.json: no such file" in capsys.readouterr().err
+    assert main(["compare", str(paths[0]), str(paths[1]), "--names", "one"]) == 2
+    assert "--names before,after" in capsys.readouterr().err

@@ -1,0 +1,173 @@
+"""Auditing a representation the user already has (variant 'yours')."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.decomposition import PCA as SklearnPCA
+
+from fairaudit import AuditConfig, AuditData, run_audit
+from fairaudit.cli import main
+from fairaudit.errors import InputFileError, ParameterError, RankError
+from fairaudit.nmf.audit import nmf_input
+from fairaudit.report import render_html
+from fairaudit.yours import YOURS, attach, audit_components, audit_embedding, read_components, read_embedding, sentences
+
+PCA_METRICS = [
+    "error", "loss", "max_loss", "loss_gap", "loss_ratio", "error_ratio", "variance_explained", "mmd2", "mmd2_rbf", "unfairness",
+    "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue", "effective_rank",
+]
+LEAKAGE_METRICS = {"unfairness", "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue"}
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(7)
+    blocks = [rng.normal(size=(m, 7)) @ rng.normal(size=(7, 7)) * s + rng.normal(size=7) for m, s in ((150, 1.0), (60, 2.0), (40, 0.5))]
+    groups = np.repeat(["a", "b", "c"], [150, 60, 40])
+    return AuditData.from_arrays(np.vstack(blocks), pd.Series(groups, name="g"), feature_names=[f"v{j}" for j in range(7)])
+
+
+def _by_key(records: pd.DataFrame) -> pd.Series:
+    return records.set_index(["rank", "group", "metric"]).value
+
+
+def test_sklearn_pca_components_audited_as_yours_match_vanilla_pca(data, tmp_path):
+    config = AuditConfig(methods=("pca",), ranks=range(1, 6), variants=("vanilla",))
+    vanilla = _by_key(run_audit(data, config).records.query("metric in @PCA_METRICS"))
+    fitted = SklearnPCA(n_components=5).fit(data.X)  # the data's own (standardised) scaling
+    path = tmp_path / "components.csv"
+    pd.DataFrame(fitted.components_, columns=data.feature_names).to_csv(path, index=False)
+    result = audit_components(data, read_components(path, data), config)
+    assert set(result.records.variant) == {YOURS}
+    yours = _by_key(result.records)
+    assert set(yours.index) == set(vanilla.index)
+    assert np.max(np.abs(yours - vanilla.reindex(yours.index))) < 1e-8
+    np.save(tmp_path / "components.npy", fitted.components_)
+    from_array = _by_key(audit_components(data, read_components(tmp_path / "components.npy", data), config).records)
+    assert np.max(np.abs(from_array - yours.reindex(from_array.index))) < 1e-12
+
+
+@pytest.mark.parametrize("layout", ["index", "transposed", "no_header", "shuffled"])
+def test_component_file_layouts(data, tmp_path, layout):
+    weights = np.random.default_rng(0).normal(size=(3, 7))
+    frame = pd.DataFrame(weights, columns=data.feature_names)
+    path = tmp_path / "c.csv"
+    if layout == "index":
+        frame.to_csv(path)  # pandas writes the row index as an unnamed first column
+    elif layout == "transposed":
+        frame.T.to_csv(path)
+    elif layout == "no_header":
+        frame.to_csv(path, index=False, header=False)
+    else:
+        frame[list(reversed(data.feature_names))].to_csv(path, index=False)
+    read = read_components(path, data)
+    np.testing.assert_allclose(read.matrix, weights, rtol=1e-15)
+
+
+def test_component_files_that_do_not_fit_are_refused(data, tmp_path):
+    path = tmp_path / "c.csv"
+    frame = pd.DataFrame(np.ones((2, 7)), columns=data.feature_names)
+    frame.drop(columns="v3").to_csv(path, index=False)
+    with pytest.raises(InputFileError, match=r"missing 'v3'"):
+        read_components(path, data)
+    frame.assign(extra=1.0).to_csv(path, index=False)
+    with pytest.raises(InputFileError, match=r"weights column\(s\) 'extra', which the audit does not use"):
+        read_components(path, data)
+    frame.assign(v1=np.nan).to_csv(path, index=False)
+    with pytest.raises(Exception, match="missing cells"):
+        read_components(path, data)
+    np.save(tmp_path / "c.npy", np.ones((2, 5)))
+    with pytest.raises(InputFileError, match="one column per feature"):
+        read_components(tmp_path / "c.npy", data)
+    with pytest.raises(RankError, match="below every audited rank"):
+        audit_components(data, read_components(_write(tmp_path, np.ones((2, 7)), data), data), AuditConfig(ranks=(3, 4)))
+    with pytest.raises(ParameterError, match="PCA or NMF family"):
+        audit_components(data, read_components(_write(tmp_path, np.ones((2, 7)), data), data), AuditConfig(methods=("fs",)))
+
+
+def _write(tmp_path, matrix, data) -> str:
+    path = tmp_path / "w.csv"
+    pd.DataFrame(matrix, columns=data.feature_names).to_csv(path, index=False)
+    return str(path)
+
+
+def test_dependent_components_are_audited_on_their_span(data, tmp_path):
+    rows = np.random.default_rng(1).normal(size=(2, 7))
+    dependent = np.vstack([rows, rows.sum(axis=0)])  # the third row adds no dimension
+    result = audit_components(data, read_components(_write(tmp_path, dependent, data), data), AuditConfig(ranks=(2, 3)))
+    table = result.records[result.records.group == ""].pivot(index="rank", columns="metric", values="value")
+    assert table.loc[3, "effective_rank"] == 2
+    errors = result.records[(result.records.metric == "error")].pivot(index="rank", columns="group", values="value")
+    np.testing.assert_allclose(errors.loc[3], errors.loc[2], atol=1e-12)  # same span, same reconstruction
+    assert any("linearly dependent" in w for w in result.warnings)
+
+
+def test_our_nmf_dictionary_audited_as_yours(data, tmp_path):
+    positive = AuditData.from_arrays(np.abs(data.X_raw), data.sensitive_features, feature_names=data.feature_names)
+    config = AuditConfig(methods=("nmf",), ranks=(3,), variants=("vanilla",), keep_models=True, options={"nmf": {"n_estimates": 2}})
+    audited = run_audit(positive, config)
+    H = audited.models[("nmf", "vanilla", 3)].components_
+    yours = audit_components(positive, read_components(_write(tmp_path, H, positive), positive), config).records
+    vanilla = audited.records[audited.records.variant == "vanilla"]
+    get = lambda rows, metric: rows[rows.metric == metric].set_index("group").value.sort_index()  # noqa: E731
+    # the same E_ℓ (Algorithm 1, same settings and seed) and a W at least as good for this H
+    np.testing.assert_array_equal(get(yours, "own_rel_error"), get(vanilla, "own_rel_error"))
+    assert (get(yours, "rel_error") <= get(vanilla, "rel_error") + 1e-9).all()
+    assert set(yours.metric) >= {"rel_loss", "max_rel_loss", "rel_loss_gap", "total_rel_error", "unfairness_balanced"}
+    with pytest.raises(InputFileError, match="negative weights"):
+        audit_components(positive, read_components(_write(tmp_path, -H, positive), positive), config)
+    assert nmf_input(positive).X.shape == positive.X_raw.shape
+
+
+def test_embeddings_give_the_representation_metrics(data, tmp_path):
+    config = AuditConfig(methods=("pca",), ranks=(3,), variants=("vanilla",), keep_models=True)
+    audited = run_audit(data, config)
+    embedding = audited.models[("pca", "vanilla", 3)].transform(data.X)
+    path = tmp_path / "e.csv"
+    pd.DataFrame(embedding, columns=["e1", "e2", "e3"]).rename_axis("row").to_csv(path)
+    read = read_embedding(path, data)
+    assert read.matrix.shape == (250, 3) and "'row' set aside" in read.source["layout"]
+    yours = audit_embedding(data, read, config).records
+    assert set(yours.metric) == {"mmd2", "mmd2_rbf"} | LEAKAGE_METRICS and set(yours["rank"]) == {3}
+    vanilla = audited.records[(audited.records.variant == "vanilla") & audited.records.metric.isin(yours.metric)]
+    np.testing.assert_allclose(yours.set_index("metric").value.sort_index(), vanilla.set_index("metric").value.sort_index(), atol=1e-10)
+    pd.DataFrame(embedding[:-1]).to_csv(path, index=False)
+    with pytest.raises(InputFileError, match="249 rows but the audit has 250"):
+        read_embedding(path, data)
+
+
+def test_attach_puts_yours_next_to_the_variants(data, tmp_path):
+    config = AuditConfig(methods=("pca",), ranks=(1, 2), variants=("vanilla", "fair_eig"))
+    result = run_audit(data, config)
+    components = read_components(_write(tmp_path, SklearnPCA(2).fit(data.X).components_, data), data)
+    both = attach(result, audit_components(data, components, config))
+    assert set(both.records.variant) == {"vanilla", "fair_eig", YOURS}
+    assert both.config[YOURS]["name"] == "w.csv" and both.config[YOURS]["pca_ranks"] == [1, 2]
+    assert "Your representation" in render_html(both)
+    said = sentences(both, "pca")
+    assert said[0].startswith("At rank 2, your representation's largest group loss is") and "Fair PCA" in said[0]
+    assert "balanced accuracy" in said[1]
+    with pytest.raises(ParameterError, match="already holds a 'yours'"):
+        attach(both, audit_components(data, components, config))
+
+
+def test_cli_audits_components_next_to_vanilla(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame(rng.normal(size=(90, 4)), columns=list("abcd")).assign(grp=np.repeat(["x", "y"], [60, 30]))
+    source = tmp_path / "d.csv"
+    frame.to_csv(source, index=False)
+    components = tmp_path / "mine.csv"
+    pd.DataFrame(rng.normal(size=(2, 4)), columns=list("abcd")).to_csv(components, index=False)
+    out = tmp_path / "r.json"
+    assert main(["audit", str(source), "--sensitive", "grp", "--ranks", "1:3", "--variants", "vanilla",
+                 "--components", str(components), "--json", str(out), "--quiet"]) == 0
+    saved = json.loads(out.read_text())
+    ranks = sorted({r["rank"] for r in saved["records"] if r["variant"] == YOURS})
+    assert ranks == [1, 2] and saved["config"][YOURS]["name"] == "mine.csv"
+    pd.DataFrame(rng.normal(size=(2, 3)), columns=list("abc")).to_csv(components, index=False)
+    assert main(["audit", str(source), "--sensitive", "grp", "--components", str(components), "--quiet"]) == 2
+    assert "missing 'd'" in capsys.readouterr().err
