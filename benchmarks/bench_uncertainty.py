@@ -77,14 +77,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--families", default="pca,nmf,fs,cpd")
     parser.add_argument("--credit-replicates", type=int, default=3, help="replicates actually run on credit for nmf, fs, cpd")
+    parser.add_argument("--skip-sample", action="store_true", help="only the credit file")
     parser.add_argument("--skip-credit", action="store_true")
     args = parser.parse_args(argv)
     os.environ.pop(DEFAULT_CAP_VARIABLE, None)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     print(f"bench_uncertainty on {machine()}, load average {os.getloadavg()[0]:.1f}")
-    sample = load_sample("two_groups")
-    for method in families:
-        line("two_groups", method, sample, None)
+    if not args.skip_sample:
+        sample = load_sample("two_groups")
+        for method in families:
+            line("two_groups", method, sample, None)
     path = shared("credit/UCI_Credit_Card.csv")
     if args.skip_credit or path is None:
         print("credit: skipped" + ("" if args.skip_credit else " (../shared/datasets/credit/UCI_Credit_Card.csv absent)"))

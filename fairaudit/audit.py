@@ -295,7 +295,7 @@ class AuditResult:
             "seconds": self.seconds,
             "config": self.config,
             "data": worded(self.data),
-            "uncertainty": {method: {**summary, "why": render(str(summary.get("why", "")))} for method, summary in self.uncertainty.items()},
+            "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
             "findings": [{**f.to_dict(), "text": render(f.text)} for found in findings(self).values() for f in found],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
@@ -407,6 +407,14 @@ def family_options(config: dict, method: str) -> dict:
         if method in run.get("methods", ()):
             return run.get("options", {}).get(method, {})
     return config.get("options", {}).get(method, {})
+
+
+def _worded_summary(summary: dict) -> dict:
+    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
+    return {
+        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
+        for key, value in summary.items()
+    }
 
 
 def _json_number(value) -> float | None:

@@ -56,7 +56,10 @@ VERDICT_RULES: dict[str, str] = {
         "gap: at a rank that is not degenerate, the worst-served group fares at least {flag_ratio}× worse than the "
         "best-served one (its loss or error is at least {flag_ratio} times the best group's; for cluster balance, the "
         "least-represented group's share of its worst cluster is at most 1/{flag_ratio} of its share of the data), and "
-        "the {confidence} % bootstrap interval of the difference excludes parity. For leakage: the group is predicted "
+        "the {confidence} % bootstrap interval of the difference excludes parity; for the PCA family the difference must "
+        "also be one that random groups of the same sizes rarely show (a group's loss is measured against its own best "
+        "fit on the same rows, which flatters small groups): its permutation p-value at most α = {alpha} divided by the "
+        "number of ranks assessed. For leakage: the group is predicted "
         "from the representation above chance — the permutation test's p-value is at most α = {alpha} (without "
         "permutations: the cross-validation interval of the balanced accuracy lies above chance, 1/k) — with a "
         "balanced accuracy of at least {flag_ratio} × 1/k."
@@ -481,6 +484,10 @@ def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding
 # ============================================================================ families
 FAIR_PCA_PREFERENCE = ("fair_eig", "fair_sdp", "fair_mw")
 
+YOURS = "yours"
+"""A representation the user brought (:mod:`fairaudit.yours`): judged next to vanilla like the fair
+variants."""
+
 
 def _total_error(records: Records, variant: str, rank: int, metric: str) -> float | None:
     groups = records.groups(variant, rank, metric)
@@ -495,7 +502,7 @@ def _total_error(records: Records, variant: str, rank: int, metric: str) -> floa
 def pca_findings(result) -> list[Finding]:
     """Vanilla PCA's loss gap (verdict), what each fair variant does there, and leakage."""
     records = Records(result, "pca")
-    fair = [v for v in FAIR_PCA_PREFERENCE if v in records.variants][:1] + [v for v in ("jevd", "cov_fair") if v in records.variants]
+    fair = [v for v in FAIR_PCA_PREFERENCE if v in records.variants][:1] + [v for v in ("jevd", "cov_fair", YOURS) if v in records.variants]
 
     def cost(rank: int, variant: str) -> str:
         before, after = _total_error(records, "vanilla", rank, "error"), _total_error(records, variant, rank, "error")
@@ -549,7 +556,7 @@ FAIR_NMF_PREFERENCE = ("fair_mu", "fair_am")
 def nmf_findings(result) -> list[Finding]:
     """Standard NMF's relative-loss gap (verdict), Fairer-NMF there, and leakage."""
     records = Records(result, "nmf")
-    fair = [v for v in FAIR_NMF_PREFERENCE if v in records.variants]
+    fair = [v for v in (*FAIR_NMF_PREFERENCE, YOURS) if v in records.variants]
 
     def cost(rank: int, variant: str) -> str:
         before, after = records.value("vanilla", rank, "total_rel_error"), records.value(variant, rank, "total_rel_error")
@@ -677,15 +684,15 @@ def fs_findings(result) -> list[Finding]:
     )
     if flagged:
         text = (
-            f"Gap with {rank} selected features: clusters on the fairness-unaware selections are unbalanced — with "
+            f"Gap with {plural(rank, 'selected feature')}: clusters on the fairness-unaware selections are unbalanced — with "
             f"{variant_title('fs', worst)} {describe}; {plural(len(flagged), 'baseline')} of {len(baselines)} at or below "
             f"1/{number(flag)} of parity, the interval below 1."
         )
         verdict = "gap"
     elif all(verdicts[b][0] == "info" for b in baselines):
-        text, verdict = f"With {rank} selected features, with {variant_title('fs', worst)} {describe}. No verdict: no intervals (bootstrap=0).", "info"
+        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals (bootstrap=0).", "info"
     else:
-        text, verdict = f"No evidence of unbalanced clusters with {rank} selected features by {names}: at worst, with {variant_title('fs', worst)}, {describe}.", "no_evidence"
+        text, verdict = f"No evidence of unbalanced clusters with {plural(rank, 'selected feature')} by {names}: at worst, with {variant_title('fs', worst)}, {describe}.", "no_evidence"
     found.append(records.finding(rank, worst, verdict, text, {"relative_balance": list(est) if est else None}))
 
     mine = verdicts["fufs"][1]
@@ -697,7 +704,7 @@ def fs_findings(result) -> list[Finding]:
     keeps = records.get("fufs", rank, "alignment_data")
     keeps_text = f"it keeps {number(keeps[0])} alignment with all features ({_range_text([records.value(b, rank, 'alignment_data') for b in baselines])} for the baselines)" if keeps else ""
     head = (
-        f"FUFS with {rank} features: relative balance {_span(mine, records)}; alignment with the groups {_span(align, records)} "
+        f"FUFS with {plural(rank, 'feature')}: relative balance {_span(mine, records)}; alignment with the groups {_span(align, records)} "
         f"(lower is fairer) against {_range_text([o[0] for o in others.values() if o])} for {names}; {keeps_text}"
     )
     if worse_balance or worse_alignment:

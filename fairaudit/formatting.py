@@ -57,7 +57,7 @@ def _sign(value) -> str:
 def signed(value, significant: int = SIGNIFICANT) -> str:
     """``number`` with an explicit ``+`` for positive values (changes)."""
     text = number(value, significant)
-    return text if text.startswith(("−", "n/a")) or value == 0 else "+" + text
+    return text if text.startswith(("−", "n/a", "≈")) or value == 0 else "+" + text
 
 
 def percent(fraction, significant: int = SIGNIFICANT, sign: bool = False) -> str:

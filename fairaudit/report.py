@@ -198,18 +198,22 @@ def _uncertainty_section(result: AuditResult, interface: str = "library") -> str
         return ""
     rows = []
     for method, summary in result.uncertainty.items():
-        replicates = int(summary.get("replicates", 0))
-        split = summary.get("rows")
-        rows.append(
-            (
-                FAMILY_TITLES.get(method, method),
-                plural(replicates, "replicate") if replicates else "none",
-                words(summary.get("why", ""), interface),
-                level(summary.get("confidence", 0.95)),
-                f"{number(100 * float(summary['holdout']))} % held out ({split['train']} / {split['heldout']} rows)" if split else "no",
-                f"{number(summary['seconds'])} s" if "seconds" in summary else "—",
+        parts = [(FAMILY_TITLES.get(method, method), summary)] if "replicates" in summary else []
+        if isinstance(summary.get("yours"), dict):  # a representation of the user's (fairaudit.yours.attach)
+            parts.append((f"{FAMILY_TITLES.get(method, method)}: your representation", {**summary, **summary["yours"]}))
+        for title, part in parts:
+            replicates = int(part.get("replicates") or 0)
+            split = part.get("rows")
+            rows.append(
+                (
+                    title,
+                    plural(replicates, "replicate") if replicates else "none",
+                    words(part.get("why", ""), interface),
+                    level(part.get("confidence", 0.95)),
+                    f"{number(100 * float(part['holdout']))} % held out ({split['train']} / {split['heldout']} rows)" if split else "no",
+                    f"{number(part['seconds'])} s" if part.get("seconds") is not None else "—",
+                )
             )
-        )
     table = _table(rows, ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals"))
     notes = "".join(
         f"<li>{_e(FAMILY_TITLES.get(method, method))}: no interval for {_e(what)} — {_e(words(reason, interface))}</li>"

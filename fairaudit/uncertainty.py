@@ -39,22 +39,24 @@ import numpy as np
 from .errors import ParameterError
 
 # ---------------------------------------------------------------------------- defaults
-DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 200, "nmf": 20, "fs": 100, "cpd": 20}
+DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 100, "nmf": 20, "fs": 50, "cpd": 20}
 """Replicates per family when ``AuditConfig(bootstrap=None)``, chosen from the measured cost of a
 replicate (``benchmarks/bench_uncertainty.py``; :data:`BOOTSTRAP_REASONS` states the figures):
-the default intervals should cost about a minute on the default sample (600 × 10) on two
-shared cores. 100–200 replicates make steady 95 % percentile intervals; 20 make rough ones (the
+the default intervals of a family should cost well under a minute on the default sample (600 × 10)
+on two shared cores — NMF's 20 replicates, the fewest that give a percentile interval worth the
+name, take longer. 100 replicates make steady 95 % percentile intervals; 20 make rough ones (the
 second-smallest and second-largest replicate set them): raise ``bootstrap`` for tighter
-intervals of the slow families."""
+intervals."""
 
 BOOTSTRAP_REASONS: dict[str, str] = {
-    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.17 s on the "
-    "default sample on two busy cores): 200 replicates, enough for steady 95 % intervals",
+    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.45 s on the "
+    "default sample on two busy cores, most of it JEVD-PCA's column selection and Fair PCA's dual): 100 replicates, "
+    "steady 95 % intervals",
     "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
-    "(4.5 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.5 s on the default "
-    "sample on two busy cores): 100 replicates",
-    "cpd": "a CP replicate refits every method at every rank (2.7 s on the default sample on two busy cores; the "
+    "(5.1 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.85 s on the default "
+    "sample on two busy cores): 50 replicates",
+    "cpd": "a CP replicate refits every method at every rank (2.4 s on the default sample on two busy cores; the "
     "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
 }
 """Why each family's default is what it is (stated in every report and by the CLI)."""
@@ -69,9 +71,9 @@ MIN_FINITE_SHARE = 0.5
 can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN with a reason."""
 
 
-REPLICATE_SECONDS = {"pca": 0.17, "nmf": 4.5, "fs": 0.5, "cpd": 2.7}
+REPLICATE_SECONDS = {"pca": 0.45, "nmf": 5.1, "fs": 0.85, "cpd": 2.4}
 """Per family, the measured seconds of one bootstrap replicate of the default audit on the default
-sample (600 × 10, two cores shared with other work, load average 2.6;
+sample (600 × 10, two cores shared with other work, load average 5.3;
 ``benchmarks/bench_uncertainty.py``). Scaled to other sizes like the audit itself
 (:data:`fairaudit.cost.FAMILY_COST`), it predicts a replicate's time on any data."""
 

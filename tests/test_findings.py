@@ -36,19 +36,33 @@ def test_random_groups_on_identical_rows_raise_no_pca_gap(seed):
     480-row group on identical rows — which a naive interval flags at most ranks. The permutation
     test against random groups of the same sizes (and the error-ratio tolerance) must not."""
     config = AuditConfig(variants=("vanilla", "fair_eig", "jevd", "cov_fair"), bootstrap=30, random_state=seed)
-    found = findings(run_audit(_identical_rows_random_groups(seed), config))["pca"]
+    result = run_audit(_identical_rows_random_groups(seed), config)
+    found = findings(result)["pca"]
     alarms = [f for f in found if f.verdict in ("gap", "worse")]
     assert not alarms, [f.text for f in alarms]
     assert found[0].verdict == "no_evidence"
+    assert _gaps_at_any_rank(result, "pca", "loss", "loss_gap", "loss_ratio") == []
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_random_groups_on_identical_rows_raise_no_nmf_gap(seed):
     data = _identical_rows_random_groups(seed, n=300, nonnegative=True)
     config = AuditConfig(methods=("nmf",), ranks=(1, 2, 3), variants=("vanilla", "fair_mu"), bootstrap=10, random_state=seed)
-    found = findings(run_audit(data, config))["nmf"]
+    result = run_audit(data, config)
+    found = findings(result)["nmf"]
     alarms = [f for f in found if f.verdict in ("gap", "worse")]
     assert not alarms, [f.text for f in alarms]
+    assert _gaps_at_any_rank(result, "nmf", "rel_loss", "rel_loss_gap", "rel_loss_ratio") == []
+
+
+def _gaps_at_any_rank(result, method, metric, gap, ratio) -> list[tuple[str, int]]:
+    """Every (variant, rank) the gap rule flags — not only the headline rank the findings report."""
+    from fairaudit.findings import Records, assess
+
+    records = Records(result, method)
+    assessed = [(v, r, assess(records, v, r, metric, gap, ratio)) for v in records.variants for r in records.ranks(v, metric)]
+    assert any(a is not None and a.verdict == "no_evidence" for _, _, a in assessed)  # the rule did run
+    return [(v, r) for v, r, a in assessed if a is not None and a.verdict == "gap"]
 
 
 @pytest.fixture(scope="module")
@@ -196,3 +210,4 @@ def test_numbers_for_people():
         "0.371–0.455", "2.62×", "+18.2 %", "95 %", "97.5 %",
     )
     assert (plural(1, "rank"), plural(3, "rank"), pvalue(0.0099), pvalue(0.0001)) == ("1 rank", "3 ranks", "p = 0.0099", "p < 0.001")
+    assert percent(3e-12, sign=True) == "≈0 %"  # a change that is rounding noise has no sign

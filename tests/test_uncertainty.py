@@ -11,12 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairaudit import uncertainty
+from fairaudit import AuditData, uncertainty
 from fairaudit.audit import (
     RECORD_COLUMNS,
     AuditCancelled,
     AuditConfig,
     AuditResult,
+    Recorder,
     run_audit,
 )
 from fairaudit.errors import ParameterError
@@ -174,6 +175,82 @@ def test_every_family_measures_held_out_rows_and_bootstraps(method, options, met
     assert bootstrapped.ci_low.notna().all(), bootstrapped
     assert records.groupby(["variant", "rank", "group", "metric"]).size().max() == 1
     assert {key[1] for key in result.models} == set(variants)
+
+
+def _tall_and_wide(shape):
+    rng = np.random.default_rng(3)
+    n, d = shape
+    X = rng.normal(size=(n, d)) * rng.uniform(0.5, 3.0, size=d) + rng.normal(size=d)
+    groups = np.where(np.arange(n) < int(0.6 * n), "a", "b")
+    X[groups == "b"] *= 1.5
+    return AuditData.from_arrays(X, groups)
+
+
+@pytest.mark.parametrize("shape", [(300, 6), (40, 70)], ids=["tall", "wide"])
+def test_pca_replicates_and_held_out_rows_equal_the_direct_computation(shape):
+    """A replicate reweights the engine's moments (no resample materialised; the scaling
+    re-estimated on it) and must give what a fit on the materialised resample, scaled on its own,
+    gives; held-out rows, scaled as the training rows and centred at the training mean, the losses
+    computed from their rows directly — for tall data (moments) and wide data (the row space)."""
+    from fairaudit.audit import RecordSink
+    from fairaudit.data import scale_features
+    from fairaudit.pca import FairPCA
+    from fairaudit.pca.audit import PCAAudit
+
+    data = _tall_and_wide(shape)
+    config = AuditConfig(ranks=(1, 2, 3), variants=("vanilla", "fair_eig"))
+    family = PCAAudit(data, config, RecordSink("pca"))
+    everything = np.arange(data.n_rows)
+    fits = family.fit(everything)
+    rows = uncertainty.stratified_resample(family.codes, np.random.default_rng(0))
+    refits = family.fit(rows, warm=fits, replicate=True)
+    direct = FairPCA(2).fit(scale_features(data.X_raw[rows], "standardize"), sensitive_features=family.codes[rows])
+    np.testing.assert_allclose(refits.models[("fair_eig", 2)].group_losses_, direct.group_losses_, rtol=1e-6, atol=1e-9)
+
+    train, test = uncertainty.stratified_split(family.codes, 0.3, 0)
+    trained = family.fit(train)
+    found = {}
+
+    class Found(Recorder):
+        def add(self, variant, rank, metric, value, group=""):
+            found[(variant, rank, group, metric)] = value
+
+    family.measure(trained, test, Found(), heldout=True, replicate=True)
+    raw = data.X_raw[train]
+    shift, std = raw.mean(axis=0), raw.std(axis=0)
+    model = trained.models[("vanilla", 2)]
+    A = (data.X_raw[test] - shift) / std - model.mean_
+    P = model.components_.T @ model.components_
+    for code, label in enumerate(family.labels):
+        block = A[family.codes[test] == code]
+        error = np.sum((block - block @ P) ** 2) / len(block)
+        best = np.sort(np.linalg.svd(block, compute_uv=False) ** 2)[::-1][2:].sum() / len(block)
+        assert found[("vanilla", 2, label, "error")] == pytest.approx(error, rel=1e-8)
+        assert found[("vanilla", 2, label, "loss")] == pytest.approx(error - best, rel=1e-6, abs=1e-9)
+
+
+def test_wide_data_audit_bootstraps_and_holds_out():
+    result = run_audit(_tall_and_wide((40, 70)), AuditConfig(ranks=(1, 2), variants=("vanilla", "fair_eig"), bootstrap=10, holdout=0.3))
+    loss = result.records.query("metric in ('loss', 'heldout_loss') and variant == 'fair_eig'")
+    assert len(loss) == 8 and loss.value.notna().all() and loss.ci_low.notna().all()
+
+
+def test_cancel_during_the_cp_bootstrap_stops_its_worker_threads():
+    """Contract 4 in the CP family, whose replicates fit on worker threads: the exception raised
+    by the callback propagates and no worker is left running."""
+    import threading
+
+    def cancel(event):
+        if event["stage"] == "bootstrap":
+            raise AuditCancelled("stopped")
+
+    config = AuditConfig(
+        methods=("cpd",), ranks=(2,), variants=("vanilla", "fatr", "hsic"), bootstrap=10,
+        options={"cpd": {"sweep": False, "n_epochs": 20, "n_jobs": 2}},
+    )
+    with pytest.raises(AuditCancelled, match="stopped"):
+        run_audit(load_sample("two_groups"), config, progress=cancel)
+    assert not [t for t in threading.enumerate() if t.name.startswith("fairaudit-cpd")]
 
 
 # ---------------------------------------------------------------------------- acceptance

@@ -2,7 +2,7 @@
 
 Records per (variant, rank): per group ``error`` and ``loss``; whole-data ``max_loss``,
 ``loss_gap``, ``loss_ratio`` and ``error_ratio`` (worst and best group, added by the audit
-driver), for vanilla PCA ``loss_gap_pvalue`` (the gap against random groups of the same sizes),
+driver), ``loss_gap_pvalue`` (the gap against random groups of the same sizes, :func:`_gap_pvalues`),
 ``variance_explained``, ``mmd2``, ``mmd2_rbf``, the leakage test's ``unfairness``,
 ``unfairness_balanced``, ``balanced_accuracy``, ``chance_balanced_accuracy`` and
 ``leakage_pvalue``, ``effective_rank``, ``seconds``, and for the dual solvers ``dual_gap``.
@@ -11,7 +11,7 @@ Definitions: :mod:`fairaudit.metrics`.
 How the data reach the fits: the engine (``AuditConfig.engine``, :mod:`fairaudit.engine`) makes
 one pass over the rows for the per-group moments, from which every fit and its ``error``,
 ``loss``, ``variance_explained`` and ``mmd2`` are computed exactly; the metrics that need rows
-(the leakage test, ``mmd2_rbf``, vanilla's ``loss_gap_pvalue``) read the representation of a
+(the leakage test, ``mmd2_rbf``, ``loss_gap_pvalue``) read the representation of a
 stratified sample of at most ``leakage_max_rows`` rows (every row when there are fewer; its size
 is stated in the audit's notes when it is a sample). Wide data (fewer rows than features) are
 fitted in the row space (:class:`~fairaudit.pca.GroupProblem`).
@@ -88,14 +88,14 @@ NOT_REPLICATED = {
 """Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
 
 GAP_PERMUTATIONS = 200
-"""Random regroupings behind vanilla PCA's ``loss_gap_pvalue``: enough for a p-value of 0.005
-(a 5 % test shared by ten ranks)."""
+"""Random regroupings behind ``loss_gap_pvalue``: enough for a p-value of 0.005 (a 5 % test
+shared by ten ranks)."""
 
 GAP_TEST_BUDGET = 2e10
 """Largest ``GAP_PERMUTATIONS × (rows × features × s + groups × s³)`` (``s`` the problem's
 dimension: the features, or the sample's rows for wide data) for which vanilla's ``loss_gap_pvalue`` is
 computed: the group moments and spectra of every regrouping. Above it (e.g. 10,000 rows × 300
-features) the test is left out, with the reason in the notes, and the gap verdict rests on the
+features) the test is left out, with the reason in the notes, and the gap verdicts rest on the
 interval and the tolerance alone."""
 
 
@@ -131,40 +131,51 @@ def _estimator(name: str, options: dict) -> GroupPCABase:
 
 
 def gap_test_cost(sample: RowSample, n_groups: int) -> float:
-    """The arithmetic of vanilla's ``loss_gap_pvalue`` on ``sample`` (see :data:`GAP_TEST_BUDGET`)."""
+    """The arithmetic of ``loss_gap_pvalue`` on ``sample`` (see :data:`GAP_TEST_BUDGET`)."""
     n, d = sample.X.shape
     s = min(n, d)
     return GAP_PERMUTATIONS * (n * d * s + n_groups * s**3)
 
 
-def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[int, float]:
-    """Permutation p-values of vanilla PCA's loss gap at every rank: how often groups of the same
-    sizes drawn at random from the same rows show a gap (between the same two labels) at least as
-    large.
+def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[tuple[str, int], float]:
+    """Permutation p-values of every fit's loss gap: how often groups of the same sizes drawn at
+    random from the same rows show, under vanilla PCA's map at that rank, a gap (between the same
+    two labels) at least as large.
 
-    A small group's loss is measured against that group's own best rank-``d`` fit *on the same
-    rows*, which fits noise: on identically distributed rows a 120-row group's loss is several
-    times a 480-row group's. Vanilla PCA's map does not depend on the groups, so regrouping only
-    needs new group moments (no refit). Observed and permuted gaps are both measured on the rows
-    of ``sample`` (every row when the data have at most ``leakage_max_rows``), centred at the
-    audit's mean.
+    A group's loss is measured against that group's own best rank-``d`` fit *on the same rows*,
+    which fits noise: on identically distributed rows a 120-row group's loss is several times a
+    480-row group's, whatever the map. Vanilla PCA's map does not depend on the groups, so a
+    regrouping needs only new group moments (no refit), and the gaps it shows are the noise floor
+    of every variant's gap at that rank (a fair variant fitted to random groups would shrink
+    them, so the test is conservative for it). Observed and permuted gaps are both measured on
+    the rows of ``sample`` (every row when the data have at most ``leakage_max_rows``), centred at
+    the audit's mean. ``models`` maps ``(variant, rank)`` to a fitted model; vanilla's map at
+    every rank is computed here.
     """
+    ranks = sorted({rank for _, rank in models})
 
-    def losses(codes: np.ndarray) -> dict[int, np.ndarray]:
-        problem = GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre)
-        return {rank: problem.losses(problem.reduce(model.map_), rank) for rank, model in models.items()}
+    def problem_of(codes: np.ndarray) -> GroupProblem:
+        return GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre)
 
+    observed_problem = problem_of(sample.codes)
+    references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
+    for rank in ranks:
+        if rank not in references:
+            references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(observed_problem)
     observed = {}
-    for rank, found in losses(sample.codes).items():
-        observed[rank] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
+    for key, model in models.items():
+        found = observed_problem.losses(observed_problem.reduce(model.map_), key[1])
+        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
     rng = np.random.default_rng(random_state)
     exceed = dict.fromkeys(models, 0)
     with blas_threads(BLAS_THREADS):
         for _ in range(GAP_PERMUTATIONS):
-            for rank, found in losses(rng.permutation(sample.codes)).items():
-                worst, best, gap = observed[rank]
-                exceed[rank] += found[worst] - found[best] >= gap - 1e-12 * max(abs(gap), 1.0)
-    return {rank: (1 + count) / (1 + GAP_PERMUTATIONS) for rank, count in exceed.items()}
+            permuted = problem_of(rng.permutation(sample.codes))
+            null = {rank: permuted.losses(permuted.reduce(model.map_), rank) for rank, model in references.items()}
+            for key, (worst, best, gap) in observed.items():
+                losses = null[key[1]]
+                exceed[key] += losses[worst] - losses[best] >= gap - 1e-12 * max(abs(gap), 1.0)
+    return {key: (1 + count) / (1 + GAP_PERMUTATIONS) for key, count in exceed.items()}
 
 
 class PCAAudit(FamilyAudit):
@@ -289,21 +300,23 @@ class PCAAudit(FamilyAudit):
             values = {}
             if not replicate:
                 with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
-                    values = representation_metrics(projection.coordinates(centred_sample), summary.sample.codes, self.config)
+                    values = representation_metrics(self.coordinates(model, centred_sample), summary.sample.codes, self.config)
             values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
             out.add_all(name, rank, values)
-        vanilla = {rank: model for (name, rank), model in fits.models.items() if name == "vanilla"}
-        if vanilla and not (replicate or heldout):
-            cost = gap_test_cost(summary.sample, len(self.labels))
-            if cost > GAP_TEST_BUDGET:
+        if fits.models and not (replicate or heldout):
+            if gap_test_cost(summary.sample, len(self.labels)) > GAP_TEST_BUDGET:
                 self.sink.warn(
-                    f"pca: vanilla's loss_gap_pvalue (the gap against {GAP_PERMUTATIONS} random regroupings) was not computed: "
+                    f"pca: loss_gap_pvalue (each gap against {GAP_PERMUTATIONS} random regroupings) was not computed: "
                     f"{summary.sample.size:,} rows × {summary.sample.X.shape[1]:,} features would take minutes; the gap "
-                    "verdict rests on the bootstrap interval and the tolerance alone."
+                    "verdicts rest on the bootstrap interval and the tolerance alone."
                 )
                 return
-            for rank, p in _gap_pvalues(summary.sample, self.labels, trained.mean, vanilla, self.config.random_state).items():
-                out.add("vanilla", rank, "loss_gap_pvalue", p)
+            for (name, rank), p in _gap_pvalues(summary.sample, self.labels, trained.mean, fits.models, self.config.random_state).items():
+                out.add(name, rank, "loss_gap_pvalue", p)
+
+    def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
+        """The representation of centred rows that the leakage test and the RBF MMD² read."""
+        return model.map_.coordinates(centred)
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (name, rank), model in fits.models.items():
