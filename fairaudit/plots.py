@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
-from .metrics import METRIC_DEFINITIONS, better, metric_definition
+from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
 # black, which a dark theme would hide; every colour here reads on white and on a dark background.
@@ -112,8 +112,10 @@ def metric_label(metric: str) -> str:
 
 def metric_line(metric: str) -> str:
     """One plain line for next to a chart: the first sentence of the metric's plain definition."""
-    plain = METRIC_DEFINITIONS.get(metric, {}).get("plain", "")
+    plain = metric_definition(metric).get("plain", "")
     first = plain.split(". ")[0].rstrip(".")
+    if first and metric.startswith(HELDOUT_PREFIX):
+        return f"{first}, on the held-out rows (the model was fitted on the others)."
     return f"{first}." if first else ""
 
 
