@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
+from .formatting import interval, number
 from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
@@ -25,6 +26,9 @@ OKABE_ITO = {
 GROUP_COLOURS = [OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "reddish purple", "sky blue", "vermillion", "yellow")]
 GROUP_SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon", "hexagon"]
 GROUP_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+CHANCE_COLOUR = "#808080"
+"""The leakage chart's chance line: a grey with contrast 3.9:1 on white and 4.9:1 on the dark
+theme's background (the previous #555555 all but vanished on the dark theme)."""
 VANILLA_COLOUR = "#8C8C8C"
 """Vanilla is the neutral reference: a mid grey (contrast 3.4:1 on white, 5.9:1 on Streamlit's dark
 background), drawn thicker than the fair variants."""
@@ -183,23 +187,28 @@ def group_curves(
     )
     title_lines = max([t.text.count("<br>") + 1 for t in fig.layout.annotations] or [1])
     fig.update_annotations(font_size=13 if len(ordered) <= 3 else 12)
+    bands = len(groups) <= INTERVAL_BANDS_MAX_SERIES
     for col, variant in enumerate(ordered, start=1):
         part = rows[rows.variant == variant]
         for index, group in enumerate(groups):
             line = part[part.group == group]
+            colour = GROUP_COLOURS[index % len(GROUP_COLOURS)]
             # distinct colour, marker and dash per group: coinciding lines (equal losses) stay visible
-            add_interval_band(fig, line, GROUP_COLOURS[index % len(GROUP_COLOURS)], safe(group), row=1, col=col)
+            if bands:
+                add_interval_band(fig, line, colour, safe(group), row=1, col=col)
             fig.add_trace(
                 go.Scatter(
-                    x=line["rank"],
+                    x=line["rank"] + (0 if bands else dodge(index, len(groups))),
                     y=line["value"],
                     mode="lines+markers",
                     name=safe(group),
                     legendgroup=safe(group),
                     showlegend=col == 1,
-                    line=dict(color=GROUP_COLOURS[index % len(GROUP_COLOURS)], dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
+                    line=dict(color=colour, dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
                     marker=dict(symbol=GROUP_SYMBOLS[index % len(GROUP_SYMBOLS)], size=9 - min(index, 3)),
-                    hovertemplate=f"{safe(group)}: %{{y:.4g}}<extra></extra>",
+                    error_y=None if bands else interval_bars(line, colour),
+                    text=hover_texts(line, safe(group)),
+                    hovertemplate="%{text}<extra></extra>",
                 ),
                 row=1,
                 col=col,
@@ -209,6 +218,8 @@ def group_curves(
         low, high = float(rows["rank"].min()), float(rows["rank"].max())
         fig.update_xaxes(range=[low - 0.5, high + 0.5])
     fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_label(metric))
+    if not bands:  # dodged points: one group's point at a time, its rank in the label
+        fig.update_layout(hovermode="closest")
     # the figure title pinned to the top, with room below it for the (possibly wrapped) panel titles
     extra = 16 * (title_lines - 1)
     fig.update_layout(
@@ -230,7 +241,9 @@ def variant_curves(
     rows = rows[rows.group == ""]
     fig = make_subplots(rows=1, cols=1)
     others = 0
-    for variant in _ordered_variants(rows, variants):
+    ordered = _ordered_variants(rows, variants)
+    bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
+    for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
         if variant == "vanilla":
             style, marker = dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
@@ -239,20 +252,26 @@ def variant_curves(
             style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
             marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
             others += 1
-        add_interval_band(fig, line, style["color"], safe(variant_title(method, variant)))
+        name = safe(variant_title(method, variant))
+        if bands:
+            add_interval_band(fig, line, style["color"], name)
         fig.add_trace(
             go.Scatter(
-                x=line["rank"],
+                x=line["rank"] + (0 if bands else dodge(index, len(ordered))),
                 y=line["value"],
                 mode="lines+markers",
-                name=safe(variant_title(method, variant)),
+                name=name,
                 line=style,
                 marker=marker,
-                hovertemplate=f"{safe(variant)}: %{{y:.4g}}<extra></extra>",
+                error_y=None if bands else interval_bars(line, style["color"]),
+                text=hover_texts(line, name),
+                hovertemplate="%{text}<extra></extra>",
             )
         )
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     fig = _layout(fig, title or metric_title(metric), metric_label(metric) + (", log scale" if log_y else ""))
+    if not bands:  # dodged points: one variant's point at a time, its rank in the label
+        fig.update_layout(hovermode="closest")
     if log_y:
         # full numbers at every tick (0.002, 0.005, 0.01, 100), not plotly's bare mantissas (2, 5, 0.01)
         fig.update_yaxes(type="log", tickformat=".2~r")
@@ -398,6 +417,45 @@ def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] |
 
 # ---------------------------------------------------------------- intervals and leakage
 INTERVAL_OPACITY = 0.15
+INTERVAL_BANDS_MAX_SERIES = 2
+"""Up to this many curves in one panel, intervals are translucent bands behind them; with more,
+bands stack into an opaque block that hides the curves (measured on the PCA page's MMD² chart:
+four variants' overlapping bands covered the whole plot), so each curve gets error bars instead,
+its points shifted a little sideways (:func:`dodge`) so that equal intervals stay apart."""
+
+DODGE_SPREAD = 0.3
+"""The total sideways shift, in ranks, of the curves of one panel drawn with error bars."""
+
+
+def dodge(index: int, count: int) -> float:
+    """The sideways shift of curve ``index`` of ``count`` (centred on the rank; at most
+    :data:`DODGE_SPREAD` across all of them, 0.1 between neighbours)."""
+    if count <= 1:
+        return 0.0
+    step = min(0.1, DODGE_SPREAD / (count - 1))
+    return (index - (count - 1) / 2) * step
+
+
+def interval_bars(line: pd.DataFrame, colour: str) -> dict | None:
+    """``line``'s ``ci_low``–``ci_high`` as plotly error bars (None without intervals)."""
+    if "ci_low" not in line or not line[["ci_low", "ci_high"]].notna().any(axis=None):
+        return None
+    return dict(
+        type="data", symmetric=False, array=(line["ci_high"] - line["value"]).clip(lower=0),
+        arrayminus=(line["value"] - line["ci_low"]).clip(lower=0), thickness=1.2, width=3, color=colour,
+    )
+
+
+def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
+    """Per point of ``line``: “name, rank 3: 0.412 (0.371–0.455)” (the interval where there is
+    one), written by :mod:`fairaudit.formatting` like every other number shown."""
+    lows = line["ci_low"] if "ci_low" in line else pd.Series(np.nan, index=line.index)
+    highs = line["ci_high"] if "ci_high" in line else pd.Series(np.nan, index=line.index)
+    spans = [interval(low, high) for low, high in zip(lows, highs, strict=True)]
+    return [
+        f"{name}, rank {int(rank)}: {number(value)}" + (f" ({span})" if span != "n/a" else "")
+        for rank, value, span in zip(line["rank"], line["value"], spans, strict=True)
+    ]
 
 
 def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:
@@ -455,7 +513,7 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
             x = list(band.index) + list(band.index)[::-1]
             fig.add_trace(
                 go.Scatter(
-                    x=x, y=list(band["ci_high"]) + list(band["ci_low"])[::-1], fill="toself", fillcolor="rgba(120,120,120,0.15)",
+                    x=x, y=list(band["ci_high"]) + list(band["ci_low"])[::-1], fill="toself", fillcolor=_translucent(CHANCE_COLOUR, 0.2),
                     line=dict(width=0), mode="lines", hoverinfo="skip", name="chance (permuted groups)",
                 )
             )
@@ -467,20 +525,18 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
         else:
             style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
             others += 1
-        error = None
-        if line[["ci_low", "ci_high"]].notna().any(axis=None):
-            error = dict(
-                type="data", symmetric=False, array=(line["ci_high"] - line["value"]).clip(lower=0),
-                arrayminus=(line["value"] - line["ci_low"]).clip(lower=0), thickness=1, width=3, color=style["color"],
-            )
+        name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(
-                x=line["rank"], y=line["value"], mode="lines+markers", name=safe(variant_title(method, variant)), line=style,
-                error_y=error, hovertemplate=f"{safe(variant_title(method, variant))}: %{{y:.3f}}<extra></extra>",
+                x=line["rank"], y=line["value"], mode="lines+markers", name=name, line=style,
+                error_y=interval_bars(line, style["color"]), text=hover_texts(line, name), hovertemplate="%{text}<extra></extra>",
             )
         )
     if chance is not None:
-        fig.add_hline(y=chance, line=dict(color="#555555", dash="dash", width=1.5), annotation_text=f"chance {chance:.3g}", annotation_position="bottom right")
+        fig.add_hline(
+            y=chance, line=dict(color=CHANCE_COLOUR, dash="dash", width=2), annotation_position="bottom right",
+            annotation_text=f"chance {number(chance)}: at or below it, no detectable leakage",
+        )
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     where = " (held-out rows)" if prefix else ""
     figure = _layout(fig, f"Leakage: balanced accuracy of predicting the group{where}", metric_label("balanced_accuracy"))

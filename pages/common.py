@@ -302,19 +302,26 @@ def verdict_badge(verdict: str) -> str:
     return f":{colour}-badge[{icon} {plain(label[:1].upper() + label[1:])}]"
 
 
-def show_finding(finding: Finding, prefix: str = "") -> None:
-    """One finding: its verdict badge and sentence, and under a verdict the rule that produced it."""
+def show_findings_list(items: Sequence[Finding]) -> None:
+    """Findings, one line each: the verdict badge, the sentence, and the rule on the “?” beside it;
+    under them, once, the rules of the verdicts shown (the same verdict has the same rule within a
+    family's run, so one expander per finding would only repeat it)."""
+    if not items:
+        return
     with st.container(border=True):
-        st.markdown(f"{verdict_badge(finding.verdict)} {prefix}{words(finding)}")
-        if finding.rule and finding.verdict != "info":
-            label = VERDICT_LABELS.get(finding.verdict, finding.verdict)
-            with st.expander(f"Why “{plain(label)}”: the rule"):
-                st.markdown(words(finding.rule))
+        for finding in items:
+            rule = words(finding.rule) if finding.rule and finding.verdict != "info" else None
+            st.markdown(f"{verdict_badge(finding.verdict)} {words(finding)}", help=rule)
+        rules = {f.verdict: f.rule for f in items if f.rule and f.verdict != "info"}
+        if rules:
+            names = ", ".join(VERDICT_LABELS.get(v, v) for v in rules)
+            with st.expander(f"Why these verdicts: the rules ({names})"):
+                for verdict, rule in rules.items():
+                    st.markdown(f"{verdict_badge(verdict)} {words(rule)}")
 
 
 def show_findings(result: AuditResult, method: str) -> None:
-    for finding in findings(result).get(method, []):
-        show_finding(finding)
+    show_findings_list(findings(result).get(method, []))
 
 
 def show_uncertainty(result: AuditResult, method: str) -> None:
@@ -353,8 +360,8 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
     under each, its metric's one-line definition and which way is better."""
     figures = family_figures(result.records, method, variants)
     wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
-    group_figures = [(m, f) for m, f in figures if m in wide]
-    other = [(m, f) for m, f in figures if m not in wide]
+    group_figures = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) in wide]  # held-out twins too
+    other = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) not in wide]
     # Keys by position: a metric can have several figures (the CP family draws nkhsic both as a
     # frontier and over rank).
     for index, (metric, fig) in enumerate(group_figures):

@@ -41,7 +41,7 @@ from pages.common import (
     runs_panel,
     show_error,
     show_figures,
-    show_finding,
+    show_findings_list,
     show_notes,
     start_work,
     words,
@@ -256,9 +256,8 @@ with yours:
                     st.info(f"Audit {FAMILY_TITLES.get(family, family)} on its page to see vanilla and fair next to yours.")
                 for sentence in sentences(shown, family):
                     st.info(words(sentence))
-                for finding in findings(shown).get(family, []):  # its verdict next to vanilla, with the rule
-                    if finding.variant == YOURS:
-                        show_finding(finding)
+                # its verdict next to vanilla, with the rule
+                show_findings_list([f for f in findings(shown).get(family, []) if f.variant == YOURS])
                 show_notes(audited, family)
                 show_figures(shown, family)
                 st.subheader("Your representation's records")

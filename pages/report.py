@@ -26,7 +26,7 @@ from pages.common import (
     runs_panel,
     saved_settings,
     show_error,
-    show_finding,
+    show_findings_list,
     show_last_run_messages,
     start_run,
     uncertainty_controls,
@@ -116,8 +116,7 @@ st.subheader("Findings")
 for method, items in found.items():
     if items:
         st.markdown(f"#### {FAMILY_TITLES.get(method, method)}")
-    for finding in items:
-        show_finding(finding)
+        show_findings_list(items)
 
 rows = uncertainty_rows(combined, "dashboard")
 if rows:

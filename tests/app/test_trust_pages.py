@@ -49,6 +49,11 @@ def table(at: AppTest):
     return at.dataframe[0].value
 
 
+def rules(at: AppTest) -> dict[str, str]:
+    """Each finding's sentence → its rule (the “?” beside it)."""
+    return {unescaped(m.value): unescaped(m.proto.help) for m in at.markdown if "-badge[" in m.value and m.proto.help}
+
+
 def badges(at: AppTest) -> list[tuple[str, str]]:
     """``(badge label, sentence)`` of every finding on the page."""
     found = []
@@ -88,8 +93,10 @@ def test_bootstrap_on_the_default_sample_shows_intervals_a_gap_and_its_mitigatio
     found = badges(at)
     assert any(label == "Gap" and text.startswith("Gap at rank") and "vanilla PCA" in text for label, text in found), found
     assert any(label == "Mitigated" and text.startswith("Fair PCA (exact eigen-solver) closes the gap") for label, text in found)
-    rules = [e.label for e in at.expander]
-    assert "Why “gap”: the rule" in rules and "Why “mitigated”: the rule" in rules
+    explained = rules(at)
+    assert any("Gap at rank" in text and rule.startswith("gap: at a rank that is not degenerate") for text, rule in explained.items())
+    assert any("closes the gap" in text and rule.startswith("mitigated: vanilla has a gap") for text, rule in explained.items())
+    assert any(e.label.startswith("Why these verdicts: the rules (gap, mitigated") for e in at.expander)
     # the charts draw the intervals: a translucent band per group and variant, error bars for leakage
     specs = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
     assert any(trace.get("fill") == "toself" and trace.get("name", "").endswith("interval") for spec in specs for trace in spec["data"])
@@ -143,7 +150,8 @@ def test_the_report_page_and_its_downloads_carry_the_intervals_and_verdicts():
     assert len(at.get("download_button")) == 4
     labels = [label for label, _ in badges(at)]
     assert "Gap" in labels and "Mitigated" in labels
-    assert any("Why “gap”" in e.label for e in at.expander)
+    assert any(e.label.startswith("Why these verdicts") and "gap" in e.label for e in at.expander)
+    assert any(rule.startswith("gap:") for rule in rules(at).values())
     assert "Verdicts and their rules" in [e.label for e in at.expander]
     _, combined, found, files, _ = at.session_state["report-built"]
     payload = json.loads(files["report.json"])

@@ -1,11 +1,13 @@
 """Screenshots of every dashboard page in the light and the dark theme (not a test: run it by hand
 after changing a page, and look at the images).
 
-    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd]
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca]
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
-page (the way a user does: one session, sidebar links, the Run button), then photographs every
-page with Debian's chromium, once per theme (Streamlit follows the browser's colour scheme).
+page (the way a user does: one session, sidebar links, the controls and the Run button; the
+bootstrap replicates as given, else the library's default, and held-out rows on the pages named),
+then photographs every page with Debian's chromium, once per theme (Streamlit follows the
+browser's colour scheme), and the HTML report downloaded from the Report page.
 """
 
 from __future__ import annotations
@@ -99,6 +101,25 @@ def _take_it_further(page, files: dict[str, Path]) -> None:
     _idle(page)
 
 
+def _run(page, bootstrap: str, holdout: bool) -> None:
+    """On a method page: the intervals' controls as asked, then Run audit."""
+    if bootstrap:
+        page.get_by_role("spinbutton", name="Bootstrap replicates").fill(bootstrap)
+    if holdout:
+        page.get_by_text("Evaluate on held-out rows").click()
+    page.get_by_role("button", name="Run audit").click()
+
+
+def _report(page, folder: Path) -> Path:
+    """The HTML report as the Report page's download button gives it."""
+    _open(page, "Report")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report").click()
+    path = folder / "report.html"
+    download.value.save_as(path)
+    return path
+
+
 def _shoot(page, path: Path) -> None:
     page.screenshot(path=str(path))
     print(path, flush=True)
@@ -108,6 +129,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--families", default="pca,nmf,fs,cpd")
+    parser.add_argument("--bootstrap", default="", help="replicates on every page (default: the library's per family)")
+    parser.add_argument("--holdout", default="pca", help="families whose run evaluates on held-out rows")
+    parser.add_argument("--height", type=int, default=3200, help="viewport height in pixels (a page taller than it is cut)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -116,7 +140,7 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
-            page = browser.new_page(viewport={"width": 1400, "height": 3200})
+            page = browser.new_page(viewport={"width": 1400, "height": args.height})
             page.set_default_timeout(600_000)
             for _ in range(120):
                 try:
@@ -128,8 +152,8 @@ def main() -> int:
             families = args.families.split(",")
             for family in families:
                 _open(page, PAGES[family])
-                if family != "pca":
-                    page.get_by_role("button", name="Run audit").click()
+                _idle(page)  # a page's own first-open audit, if it started one
+                _run(page, args.bootstrap, family in args.holdout.split(","))
                 _idle(page)
             if "pca" in families:
                 _take_it_further(page, _inputs(args.out))
@@ -145,6 +169,18 @@ def main() -> int:
                         page.get_by_role("tab", name=label).click()
                         time.sleep(1.5)
                         _shoot(page, args.out / f"models-{tab}-{scheme}.png")
+            report = _report(page, args.out)
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                page.goto(report.as_uri())
+                page.wait_for_load_state("load")
+                time.sleep(2)
+                _shoot(page, args.out / f"report-html-summary-{scheme}.png")
+                for section in ("PCA", "Verdicts and their rules"):
+                    page.locator("h2", has_text=section).first.evaluate("heading => heading.scrollIntoView()")
+                    time.sleep(1)
+                    name = section.split()[0].lower()
+                    _shoot(page, args.out / f"report-html-{name}-{scheme}.png")
             browser.close()
     finally:
         server.terminate()
