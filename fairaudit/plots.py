@@ -228,6 +228,18 @@ def group_curves(
     return fig
 
 
+def series_style(variant: str, others: int) -> tuple[dict, dict]:
+    """``(line, marker)`` of a variant's curve: vanilla a thick grey line; the ``others``-th other
+    variant a colour, dash and marker of its own — all three differ, so variants that coincide
+    stay visible, and once the colours repeat (feature selection has seven variants) the dash
+    cycle shifts, so the seventh curve is not the first one's twin."""
+    if variant == "vanilla":
+        return dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
+    colours = len(VARIANT_COLOURS)
+    line = dict(color=VARIANT_COLOURS[others % colours], dash=VARIANT_DASHES[(others + others // colours) % len(VARIANT_DASHES)])
+    return line, dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
+
+
 def variant_curves(
     records: pd.DataFrame,
     method: str,
@@ -245,13 +257,8 @@ def variant_curves(
     bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
     for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
-        if variant == "vanilla":
-            style, marker = dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
-        else:
-            # colour, dash and marker all differ: variants that coincide (equal values) stay visible
-            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
-            marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
-            others += 1
+        style, marker = series_style(variant, others)
+        others += variant != "vanilla"
         name = safe(variant_title(method, variant))
         if bands:
             add_interval_band(fig, line, style["color"], name)
@@ -304,17 +311,22 @@ def frontier(
     if not needed <= set(table.columns):
         return _layout(fig, title or "λ frontier (metrics missing)", metric_label(y_metric))
     table = table.dropna(subset=[x_metric, y_metric])
+    # the y metric's interval where the records carry one (leakage: its cross-validation interval)
+    lows, highs = (whole_metrics(records, method, rank, values=v).reindex(index=table.index) for v in ("ci_low", "ci_high"))
+    table = table.assign(ci_low=lows.get(y_metric), ci_high=highs.get(y_metric))
     bases = list(dict.fromkeys(split_variant(v)[0] for v in table.index if is_sweep_variant(v)))
     for index, base in enumerate(bases):
         points = table[[is_sweep_variant(v) and split_variant(v)[0] == base for v in table.index]]
         points = points.sort_values("lam")
+        colour = VARIANT_COLOURS[index % len(VARIANT_COLOURS)]
         fig.add_trace(
             go.Scatter(
                 x=points[x_metric],
                 y=points[y_metric],
                 mode="lines+markers",
                 name=safe(variant_title(method, base)),
-                line=dict(color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                line=dict(color=colour, dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                error_y=interval_bars(points.rename(columns={y_metric: "value"}), colour),
                 customdata=points["lam"],
                 hovertemplate=f"{safe(variant_title(method, base))}<br>λ = %{{customdata:.3g}}<br>"
                 f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
@@ -332,6 +344,8 @@ def frontier(
                 hovertemplate=f"{safe(variant_title(method, 'vanilla'))} (λ = 0)<br>%{{x:.4g}}, %{{y:.4g}}<extra></extra>",
             )
         )
+    if y_metric.removeprefix(HELDOUT_PREFIX) == "balanced_accuracy":
+        add_chance_line(fig, records, method, y_metric.removesuffix("balanced_accuracy"))
     fig.update_xaxes(title_text=axis_title(metric_label(x_metric), 60), tickformat=TICK_FORMAT, exponentformat="e")
     figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_label(y_metric))
     figure.update_layout(hovermode="closest")
@@ -360,7 +374,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "seconds"),
     ],
     "cpd": [
-        ("frontier", "unfairness_balanced"),
+        ("frontier", "balanced_accuracy"),
         ("frontier", "nkhsic"),
         ("frontier", "unfairness"),
         ("group", "residual_fit"),
@@ -493,6 +507,24 @@ def add_interval_band(fig: go.Figure, line: pd.DataFrame, colour: str, legendgro
     )
 
 
+def _chance_hline(fig: go.Figure, chance: float) -> None:
+    fig.add_hline(
+        y=chance, line=dict(color=CHANCE_COLOUR, dash="dash", width=2), annotation_position="bottom right",
+        annotation_text=f"chance {number(chance)}: at or below it, no detectable leakage",
+    )
+
+
+def add_chance_line(fig: go.Figure, records: pd.DataFrame, method: str, prefix: str = "") -> None:
+    """Chance for the balanced accuracy of predicting the group, ``1/k``, as a dashed line (the
+    line the leakage findings compare with), when the records say what ``k`` is."""
+    k = records.attrs.get("n_groups")
+    chance_rows = records[(records.method == method) & (records.metric == prefix + "chance_balanced_accuracy")]
+    if k is None and not chance_rows.empty:
+        k = max(2, round(1.0 / max(float(chance_rows["value"].median()), 1e-9)))
+    if k:
+        _chance_hline(fig, 1.0 / k)
+
+
 def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] | None = None, prefix: str = "") -> go.Figure:
     """The leakage test over rank: the balanced accuracy of predicting the group from each
     variant's representation (error bars: the cross-validation interval) against chance ``1/k``
@@ -520,23 +552,17 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
     others = 0
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant].sort_values("rank")
-        if variant == "vanilla":
-            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
-        else:
-            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
-            others += 1
+        style, marker = series_style(variant, others)
+        others += variant != "vanilla"
         name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(
-                x=line["rank"], y=line["value"], mode="lines+markers", name=name, line=style,
+                x=line["rank"], y=line["value"], mode="lines+markers", name=name, line=style, marker=marker,
                 error_y=interval_bars(line, style["color"]), text=hover_texts(line, name), hovertemplate="%{text}<extra></extra>",
             )
         )
     if chance is not None:
-        fig.add_hline(
-            y=chance, line=dict(color=CHANCE_COLOUR, dash="dash", width=2), annotation_position="bottom right",
-            annotation_text=f"chance {number(chance)}: at or below it, no detectable leakage",
-        )
+        _chance_hline(fig, chance)
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     where = " (held-out rows)" if prefix else ""
     figure = _layout(fig, f"Leakage: balanced accuracy of predicting the group{where}", metric_label("balanced_accuracy"))

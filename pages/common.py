@@ -383,21 +383,40 @@ def _definition(metric: str) -> None:
 
 
 TABLE_COLUMNS = {
-    "pca": ["max_loss", "loss_gap", "variance_explained", "balanced_accuracy", "seconds"],
-    "nmf": ["max_rel_loss", "rel_loss_gap", "total_rel_error", "balanced_accuracy", "seconds"],
-    "fs": ["relative_balance", "balance", "proportion", "acc", "nmi", "alignment_protected", "balanced_accuracy", "seconds"],
-    "cpd": ["lam", "residual_fit", "nkhsic", "orthogonality", "balanced_accuracy", "seconds"],
+    "pca": ["max_loss", "loss_gap", "variance_explained", "balanced_accuracy"],
+    "nmf": ["max_rel_loss", "rel_loss_gap", "total_rel_error", "balanced_accuracy"],
+    "fs": ["relative_balance", "balance", "proportion", "acc", "nmi", "alignment_protected", "balanced_accuracy"],
+    "cpd": ["lam", "residual_fit", "nkhsic", "orthogonality", "balanced_accuracy"],
 }
-"""The per-rank table's columns by default (the rest are one click away): a table that fits. The
-leakage column is the balanced accuracy, the quantity of the leakage chart and its finding; with
-held-out rows each column's held-out twin comes right after it."""
+"""The per-rank table's columns by default (the rest, fit times included, are one click away): a
+table that fits, now that every cell carries its interval. The leakage column is the balanced
+accuracy, the quantity of the leakage chart and its finding."""
+
+HELDOUT_TWINS = {"pca": ["max_loss", "loss_gap", "balanced_accuracy"], "nmf": ["max_rel_loss", "rel_loss_gap", "balanced_accuracy"],
+                 "fs": ["relative_balance", "balanced_accuracy"], "cpd": ["residual_fit", "balanced_accuracy"]}
+"""With held-out rows, the columns whose held-out twin comes right after them by default: the
+family's disparity and its leakage (every twin is one click away)."""
+
+TABLE_LABELS = {"balanced_accuracy": "Leakage: balanced accuracy"}
+"""Shorter column titles where a metric's title is a sentence (the column's help has it whole)."""
+
+
+def table_label(metric: str) -> str:
+    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says),
+    “held-out rows” for a held-out metric, and which way is better."""
+    base = metric.removeprefix(HELDOUT_PREFIX)
+    if base not in TABLE_LABELS:
+        return metric_label(metric)
+    arrow = better_text(base)
+    return TABLE_LABELS[base] + (" (held-out rows)" if base != metric else "") + (f" ({arrow})" if arrow else "")
 
 
 def table_defaults(method: str, columns: list[str]) -> list[str]:
-    """The default columns of ``method``'s table among ``columns``, each followed by its
-    held-out twin when the audit has one."""
+    """The default columns of ``method``'s table among ``columns``, the disparity and leakage
+    columns followed by their held-out twins when the audit has them."""
     chosen = [c for c in TABLE_COLUMNS.get(method, columns) if c in columns] or columns
-    return [name for c in chosen for name in (c, HELDOUT_PREFIX + c) if name in columns]
+    twins = HELDOUT_TWINS.get(method, [])
+    return [name for c in chosen for name in (c, HELDOUT_PREFIX + c if c in twins else None) if name in columns]
 
 
 def show_table(result: AuditResult, method: str) -> None:
@@ -409,14 +428,14 @@ def show_table(result: AuditResult, method: str) -> None:
     st.subheader("Per-rank table")
     heldout = any(c.startswith(HELDOUT_PREFIX) for c in numeric)
     shown = st.multiselect(  # its own key with held-out rows: turning them on brings their columns in
-        "Columns", numeric, default=table_defaults(method, numeric), format_func=metric_label,
+        "Columns", numeric, default=table_defaults(method, numeric), format_func=table_label,
         key=f"{method}-table-columns" + ("-heldout" if heldout else ""),
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
     summary = (result.uncertainty or {}).get(method, {})
     spans = f"In brackets: the {level(summary.get('confidence', AuditConfig.confidence))} interval. " if summary.get("replicates") else ""
-    config = {c: st.column_config.TextColumn(metric_label(c), help=spans + metric_line(c)) for c in shown}
-    config["variant"] = st.column_config.TextColumn("variant")
+    config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
+    config["variant"] = st.column_config.TextColumn("variant", width="medium")
     config["rank"] = st.column_config.NumberColumn("rank", format="%d")
     st.dataframe(table[["variant", "rank", *shown]], hide_index=True, width="stretch", column_config=config)
     if spans:
@@ -580,8 +599,9 @@ def expectation(data, config: AuditConfig) -> tuple[float, str]:
     counts = [part.replicates for part in parts.values() if part.replicates]
     text = f"roughly {duration(total)}"
     if replicates >= 1:
-        many = plural(counts[0], "bootstrap replicate") if len(set(counts)) == 1 else "the bootstrap replicates"
-        text += f", {duration(replicates)} of it for {many} (the intervals)"
+        many = f"the {plural(counts[0], 'bootstrap replicate')}" if len(set(counts)) == 1 else "the bootstrap replicates"
+        share = "most of it" if replicates >= 0.5 * total else f"about {duration(replicates)} of it"
+        text += f", {share} for {many} of the intervals"
     return total, text
 
 

@@ -120,3 +120,35 @@ def test_the_chance_line_reads_on_light_and_dark_and_says_what_below_means():
     records.loc[len(records)] = ("pca", "vanilla", 1, "", "chance_balanced_accuracy", 0.5, 0.45, 0.55)
     figure = leakage_curves(records, "pca")
     assert any("no detectable leakage" in a.text for a in figure.layout.annotations)
+
+
+def test_seven_variants_get_seven_distinct_styles():
+    """Feature selection has seven selectors and no vanilla: the seventh curve (FUFS) must not be
+    drawn like the first (it was: same colour, same dash, no marker in the leakage chart)."""
+    from fairaudit.plots import series_style
+
+    styles = [series_style(f"v{i}", i) for i in range(7)]
+    looks = {(line["color"], line["dash"], marker["symbol"]) for line, marker in styles}
+    assert len(looks) == 7
+    assert len({(line["color"], line["dash"]) for line, _ in styles}) == 7  # even without the markers
+
+
+def test_the_frontier_draws_balanced_accuracy_with_its_interval_and_chance():
+    import pandas as pd
+
+    from fairaudit.plots import frontier
+
+    rows = []
+    for i, (lam, fit, acc) in enumerate([(0.1, 0.2, 0.9), (1.0, 0.3, 0.7), (10.0, 0.5, 0.55)]):
+        rows += [("cpd", f"khsic@{i}", 2, "", "lam", lam, float("nan"), float("nan")),
+                 ("cpd", f"khsic@{i}", 2, "", "residual_fit", fit, float("nan"), float("nan")),
+                 ("cpd", f"khsic@{i}", 2, "", "balanced_accuracy", acc, acc - 0.05, acc + 0.05),
+                 ("cpd", f"khsic@{i}", 2, "", "chance_balanced_accuracy", 0.5, 0.45, 0.55)]
+    rows += [("cpd", "vanilla", 2, "", "residual_fit", 0.1, float("nan"), float("nan")),
+             ("cpd", "vanilla", 2, "", "balanced_accuracy", 1.0, 0.95, 1.0)]
+    records = pd.DataFrame(rows, columns=["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"])
+    figure = frontier(records, "cpd", "balanced_accuracy")
+    khsic = figure.data[0]
+    assert list(khsic.error_y.array) == pytest.approx([0.05] * 3)
+    assert any(shape.y0 == 0.5 for shape in figure.layout.shapes)
+    assert any("no detectable leakage" in a.text for a in figure.layout.annotations)
