@@ -53,9 +53,10 @@ st.page_link("pages/pca.py", label="Audit the data in use with PCA", icon=":mate
 
 
 # ---------------------------------------------------------------- reading
-def read_once(identity: tuple, raw, name: str, skip_rows: int, header, defaults: dict) -> None:
+def read_once(source: tuple, raw, name: str, skip_rows: int, header, defaults: dict) -> None:
     """Read once per (source, reading options): ``raw()`` gives the bytes only when they have to
     be read. A FairAuditError is shown and no table is previewed."""
+    identity = (*source, skip_rows, header)
     if st.session_state.get("table-id") == identity:
         return
     try:

@@ -195,6 +195,14 @@ def test_the_choices_stay_when_the_user_visits_another_page():
     assert any("Data ready" in s.value for s in at.success)  # the roles shown are the data in use
 
 
+def test_reading_options_read_the_upload_again():
+    at = app().run()
+    upload(at, "titled.csv", b"Survey of 2024, exported by hand\n" + survey())
+    widget(at.number_input, "Lines to skip before the header").set_value(1).run()
+    assert not at.exception
+    assert "respondent" in widget(at.multiselect, "Ignore").options  # the header is the second line now
+
+
 # ---------------------------------------------------------------- hostile names
 @pytest.mark.parametrize("evil", ["![x](http://host/p.png)", "<img src=x onerror=alert(1)>"])
 def test_hostile_column_names_and_values_render_as_text(evil):
