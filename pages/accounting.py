@@ -81,12 +81,15 @@ def column_warning(warning: str, columns: list[str]) -> bool:
     return any(warning.startswith(f"column {c!r}") for c in columns)
 
 
-def show_accounting(accounting: dict, *, missing_by_column: dict[str, int], actions: dict, sensitive: list[str]) -> None:
+def show_accounting(
+    accounting: dict, *, missing_by_column: dict[str, int], actions: dict, sensitive: list[str], mergeable: list[str]
+) -> None:
     """The accounting of the roles as chosen (before “Use this data”): rows first (per group, the
     unequal-drop warning and its remedies, small groups), then columns (features, columns left out,
     identifiers), then any other warning.
 
-    ``missing_by_column``: missing cells per table column (the preview's summary);
+    ``missing_by_column``: missing cells per table column (the preview's summary); ``mergeable``:
+    the sensitive columns with a “Merge values into groups” control;
     ``actions``: widget keys the buttons change (``missing``, ``ignore``, ``features`` — None when
     every numeric column is used — and ``use_id_like``, None for tensors)."""
     unit = accounting.get("unit", "rows")
@@ -104,7 +107,7 @@ def show_accounting(accounting: dict, *, missing_by_column: dict[str, int], acti
     unequal = unequal_drop_warning(accounting["groups"], unit)
     if unequal is not None:
         unequal_drop_panel(unequal, accounting, missing_by_column, actions)
-    small_group_warnings(accounting, sensitive)
+    small_group_warnings(accounting, sensitive, mergeable)
     named = [e["column"] for e in excluded] + list(features)
     for warning in accounting.get("warnings", []):
         if warning != unequal and not column_warning(warning, named):
@@ -165,19 +168,24 @@ def _leave_out(column: str, actions: dict) -> None:
         st.session_state[key] = [*st.session_state.get(key, []), column]
 
 
-def small_group_warnings(accounting: dict, sensitive: list[str]) -> None:
-    """Groups so small that their metrics will be noisy: merge them (the control above) or drop them."""
-    merge = render(term("merge", sensitive[0]) if len(sensitive) == 1 else term("merge"), "dashboard")
+def small_group_warnings(accounting: dict, sensitive: list[str], mergeable: list[str]) -> None:
+    """Groups so small that their metrics will be noisy: merge them (where the control is), use
+    fewer sensitive columns, or drop them."""
+    fixes = []
+    if mergeable:
+        merge = term("merge", mergeable[0]) if len(mergeable) == 1 else term("merge")
+        fixes.append(f"merge it with related values under {merge}")
+    if len(sensitive) > 1:
+        fixes.append("use fewer sensitive columns (fewer intersections)")
+    fixes.append(f"drop it with {term('min_group_size')} and {term('small_groups', 'drop')}")
+    advice = ", ".join(fixes[:-1]) + (" or " if len(fixes) > 1 else "") + fixes[-1]
     unit = accounting.get("unit", "rows")
     for entry in accounting["groups"]:
         if entry["group"] == NO_GROUP or not 0 < entry["rows_used"] < SMALL_GROUP_WARNING:
             continue
         st.warning(
-            words(
-                f"Group {entry['group']} has only {entry['rows_used']:,} {unit}: its per-group metrics will be noisy. "
-                f"Merge it with related values under {merge}, use fewer sensitive columns (fewer intersections), "
-                f"or drop it with {term('min_group_size')} and {term('small_groups', 'drop')}."
-            ),
+            words(f"Group {entry['group']} has only {entry['rows_used']:,} {unit}: its per-group metrics will be noisy. "
+                  + advice[:1].upper() + advice[1:] + "."),
             icon=":material/group_remove:",
         )
 

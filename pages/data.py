@@ -29,7 +29,7 @@ from fairaudit.samples import SAMPLES, sample_bytes
 from fairaudit.vocabulary import OPTIONS
 from pages.accounting import show_accounting
 from pages.common import current_data, data_summary, kept_upload, kept_upload_id, plain, set_data, show_error, words
-from pages.merging import MERGE_MAX_VALUES, merge_control
+from pages.merging import MERGE_MAX_VALUES, MERGE_MIN_VALUES, merge_control
 from pages.widgets import choose_many, choose_one, choose_radio, keep_widgets, kept_widget
 
 MISSING_LABELS = OPTIONS["missing"].choices  # the words error messages use for these choices
@@ -137,9 +137,10 @@ def counts_of(table, column: str) -> tuple[list[str], object]:
     return cache[1][column]
 
 
-def sensitive_inputs(table, summary, defaults: dict, tag: str) -> tuple[list[str], dict, dict, dict]:
+def sensitive_inputs(table, summary, defaults: dict, tag: str) -> tuple[dict, list[str]]:
     """Sensitive column(s); a numeric one with many values is split at a threshold, cut into
-    quantile bins or merged; any other can have values merged into groups."""
+    quantile bins or merged; any other can have values merged into groups. Returns ``prepare``'s
+    ``sensitive``, ``binarize``, ``bins`` and ``merge``, and the columns with a merge control."""
     columns = table.columns
     numeric = set(summary.loc[summary.kind == "numeric", "column"])
     distinct = dict(zip(summary.column, summary.distinct, strict=True))
@@ -149,7 +150,7 @@ def sensitive_inputs(table, summary, defaults: dict, tag: str) -> tuple[list[str
     sensitive = choose_many(
         "Sensitive attribute(s) — several columns give intersectional groups", columns, key=f"roles-sensitive-{tag}", default=guess
     )
-    binarize, bins, merge = {}, {}, {}
+    binarize, bins, merge, mergeable = {}, {}, {}, []
     for column in sensitive:
         how = "merge"
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
@@ -174,7 +175,9 @@ def sensitive_inputs(table, summary, defaults: dict, tag: str) -> tuple[list[str
             spec = merge_control(column, values, counts, f"roles-merge-{tag}-{column}", needed=len(values) > limit)
             if spec:
                 merge[column] = spec
-    return sensitive, binarize, bins, merge
+            if MERGE_MIN_VALUES <= len(values) <= MERGE_MAX_VALUES:
+                mergeable.append(column)
+    return {"sensitive": sensitive, "binarize": binarize, "bins": bins, "merge": merge}, mergeable
 
 
 def group_size_inputs(tag: str) -> tuple[int, str]:
@@ -272,7 +275,7 @@ def prepared_for(table, roles: dict, build):
     return entry[1], entry[2]
 
 
-def check_and_use(table, summary, roles: dict, actions: dict, sensitive: list[str], build, kind: str) -> bool:
+def check_and_use(table, summary, roles: dict, actions: dict, mergeable: list[str], build, kind: str) -> bool:
     """What the roles keep, then “Use this data” (the prepared data, not a second preparation).
     True when the roles shown are the data in use."""
     prepared, error = prepared_for(table, roles, build)
@@ -282,7 +285,7 @@ def check_and_use(table, summary, roles: dict, actions: dict, sensitive: list[st
         st.caption("Change the roles above; the data in use stays as it is until you press “Use this data”.")
         return False
     missing = dict(zip(summary.column, summary.missing, strict=True))
-    show_accounting(prepared.accounting, missing_by_column=missing, actions=actions, sensitive=sensitive)
+    show_accounting(prepared.accounting, missing_by_column=missing, actions=actions, sensitive=roles["sensitive"], mergeable=mergeable)
     if same_data(prepared, current_data()):
         st.success("Data ready: this is the data in use. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
         st.page_link("pages/pca.py", label="Audit it with PCA", icon=":material/arrow_forward:")
@@ -312,13 +315,13 @@ def show_table_and_roles(table) -> bool:
         "Layout", LAYOUTS, key=f"roles-layout-{tag}", default=LAYOUTS[1] if defaults.get("tensor_index") else LAYOUTS[0],
         horizontal=True,
     )
-    sensitive, binarize, bins, merge = sensitive_inputs(table, summary, defaults, tag)
-    groups = {"sensitive": sensitive, "binarize": binarize, "bins": bins, "merge": merge}
+    groups, mergeable = sensitive_inputs(table, summary, defaults, tag)
+    sensitive = groups["sensitive"]
     if layout == LAYOUTS[0]:
         roles, actions = table_roles(table, summary, defaults, sensitive, tag)
         minimum, small_groups = group_size_inputs(tag)
         options = {**groups, **roles, "min_group_size": minimum, "small_groups": small_groups}
-        return check_and_use(table, summary, options, actions, sensitive, lambda: prepare(table, **options), "table")
+        return check_and_use(table, summary, options, actions, mergeable, lambda: prepare(table, **options), "table")
     else:
         st.caption(
             "A tensor for the CP decomposition family: every line gives one cell's coordinates and value; "
@@ -329,7 +332,7 @@ def show_table_and_roles(table) -> bool:
         minimum, small_groups = group_size_inputs(tag)
         options = {**groups, **roles, "min_group_size": minimum, "small_groups": small_groups}
         actions = {"missing": None, "ignore": None, "features": None, "use_id_like": None}
-        return check_and_use(table, summary, options, actions, sensitive, lambda: prepare_tensor(table, **options), "tensor")
+        return check_and_use(table, summary, options, actions, mergeable, lambda: prepare_tensor(table, **options), "tensor")
 
 
 def data_in_use(shown_above: bool) -> None:

@@ -15,6 +15,8 @@ from fairaudit.data import REST
 from pages.common import plain
 from pages.widgets import choose_many, kept_widget
 
+MERGE_MIN_VALUES = 3
+"""Two values are two groups already: the control starts at three."""
 MERGE_MAX_VALUES = 1000
 """Above this many distinct values a column is not a set of categories to merge by hand."""
 AUTO_NAME_CHARS = 40
@@ -55,7 +57,7 @@ def merge_summary(column: str, spec: dict[str, list[str] | str], rows: dict[str,
 def merge_control(column: str, values: list[str], counts, prefix: str, *, needed: bool) -> dict[str, list[str] | str]:
     """“Merge values into groups” for one sensitive column (an expander, open when a merge is set
     or ``needed``); returns ``merge[column]`` for ``prepare`` (empty: nothing merged)."""
-    if len(values) < 3:  # two values are two groups already
+    if len(values) < MERGE_MIN_VALUES:
         return {}
     title = plain(f"Merge values into groups — “{column}” ({len(values):,} values)")
     if len(values) > MERGE_MAX_VALUES:

@@ -138,6 +138,17 @@ def test_the_small_group_warning_and_error_point_to_the_merge_control():
     assert "Group EDUCATION=0 has only" not in warnings_text(at)
 
 
+def test_a_small_group_of_a_two_valued_column_is_not_told_to_merge():
+    rows = "".join(f"{'M' if i < 10 else 'F'},{i % 7},{(i * 3) % 11}\n" for i in range(100))
+    at = app().run()
+    upload(at, "two.csv", ("sex,a,b\n" + rows).encode())
+    choose(at, "Sensitive", ["sex"])
+    text = warnings_text(at)
+    assert "Group sex=M has only 10 rows" in text and "Merge" not in text  # merging two values leaves one group
+    assert "“Minimum group size” (Data page)" in text
+    assert not [e for e in at.expander if "Merge values" in e.label]
+
+
 # ---------------------------------------------------------------- identifiers
 def test_an_id_like_column_is_listed_and_can_be_used_as_a_feature():
     at = app().run()
