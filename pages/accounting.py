@@ -10,6 +10,8 @@ string goes through :func:`pages.common.plain` or into a dataframe (shown as tex
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -82,22 +84,25 @@ def column_warning(warning: str, columns: list[str]) -> bool:
 
 
 def show_accounting(
-    accounting: dict, *, missing_by_column: dict[str, int], actions: dict, sensitive: list[str], mergeable: list[str]
+    accounting: dict, *, missing_by_column: dict[str, int], actions: dict, sensitive: list[str], mergeable: list[str],
+    tensor: tuple[tuple[int, ...], tuple[str, ...]] | None = None,
 ) -> None:
     """The accounting of the roles as chosen (before “Use this data”): rows first (per group, the
     unequal-drop warning and its remedies, small groups), then columns (features, columns left out,
     identifiers), then any other warning.
 
     ``missing_by_column``: missing cells per table column (the preview's summary); ``mergeable``:
-    the sensitive columns with a “Merge values into groups” control;
+    the sensitive columns with a “Merge values into groups” control; ``tensor``: the shape and
+    modes of a tensor (its features are the cells of the other modes, not columns);
     ``actions``: widget keys the buttons change (``missing``, ``ignore``, ``features`` — None when
     every numeric column is used — and ``use_id_like``, None for tensors)."""
     unit = accounting.get("unit", "rows")
     features = accounting.get("features", [])
     excluded = accounting.get("excluded", [])
+    kept = (f"a tensor of {' × '.join(f'{n:,}' for n in tensor[0])}" if tensor
+            else f"**{len(features):,}** feature{'s' if len(features) != 1 else ''}")
     st.markdown(
-        f"**{accounting['rows_used']:,}** of {accounting['rows_read']:,} {unit} used · "
-        f"**{len(features):,}** feature{'s' if len(features) != 1 else ''} · "
+        f"**{accounting['rows_used']:,}** of {accounting['rows_read']:,} {unit} used · {kept} · "
         f"{len(excluded):,} column{'s' if len(excluded) != 1 else ''} left out"
     )
     st.dataframe(
@@ -113,8 +118,13 @@ def show_accounting(
         if warning != unequal and not column_warning(warning, named):
             st.warning(words(sentence(warning)), icon=":material/warning:")
 
-    shown = ", ".join(map(str, features[:FEATURES_SHOWN])) + (f", … ({len(features) - FEATURES_SHOWN:,} more)" if len(features) > FEATURES_SHOWN else "")
-    st.markdown(f"**Features used ({len(features):,}):** " + plain(shown))
+    if tensor:
+        shape, modes = tensor
+        st.markdown(plain(f"Value column {', '.join(map(str, features))}; modes {', '.join(f'{m} ({n:,})' for m, n in zip(modes, shape, strict=True))}; "
+                          f"each entity's features are the {math.prod(shape[1:]):,} cells of the other modes."))
+    else:
+        shown = ", ".join(map(str, features[:FEATURES_SHOWN])) + (f", … ({len(features) - FEATURES_SHOWN:,} more)" if len(features) > FEATURES_SHOWN else "")
+        st.markdown(f"**Features used ({len(features):,}):** " + plain(shown))
     if excluded:
         st.markdown(f"**Columns left out ({len(excluded):,})**, each with the reason:")
         left_out = excluded_frame(accounting)
@@ -153,6 +163,15 @@ def unequal_drop_panel(warning: str, accounting: dict, missing_by_column: dict[s
             help="Adds the column to “Ignore” (or takes it off “Features”), so its missing cells drop no rows.",
             on_click=_leave_out, args=(worst, actions),
         )
+
+
+def missing_policy_buttons(key: str) -> None:
+    """Under “stop and list the missing cells”: the other choices of “Missing cells” as buttons, so
+    the user sees at once what each keeps per group."""
+    columns = st.columns(len(MISSING.choices) - 1)
+    for column, policy in zip(columns, [p for p in MISSING.choices if p != "error"], strict=True):
+        column.button(f"{MISSING.widget} → {MISSING.choices[policy]}", key=f"roles-missing-to-{policy}", width="stretch",
+                      on_click=_set, args=(key, policy))
 
 
 def _set(key: str, value) -> None:

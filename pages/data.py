@@ -25,9 +25,10 @@ from fairaudit.data import (
     prepare_tensor,
     value_counts,
 )
+from fairaudit.errors import MissingValueError
 from fairaudit.samples import SAMPLES, sample_bytes
 from fairaudit.vocabulary import OPTIONS
-from pages.accounting import show_accounting
+from pages.accounting import missing_policy_buttons, show_accounting
 from pages.common import current_data, data_summary, kept_upload, kept_upload_id, plain, set_data, show_error, words
 from pages.merging import MERGE_MAX_VALUES, MERGE_MIN_VALUES, merge_control
 from pages.widgets import choose_many, choose_one, choose_radio, keep_widgets, kept_widget
@@ -282,10 +283,15 @@ def check_and_use(table, summary, roles: dict, actions: dict, mergeable: list[st
     st.subheader("What these roles keep")
     if error is not None:
         show_error(error)
+        if isinstance(error, MissingValueError) and roles.get("missing") == "error" and actions.get("missing"):
+            missing_policy_buttons(actions["missing"])
         st.caption("Change the roles above; the data in use stays as it is until you press “Use this data”.")
         return False
     missing = dict(zip(summary.column, summary.missing, strict=True))
-    show_accounting(prepared.accounting, missing_by_column=missing, actions=actions, sensitive=roles["sensitive"], mergeable=mergeable)
+    show_accounting(
+        prepared.accounting, missing_by_column=missing, actions=actions, sensitive=roles["sensitive"], mergeable=mergeable,
+        tensor=(prepared.tensor_shape, prepared.tensor_modes) if prepared.tensor_shape else None,
+    )
     if same_data(prepared, current_data()):
         st.success("Data ready: this is the data in use. Open a method page (PCA, NMF, Feature selection, Tensor) to audit it.")
         st.page_link("pages/pca.py", label="Audit it with PCA", icon=":material/arrow_forward:")

@@ -63,6 +63,15 @@ def test_the_accounting_and_the_unequal_drop_warning_show_before_use():
     assert any("Data ready" in s.value for s in at.success)
 
 
+def test_missing_cells_stop_with_the_other_choices_at_hand():
+    at = app().run()
+    upload(at, "survey.csv", survey())
+    assert any("106 row(s) have missing cells" in unescaped(e.value) for e in at.error)
+    at.button(key="roles-missing-to-drop").click().run()
+    assert widget(at.selectbox, "Missing cells").value == "drop"
+    assert not at.error and any("Rows are lost unequally between the groups" in w.value for w in at.warning)
+
+
 def test_the_unequal_drop_warning_offers_its_remedies_right_there():
     at = app().run()
     upload_survey(at)
