@@ -141,6 +141,8 @@ def show_accounting(
 def unequal_drop_panel(warning: str, accounting: dict, missing_by_column: dict[str, int], actions: dict) -> None:
     """The unequal-drop warning, prominent, with the two remedies it names as buttons."""
     st.warning("**Rows are lost unequally between the groups.** " + words(sentence(warning)), icon=":material/error:")
+    if not actions.get("missing") or not any(g["dropped"].get("missing cells") for g in accounting["groups"]):
+        return  # rows dropped for another reason (no label, no group value): no missing-cell remedy applies
     features = [f for f in accounting.get("features", []) if missing_by_column.get(f)]
     features.sort(key=lambda f: -missing_by_column[f])
     if features:
