@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -151,34 +152,42 @@ def sensitive_inputs(table, summary, defaults: dict, tag: str) -> tuple[dict, li
     sensitive = choose_many(
         "Sensitive attribute(s) — several columns give intersectional groups", columns, key=f"roles-sensitive-{tag}", default=guess
     )
-    binarize, bins, merge, mergeable = {}, {}, {}, []
+    options = {"sensitive": sensitive, "binarize": {}, "bins": {}, "merge": {}}
+    mergeable = []
     for column in sensitive:
         how = "merge"
         if column in numeric and distinct.get(column, 0) > MAX_CATEGORIES:
-            ways = [w for w in GROUPS_BY if w != "merge" or distinct[column] <= MERGE_MAX_VALUES]
-            how = choose_radio(
-                plain(f"“{column}” is numeric with {distinct[column]:,} values: make groups by"), ways,
-                key=f"roles-how-{tag}-{column}", format_func=GROUPS_BY.get, horizontal=True,
-            )
-        if how == "threshold":
-            values = pd.Series(table.numbers(column))
-            binarize[column] = st.number_input(
-                plain(f"Threshold for “{column}” (groups: below / at or above)"),
-                key=kept_widget(f"roles-threshold-{tag}-{column}", float(values.median())),
-            )
-        elif how == "bins":
-            bins[column] = int(st.number_input(
-                plain(f"Number of quantile bins for “{column}”"), 2, MAX_CATEGORIES, key=kept_widget(f"roles-bins-{tag}-{column}", 4)
-            ))
-        else:
-            values, counts = counts_of(table, column)
-            limit = MAX_CATEGORIES if column in numeric else MAX_TEXT_GROUPS
-            spec = merge_control(column, values, counts, f"roles-merge-{tag}-{column}", needed=len(values) > limit)
-            if spec:
-                merge[column] = spec
-            if MERGE_MIN_VALUES <= len(values) <= MERGE_MAX_VALUES:
-                mergeable.append(column)
-    return {"sensitive": sensitive, "binarize": binarize, "bins": bins, "merge": merge}, mergeable
+            how = numeric_groups_input(table, column, distinct[column], tag, options)
+        if how != "merge":
+            continue
+        values, counts = counts_of(table, column)
+        limit = MAX_CATEGORIES if column in numeric else MAX_TEXT_GROUPS
+        spec = merge_control(column, values, counts, f"roles-merge-{tag}-{column}", needed=len(values) > limit)
+        if spec:
+            options["merge"][column] = spec
+        if MERGE_MIN_VALUES <= len(values) <= MERGE_MAX_VALUES:
+            mergeable.append(column)
+    return options, mergeable
+
+
+def numeric_groups_input(table, column: str, n_values: int, tag: str, options: dict) -> str:
+    """How a numeric column with many values makes groups — a threshold (``binarize``), quantile
+    bins (``bins``), or merging values (returned as ``"merge"``, for the caller's control)."""
+    ways = [w for w in GROUPS_BY if w != "merge" or n_values <= MERGE_MAX_VALUES]
+    how = choose_radio(
+        plain(f"“{column}” is numeric with {n_values:,} values: make groups by"), ways,
+        key=f"roles-how-{tag}-{column}", format_func=GROUPS_BY.get, horizontal=True,
+    )
+    if how == "threshold":
+        options["binarize"][column] = st.number_input(
+            plain(f"Threshold for “{column}” (groups: below / at or above)"),
+            key=kept_widget(f"roles-threshold-{tag}-{column}", lambda: float(np.nanmedian(table.numbers(column)))),
+        )
+    elif how == "bins":
+        options["bins"][column] = int(st.number_input(
+            plain(f"Number of quantile bins for “{column}”"), 2, MAX_CATEGORIES, key=kept_widget(f"roles-bins-{tag}-{column}", 4)
+        ))
+    return how
 
 
 def group_size_inputs(tag: str) -> tuple[int, str]:

@@ -31,11 +31,11 @@ def keep_widgets() -> None:
 
 
 def kept_widget(key: str, default) -> str:
-    """``key``, seeded with the widget's kept value (or ``default`` the first time); create the
-    widget with ``key=`` and no default of its own."""
+    """``key``, seeded with the widget's kept value (or ``default`` the first time; a callable
+    default is called only then); create the widget with ``key=`` and no default of its own."""
     kept: dict = st.session_state.setdefault(KEPT, {})
     if key not in st.session_state:
-        st.session_state[key] = kept.get(key, default)
+        st.session_state[key] = kept[key] if key in kept else (default() if callable(default) else default)
     kept[key] = st.session_state[key]
     return key
 
