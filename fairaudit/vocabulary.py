@@ -355,3 +355,22 @@ register("jevd_solver", Option(
     choices={"jacobi": "orthogonal Jacobi (stable; the audit's default)", "paper": "Algorithm 1 as printed",
              "damped": "Algorithm 1 with a backtracking step"},
 ))
+
+# Uncertainty and verdicts (library: AuditConfig; the dashboard's controls come with the ui work —
+# until then the dashboard words them as the library's defaults).
+register("bootstrap", Option(
+    "bootstrap", "--bootstrap", "", "library defaults",
+    dashboard=lambda v: "the number of bootstrap replicates (the library's default per family in the dashboard for now)",
+))
+register("confidence", Option(
+    "confidence", "--confidence", "", "library defaults",
+    dashboard=lambda v: "the confidence level (95 % in the dashboard for now)",
+))
+register("holdout", Option(
+    "holdout", "--holdout", "", "library defaults",
+    dashboard=lambda v: "a held-out share of the rows (not offered in the dashboard yet)",
+))
+register("flag_ratio", Option(
+    "flag_ratio", "--flag-ratio", "", "library defaults",
+    dashboard=lambda v: "the gap tolerance (1.25 in the dashboard for now)",
+))
