@@ -271,7 +271,10 @@ def _uncertainty_section(result: AuditResult, interface: str = "library") -> str
         "error bars in the charts) are percentile intervals of a stratified bootstrap: each group's rows are "
         "redrawn with replacement from that group, every variant is refitted (warm-started from the audit's own "
         "fit) and measured again. Gaps and ratios follow the groups worst and best served in the full data. "
-        "Leakage carries its own interval, from repeated stratified cross-validation.</p>"
+        "Leakage carries its own interval, from repeated stratified cross-validation. Measured in simulations, "
+        "the 95 % interval of a group's PCA loss contains the population value 92–96 % of the time where that "
+        "loss is positive; not where it is exactly 0, nor where two principal directions nearly tie at the rank "
+        "(the fitted subspace then flips between samples).</p>"
         + table
         + (f"<ul>{notes}</ul>" if notes else "")
     )

@@ -71,14 +71,31 @@ MIN_FINITE_SHARE = 0.5
 can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN with a reason."""
 
 
-REPLICATE_SECONDS = {"pca": 0.45, "nmf": 5.1, "fs": 0.85, "cpd": 2.4}
-"""Per family, the measured seconds of one bootstrap replicate of the default audit on the default
-sample (600 × 10, two cores shared with other work, load average 5.3;
-``benchmarks/bench_uncertainty.py``). Scaled to other sizes like the audit itself
-(:data:`fairaudit.cost.FAMILY_COST`), it predicts a replicate's time on any data."""
+REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
+    "pca": ((600, 10, 0.45), (30000, 22, 0.19)),
+    "nmf": ((600, 10, 5.1), (30000, 22, 20.6)),
+    "fs": ((600, 10, 0.85), (30000, 22, 19.0)),
+    "cpd": ((600, 10, 2.4), (30000, 22, 32.4)),
+}
+"""Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
+ranks, default variants), measured with ``benchmarks/bench_uncertainty.py`` on two cores shared
+with other work (load average 5–8): the default sample (600 × 10) and the credit file (30,000 ×
+22). :func:`replicate_seconds` predicts other sizes from them."""
+
+REPLICATE_SECONDS = {method: found[0][2] for method, found in REPLICATE_MEASURED.items()}
+"""The measured seconds of one replicate on the default sample (600 × 10)."""
 
 ANCHOR = (600, 10)
 """The size :data:`REPLICATE_SECONDS` was measured at (the default sample)."""
+
+
+def _pca_fit_seconds(n_rows: int, n_features: int) -> float:
+    """The PCA family's fits grow with the problem's dimension ``s = min(rows, features)`` (its
+    eigen-decompositions, JEVD's sweeps on at most 100 of them): the terms of the audit's own time
+    model (:data:`fairaudit.cost.FAMILY_COST`, measured up to 1,000 × 1,000), which a replicate
+    repeats; plus one weighted pass for the moments."""
+    s = min(n_rows, n_features)
+    return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3 + 2e-9 * n_rows * n_features * s
 
 DEFAULT_BUDGET_SECONDS = 300
 """The default intervals of one family may take about this long (predicted from the data's size):
@@ -95,16 +112,22 @@ HOLDOUT_SUGGESTED = 0.3
 
 
 def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
-    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data:
-    :data:`REPLICATE_SECONDS`, grown as the audit's own time model grows from the default sample's
-    size to this one."""
-    from .cost import FAMILY_COST
-
-    if method not in FAMILY_COST or method not in REPLICATE_SECONDS:
+    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data,
+    from :data:`REPLICATE_MEASURED`: NMF, feature selection and CP grow with the cells (the line
+    through the two measurements, never below the smaller), the PCA family with its problem's
+    dimension (:func:`_pca_fit_seconds` beyond its measured replicate, whose cost did not grow
+    from the default sample to credit's 30,000 rows). Scaled by the number of ranks."""
+    found = REPLICATE_MEASURED.get(method)
+    if not found:
         return 0.0
     scale = 1.0 if n_ranks is None else max(1, n_ranks) / 10
-    growth = FAMILY_COST[method](n_rows, n_features) / FAMILY_COST[method](*ANCHOR)
-    return REPLICATE_SECONDS[method] * growth * scale
+    (n0, d0, t0), (n1, d1, t1) = found
+    if method == "pca":
+        base = max(t0, t1) + max(0.0, _pca_fit_seconds(n_rows, n_features) - _pca_fit_seconds(*ANCHOR))
+    else:
+        slope = (t1 - t0) / (n1 * d1 - n0 * d0)
+        base = max(min(t0, t1), t0 + slope * (n_rows * n_features - n0 * d0))
+    return base * scale
 
 
 def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None) -> tuple[int, str]:

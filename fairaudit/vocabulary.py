@@ -150,6 +150,11 @@ register("max_mb", Option(
 register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
 register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
 register("features", Option("features", "--features", "Features", "Data"))
+register("use_id_like", Option(
+    "use_id_like", "--features", "Use ID-like columns as features", "Data",
+    library=lambda v: f"use_id_like=[{v!r}]",
+    cli=lambda v: f"--features with {v} among the other features",
+))
 register("ignore", Option("ignore", "--ignore", "Ignore", "Data"))
 register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))

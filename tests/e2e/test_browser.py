@@ -114,6 +114,8 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     upload.write_bytes(sample_bytes("diabetes"))
     page.locator("input[type=file]").set_input_files(str(upload))
     page.get_by_text("Preview of patients.csv").wait_for()
+    page.get_by_role("heading", name="What these roles keep").wait_for()  # the accounting, before confirming
+    page.get_by_text("Features used (").first.wait_for()
     page.get_by_role("button", name="Use this data").click()
     page.get_by_text("Data ready").wait_for()
 
