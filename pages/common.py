@@ -404,31 +404,36 @@ TABLE_COLUMNS = {
 table that fits, now that every cell carries its interval. The leakage column is the balanced
 accuracy, the quantity of the leakage chart and its finding."""
 
-HELDOUT_TWINS = {"pca": ["max_loss", "loss_gap", "balanced_accuracy"], "nmf": ["max_rel_loss", "rel_loss_gap", "balanced_accuracy"],
-                 "fs": ["relative_balance", "balanced_accuracy"], "cpd": ["residual_fit", "balanced_accuracy"]}
-"""With held-out rows, the columns whose held-out twin comes right after them by default: the
-family's disparity and its leakage (every twin is one click away)."""
-
 TABLE_LABELS = {"balanced_accuracy": "Leakage: balanced accuracy"}
 """Shorter column titles where a metric's title is a sentence (the column's help has it whole)."""
 
+MEASURED_ON = {"": "training", HELDOUT_PREFIX: "held-out"}
+"""With held-out rows, the table's “rows” column: which rows a line of the table was measured on."""
+
 
 def table_label(metric: str) -> str:
-    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says),
-    “held-out rows” for a held-out metric, and which way is better."""
-    base = metric.removeprefix(HELDOUT_PREFIX)
-    if base not in TABLE_LABELS:
+    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says)
+    and which way is better."""
+    if metric not in TABLE_LABELS:
         return metric_label(metric)
-    arrow = better_text(base)
-    return TABLE_LABELS[base] + (" (held-out rows)" if base != metric else "") + (f" ({arrow})" if arrow else "")
+    arrow = better_text(metric)
+    return TABLE_LABELS[metric] + (f" ({arrow})" if arrow else "")
 
 
-def table_defaults(method: str, columns: list[str]) -> list[str]:
-    """The default columns of ``method``'s table among ``columns``, the disparity and leakage
-    columns followed by their held-out twins when the audit has them."""
-    chosen = [c for c in TABLE_COLUMNS.get(method, columns) if c in columns] or columns
-    twins = HELDOUT_TWINS.get(method, [])
-    return [name for c in chosen for name in (c, HELDOUT_PREFIX + c if c in twins else None) if name in columns]
+def heldout_lines(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (``summary_text``: a column per metric, ``heldout_…`` twins included) with the
+    held-out measurements as lines of their own: each variant and rank measured on the training
+    rows, then right under it on the held-out rows, in the same columns (a “rows” column says
+    which) — the table keeps its width, and every held-out value sits next to its training one."""
+    metrics = [c for c in table.columns if c not in ("variant", "rank") and not c.startswith(HELDOUT_PREFIX)]
+    lines = []
+    for prefix, rows in MEASURED_ON.items():
+        part = table[["variant", "rank"]].copy()
+        part.insert(2, "rows", rows)
+        for metric in metrics:
+            part[metric] = table[prefix + metric] if prefix + metric in table else "—"
+        lines.append(part.set_axis(2 * table.index + len(lines)))
+    return pd.concat(lines).sort_index().reset_index(drop=True)
 
 
 def show_table(result: AuditResult, method: str) -> None:
@@ -436,23 +441,34 @@ def show_table(result: AuditResult, method: str) -> None:
     if table.empty:
         return
     table["variant"] = [variant_title(method, v) for v in table["variant"]]
-    numeric = [c for c in table.columns if c not in ("variant", "rank")]
+    heldout = any(c.startswith(HELDOUT_PREFIX) for c in table.columns)
+    if heldout:
+        table = heldout_lines(table)
+    keys = ["variant", "rank", "rows"] if heldout else ["variant", "rank"]
+    numeric = [c for c in table.columns if c not in keys]
     st.subheader("Per-rank table")
-    heldout = any(c.startswith(HELDOUT_PREFIX) for c in numeric)
-    shown = st.multiselect(  # its own key with held-out rows: turning them on brings their columns in
-        "Columns", numeric, default=table_defaults(method, numeric), format_func=table_label,
-        key=f"{method}-table-columns" + ("-heldout" if heldout else ""),
+    shown = st.multiselect(
+        "Columns", numeric, default=[c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric,
+        format_func=table_label, key=f"{method}-table-columns",
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
     summary = (result.uncertainty or {}).get(method, {})
-    spans = f"In brackets: the {level(summary.get('confidence', AuditConfig.confidence))} interval. " if summary.get("replicates") else ""
+    confidence = level(summary.get("confidence", AuditConfig.confidence))
+    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") else ""
     config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
     config["variant"] = st.column_config.TextColumn("variant", width="medium")
     config["rank"] = st.column_config.NumberColumn("rank", format="%d")
-    st.dataframe(table[["variant", "rank", *shown]], hide_index=True, width="stretch", column_config=config)
+    config["rows"] = st.column_config.TextColumn("rows", help="Measured on the training rows, or on the held-out rows "
+                                                 "with the model fitted on the training rows.")
+    st.dataframe(table[[*keys, *shown]], hide_index=True, width="stretch", column_config=config)
+    notes = []
     if spans:
-        st.caption(f"Each value with its {level(summary.get('confidence', AuditConfig.confidence))} interval: “value (low–high)”; "
-                   "a value without brackets has no interval (below: which, and why).")
+        notes.append(f"Each value with its {confidence} interval: “value (low–high)”; a value without brackets has no "
+                     "interval (below: which, and why).")
+    if heldout:
+        notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
+    if notes:
+        st.caption(" ".join(notes))
     show_missing_intervals(result, method)
 
 

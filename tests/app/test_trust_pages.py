@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from fairaudit.formatting import number
 from fairaudit.uncertainty import DEFAULT_CAP_VARIABLE
 from fairaudit.vocabulary import OPTIONS
 from tests.app.test_app import finding_texts, unescaped, wait_for_runs
@@ -119,9 +120,13 @@ def test_bootstrap_zero_shows_the_no_intervals_state_without_errors():
 def test_holdout_on_shows_heldout_metrics_next_to_the_training_ones():
     at = app()
     pca_run(at, bootstrap=0, holdout=True)
-    columns = list(table(at).columns)
-    assert columns.index("heldout_max_loss") == columns.index("max_loss") + 1
-    assert at.multiselect[0].format_func("heldout_max_loss").startswith("Largest group loss (held-out rows)")
+    rows = table(at)  # each variant and rank on two lines, training then held-out, in the same columns
+    assert list(rows.columns[:3]) == ["variant", "rank", "rows"] and "heldout_max_loss" not in rows.columns
+    assert list(rows["rows"][:4]) == ["training", "held-out", "training", "held-out"]
+    result = at.session_state["runs"].latest(at.session_state["data-token"])["pca"][0]
+    records = result.records[(result.records.variant == "vanilla") & (result.records["rank"] == 1)]
+    heldout = records[records.metric == "heldout_max_loss"].value.iloc[0]
+    assert rows["max_loss"][1] == number(heldout) != rows["max_loss"][0]  # the held-out line's value, under the training one
     assert any("Held-out rows: 30 % of each group" in c.value for c in at.caption)
     titles = [json.loads(chart.proto.spec)["layout"]["title"]["text"] for chart in at.get("plotly_chart")]
     assert any("held-out rows" in title for title in titles), titles
