@@ -359,7 +359,7 @@ register("jevd_solver", Option(
 # Uncertainty and verdicts (AuditConfig's bootstrap, confidence, holdout, flag_ratio): the same four
 # controls on every method page and beside the Report page's run of every family. The dashboard
 # shows the confidence level and the held-out share in percent.
-_RUN_PAGES = "each method page, or the Report page's run of every family"
+_RUN_PAGES = "on the method's page, or the Report page"
 
 
 def _percent(value: str) -> str:

@@ -457,9 +457,9 @@ def show_table(result: AuditResult, method: str) -> None:
     spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") else ""
     config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
     config["variant"] = st.column_config.TextColumn("variant", width="medium")
-    config["rank"] = st.column_config.NumberColumn("rank", format="%d")
-    config["rows"] = st.column_config.TextColumn("rows", help="Measured on the training rows, or on the held-out rows "
-                                                 "with the model fitted on the training rows.")
+    config["rank"] = st.column_config.NumberColumn("rank", format="%d", width="small")
+    config["rows"] = st.column_config.TextColumn("rows", width="small", help="Measured on the training rows, or on the "
+                                                 "held-out rows with the model fitted on the training rows.")
     st.dataframe(table[[*keys, *shown]], hide_index=True, width="stretch", column_config=config)
     notes = []
     if spans:

@@ -7,6 +7,7 @@ default audit of the families not audited yet, with one overall progress bar."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
@@ -121,7 +122,12 @@ for method, items in found.items():
 rows = uncertainty_rows(combined, "dashboard")
 if rows:
     st.subheader("Intervals")
-    st.dataframe([dict(zip(UNCERTAINTY_HEADER, row, strict=True)) for row in rows], hide_index=True, width="stretch")
+    frame = pd.DataFrame(rows, columns=UNCERTAINTY_HEADER)
+    why = UNCERTAINTY_HEADER[2]
+    st.dataframe(  # the reasons last: they are sentences, the rest fits beside them
+        frame[[c for c in UNCERTAINTY_HEADER if c != why] + [why]], hide_index=True, width="stretch",
+        column_config={why: st.column_config.TextColumn(why, width="large")},
+    )
 with st.expander("Verdicts and their rules"):
     settings = verdict_settings(combined)
     for families, flag, confidence in settings:
