@@ -108,7 +108,10 @@ class AuditConfig:
         a row per data row.
     engine : str
         How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
-        default, in-process) computes the group moments in one pass over the in-memory rows.
+        default, in-process) computes the group moments in one pass over the in-memory rows;
+        ``"dask"`` audits data read partition by partition
+        (:func:`fairaudit.engine.read_partitioned`), or computes the moments of in-memory data in
+        dask chunks (the optional extra ``fairaudit[dask]``).
     """
 
     methods: Sequence[str] = ("pca",)
@@ -468,13 +471,16 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
 
     Parameters
     ----------
-    data : AuditData
+    data : AuditData or PartitionedData
         Validated input (:func:`fairaudit.load`, :func:`fairaudit.prepare` or
-        :meth:`AuditData.from_arrays`).
+        :meth:`AuditData.from_arrays`), or data read partition by partition by the dask engine
+        (:func:`fairaudit.engine.read_partitioned`, with ``config.engine="dask"``).
     config : AuditConfig, optional
     progress : callable, optional
         Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds"}``.
     """
+    from .engine import family_input
+
     config = config or AuditConfig()
     config.check_variants()
     started = time.perf_counter()
@@ -493,8 +499,10 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
             f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
+        family_data, engine_notes = family_input(data, method, config.engine)  # data read by the dask engine: moments or its sample
+        notes.extend(note for note in engine_notes if note not in notes)
         sink = RecordSink(method, progress, keep_models=config.keep_models)
-        _family(method)(data, config, sink)
+        _family(method)(family_data, config, sink)
         models.update(sink.models)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)

@@ -89,6 +89,8 @@ class DataSummary:
     shift: np.ndarray
     scale: np.ndarray
     rows: np.ndarray | None = None
+    row_groups: object | None = None
+    """The groups of ``rows`` (a :class:`~fairaudit.groups.GroupCodes`), when ``rows`` is set."""
 
 
 class LocalEngine:
@@ -103,10 +105,14 @@ class LocalEngine:
         if X_raw.shape[1] > X_raw.shape[0]:  # wide: keep the rows, skip the d × d moments
             shift, scale = scaling_transform(*_feature_statistics(X_raw, groups), data.scaling)
             rows = (X_raw - shift) * scale
-            return DataSummary(None, self._sample(data, sample_rows, random_state, shift, scale), shift, scale, rows)
-        raw = GroupMoments.from_rows(X_raw, groups.codes, n_groups=groups.n_groups, labels=groups.labels)
+            return DataSummary(None, self._sample(data, sample_rows, random_state, shift, scale), shift, scale, rows, groups)
+        raw = self.raw_moments(X_raw, groups)
         shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
         return DataSummary(raw.affine(shift, scale), self._sample(data, sample_rows, random_state, shift, scale), shift, scale)
+
+    def raw_moments(self, X: np.ndarray, groups) -> GroupMoments:
+        """The group moments of the (prescaled, unscaled) rows: one pass in blocks, in process."""
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, labels=groups.labels)
 
     @staticmethod
     def _sample(data, max_rows: int, random_state, shift, scale) -> RowSample:
@@ -151,14 +157,3 @@ def _feature_statistics(X: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray, 
         means[g] = block.mean(axis=0)
         within[g] = ((block - means[g]) ** 2).sum(axis=0)
     return counts, means, within
-
-
-ENGINES: dict[str, type] = {"local": LocalEngine}
-"""Engine name (``AuditConfig.engine``) → class."""
-
-
-def get_engine(name: str):
-    try:
-        return ENGINES[name]()
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; available: {', '.join(ENGINES)}") from None

@@ -98,7 +98,7 @@ def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     if summary.rows is None:
         problem = GroupProblem.from_moments(summary.moments)
     else:  # wide data: the rows themselves, fitted in their row space
-        problem = GroupProblem.from_data(summary.rows, data.groups)
+        problem = GroupProblem.from_data(summary.rows, summary.row_groups)
     sample = summary.sample
     centred_sample = sample.X - problem.mean
     if not sample.is_complete:
