@@ -26,7 +26,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from ..data import DEFAULT_MAX_MB, read_table
+from ..data import DEFAULT_MAX_MB, check_path, read_table
 from ..data._parquet import PARQUET_MAGIC
 from ..data._table import table_from_arrow
 from ..errors import FairAuditError, InputFileError, InputFileNotFound, ParameterError
@@ -86,11 +86,14 @@ def filesystem(urlpath: str, storage_options: dict | None = None):
         raise InputFileNotFound(f"{urlpath} cannot be listed ({exc}); check the path and your access to it.") from None
     if not paths:
         raise InputFileNotFound(f"no such file: {urlpath}; check the path (a file, a folder of files or a glob such as data/*.parquet).")
+    if "file" in fs.protocol:  # a FIFO or a device would block or never end: refused before it is opened
+        for path in paths:
+            check_path(path)
     return fs, paths
 
 
 def open_source(source, *, skip_rows: int = 0, header: bool | None = None, blocksize: int = BLOCKSIZE,
-                storage_options: dict | None = None):
+                partition_rows: int = PARTITION_ROWS, storage_options: dict | None = None):
     """The source of ``source``: a path or URL (CSV or Parquet, told apart by the first file's
     signature) or a dask DataFrame."""
     if not isinstance(source, str | bytes) and hasattr(source, "to_delayed") and hasattr(source, "npartitions"):
@@ -101,7 +104,7 @@ def open_source(source, *, skip_rows: int = 0, header: bool | None = None, block
     with fs.open(paths[0], "rb") as handle:
         signature = handle.read(len(PARQUET_MAGIC))
     if signature == PARQUET_MAGIC:
-        return ParquetSource(source, fs, paths)
+        return ParquetSource(source, fs, paths, partition_rows)
     return CSVSource(source, fs, paths, skip_rows=skip_rows, header=header, blocksize=blocksize,
                      storage_options=storage_options)
 
@@ -144,7 +147,7 @@ class CSVSource:
             raise InputFileError(f"{urlpath} cannot be read ({exc}).") from None
         self.blocks = blocks  # per file, a list of delayed bytes
         self.n_bytes = sum(int(fs.size(p) or 0) for p in paths)
-        first = blocks[0][0].compute(scheduler="sync")
+        first = _first_block(fs, paths[0], compression, blocksize) if compression else blocks[0][0].compute(scheduler="sync")
         self.head = read_table(first, name=_display_name(paths[0]), skip_rows=skip_rows, header=header, max_mb=_mb(first))
         self.encoding, self.delimiter = self.head.encoding, self.head.delimiter
         self.has_header = self.head.has_header
@@ -181,6 +184,18 @@ class CSVSource:
         return shifts
 
 
+def _first_block(fs, path: str, compression: str, blocksize: int) -> bytes:
+    """The first ``blocksize`` bytes of a compressed file, decompressed and cut at a line end
+    (its head: a compressed file is one partition, not read whole on the client)."""
+    import fsspec
+
+    with fsspec.open(fs.unstrip_protocol(path), "rb", compression=compression) as handle:
+        data = handle.read(blocksize)
+        if len(data) == blocksize and b"\n" in data:
+            data = data[: data.rindex(b"\n") + 1]
+    return data
+
+
 def _mb(data: bytes) -> float:
     return max(DEFAULT_MAX_MB, len(data) / 1e6 + 1)
 
@@ -204,10 +219,11 @@ def _csv_partition(block: bytes, plan: PartitionPlan, index: int, prefix: bytes 
 class ParquetSource:
     format = "parquet"
 
-    def __init__(self, urlpath, fs, paths):
+    def __init__(self, urlpath, fs, paths, partition_rows: int = PARTITION_ROWS):
         import pyarrow.parquet as pq
 
         self.urlpath, self.fs, self.paths = urlpath, fs, paths
+        self.partition_rows = partition_rows
         self.name = _display_name(paths[0]) if len(paths) == 1 else urlpath
         self.encoding = self.delimiter = None
         self.partitions = []  # (file index, row groups, first row of the partition in its file)
@@ -223,7 +239,7 @@ class ParquetSource:
             for g in range(metadata.num_row_groups):
                 groups.append(g)
                 rows += metadata.row_group(g).num_rows
-                if rows >= PARTITION_ROWS:
+                if rows >= partition_rows:
                     self.partitions.append((f, tuple(groups), first))
                     first += rows
                     groups, rows = [], 0
@@ -252,7 +268,7 @@ class ParquetSource:
     @property
     def description(self) -> str:
         what = f"{len(self.paths)} Parquet files" if len(self.paths) > 1 else "a Parquet file"
-        return f"{what}, {_count(len(self.partitions), 'partition')} of row groups (up to about {PARTITION_ROWS:,} rows each)"
+        return f"{what}, {_count(len(self.partitions), 'partition')} of row groups (up to about {self.partition_rows:,} rows each)"
 
     def tasks(self, plan: PartitionPlan) -> list:
         from dask import delayed

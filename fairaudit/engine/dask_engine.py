@@ -71,7 +71,7 @@ from ..errors import (
 from ..groups import GroupCodes, check_groups
 from ..vocabulary import term
 from ._partition import PartitionPlan, PartitionSummary, merge_summaries
-from ._sources import BLOCKSIZE, open_source, require_dask, shifted
+from ._sources import BLOCKSIZE, PARTITION_ROWS, open_source, require_dask, shifted
 from .local import DataSummary, LocalEngine, RowSample, scaling_transform
 from .moments import CHUNK_ROWS, GroupMoments
 
@@ -247,6 +247,7 @@ def read_partitioned(
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     random_state: int = 0,
     blocksize: int = BLOCKSIZE,
+    partition_rows: int = PARTITION_ROWS,
     storage_options: dict | None = None,
     say=None,
 ) -> PartitionedData:
@@ -275,6 +276,11 @@ def read_partitioned(
         data have fewer).
     random_state : int
         Seed of the sample.
+    blocksize, partition_rows : int
+        Bytes per CSV block and rows per Parquet partition (row groups are not split; one is read
+        in batches of 250,000 rows).
+    storage_options : dict, optional
+        Passed to fsspec (credentials, endpoints) for URLs.
     say : callable, optional
         Called with a line of progress text (the CLI prints it).
     """
@@ -306,7 +312,8 @@ def read_partitioned(
     require_dask()
     say = say or (lambda text: None)
     with _scheduler(scheduler) as (run, where):
-        src = open_source(source, skip_rows=skip_rows, header=header, blocksize=blocksize, storage_options=storage_options)
+        src = open_source(source, skip_rows=skip_rows, header=header, blocksize=blocksize, partition_rows=partition_rows,
+                          storage_options=storage_options)
         head = src.head
         sensitive, binarize, bins, merge = check_group_options(head, sensitive, binarize, bins, merge, min_group_size, small_groups)
         features = _check_roles(head, sensitive, features, label, list(ignore))
@@ -696,7 +703,11 @@ class DaskEngine(LocalEngine):
 
 
 # ============================================================================ clusters
-def connect(address: str, timeout: float = 10.0):
+CONNECT_SECONDS = 10.0
+"""How long to try reaching a scheduler before saying it cannot be reached."""
+
+
+def connect(address: str, timeout: float | None = None):
     """A :class:`distributed.Client` of the scheduler at ``address``, or a clear error."""
     require_dask()
     try:
@@ -704,7 +715,7 @@ def connect(address: str, timeout: float = 10.0):
     except ImportError:
         raise ParameterError("connecting to a dask scheduler needs the distributed package: pip install 'fairaudit[dask]'.") from None
     try:
-        return Client(address, timeout=timeout, set_as_default=False)
+        return Client(address, timeout=CONNECT_SECONDS if timeout is None else timeout, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
         raise ParameterError(
             f"cannot reach the dask scheduler at {address} ({' '.join(str(exc).split())[:200]}); check the address and "
