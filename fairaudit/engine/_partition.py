@@ -95,13 +95,20 @@ class Candidates:
 
     def smallest(self, per_key: int) -> Candidates:
         """At most ``per_key`` rows of each key: those with the smallest hashes."""
-        if self.key.size == 0:
-            return self
-        order = np.lexsort((self.order, self.hash, self.key))
-        keys = self.key[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        rank = np.arange(keys.size) - np.repeat(starts, np.diff(np.r_[starts, keys.size]))
-        return self.take(order[rank < per_key])
+        rows = smallest_rows(self.key, self.hash, per_key)
+        return self if rows.size == self.key.size else self.take(rows)
+
+
+def smallest_rows(keys: np.ndarray, hashes: np.ndarray, per_key: int) -> np.ndarray:
+    """Indices of at most ``per_key`` entries of each key, those with the smallest hashes (a
+    selection per key, no sort; 64-bit hashes do not tie in practice)."""
+    keep = []
+    for key in np.unique(keys):
+        rows = np.flatnonzero(keys == key)
+        if rows.size > per_key:
+            rows = rows[np.argpartition(hashes[rows], per_key - 1)[:per_key]]
+        keep.append(rows)
+    return np.concatenate(keep) if keep else np.zeros(0, dtype=np.intp)
 
 
 @dataclass
@@ -219,15 +226,15 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
         empty = PartitionSummary.empty(plan)
         empty.newlines, empty.row_counts = {partition: newlines}, {partition: 0}
         return empty
-    X = np.empty((n, d))
-    feature_missing = np.zeros((n, d), dtype=bool)
+    X = np.empty((n, d), order="F")
+    feature_missing = []
     bad = np.zeros(d, np.int64)
     present = np.zeros(d, np.int64)
     first_bad: list = [None] * d
     for j, column in enumerate(plan.features):
         parsed = table.parsed(column)
         X[:, j] = parsed.values
-        feature_missing[:, j] = parsed.missing | parsed.bad
+        feature_missing.append(parsed.missing | parsed.bad if parsed.bad.any() else parsed.missing)
         present[j] = n - int(parsed.missing.sum())
         if parsed.bad.any():
             bad[j] = int(parsed.bad.sum())
@@ -240,37 +247,43 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
         label_missing = label_codes < 0
     else:
         label_codes, label_values, label_missing = None, [], np.zeros(n, dtype=bool)
-    any_feature_missing = feature_missing.any(axis=1)
+    any_feature_missing = np.logical_or.reduce(feature_missing)
 
-    combos, key_index = np.unique(np.column_stack(parts), axis=0, return_inverse=True)
-    key_index = key_index.ravel()
-    keys = [tuple(None if c < 0 else values[i][c] for i, c in enumerate(combo)) for combo in combos.tolist()]
+    key_index, combos = _key_index(parts)
+    keys = [tuple(None if c < 0 else values[i][c] for i, c in enumerate(combo)) for combo in combos]
     K = len(keys)
     has_label = ~group_missing & label_missing
     has_missing = ~group_missing & ~label_missing & any_feature_missing
-    complete = ~(group_missing | label_missing | any_feature_missing)
+    incomplete = group_missing | label_missing | any_feature_missing
 
-    rows_complete = np.flatnonzero(complete)
-    Xc, kc = X[rows_complete], key_index[rows_complete]
-    exponents = _exponents(Xc)
-    exponents = np.zeros(d, dtype=int) if exponents is None else exponents
-    moments = GroupMoments.from_rows(np.ldexp(Xc, -exponents) if exponents.any() else Xc, kc, n_groups=K)
+    # complete rows sorted by key: each key's rows are one slice (moments, extremes and sample per slice)
+    rows = np.flatnonzero(~incomplete) if incomplete.any() else None
+    kc = key_index if rows is None else key_index[rows]
+    order = np.argsort(kc.astype(np.int16) if K < 2**15 else kc, kind="stable")
+    rows = order if rows is None else rows[order]
+    bounds = np.searchsorted(kc[order], np.arange(K + 1))
+    Xs = X[rows]
     low, high = np.full((K, d), np.inf), np.full((K, d), -np.inf)
-    for g in np.unique(kc):
-        block = Xc[kc == g]
-        low[g], high[g] = block.min(axis=0), block.max(axis=0)
+    for g in range(K):
+        if bounds[g + 1] > bounds[g]:
+            block = Xs[bounds[g] : bounds[g + 1]]
+            low[g], high[g] = block.min(axis=0), block.max(axis=0)
+    exponents = _exponents(peaks(low, high)[None, :])
+    exponents = np.zeros(d, dtype=int) if exponents is None else exponents
+    moments = GroupMoments.from_grouped(np.ldexp(Xs, -exponents) if exponents.any() else Xs, bounds)
 
-    masks = [feature_missing[:, j] for j in range(d)] + [codes < 0 for codes in parts] + ([label_missing] if plan.label else [])
+    masks = feature_missing + [codes < 0 for codes in parts] + ([label_missing] if plan.label else [])
     missing = np.array([int(m.sum()) for m in masks], dtype=np.int64)
     first_missing = np.array([(partition, table.line_of(int(np.argmax(m)))) if m.any() else (FIRST_NONE, FIRST_NONE) for m in masks],
                              dtype=np.int64).reshape(len(masks), 2)
 
-    positions = rows_complete.astype(np.int64) + offset
-    candidates = Candidates(
-        kc.astype(np.intp), row_hashes(plan.random_state, partition, positions), (np.int64(partition) << 40) | positions,
-        table.lines[rows_complete].astype(np.int64), Xc,
-        None if label_codes is None else np.asarray(label_values, dtype=object)[label_codes[rows_complete]],
-    ).smallest(plan.sample_rows)
+    positions = rows.astype(np.int64) + offset
+    slot = np.repeat(np.arange(K), np.diff(bounds))
+    hashes = row_hashes(plan.random_state, partition, positions)
+    picked = smallest_rows(slot, hashes, plan.sample_rows)  # indices into the sorted complete rows
+    candidates = Candidates(slot[picked], hashes[picked], (np.int64(partition) << 40) | positions[picked],
+                            table.lines[rows[picked]].astype(np.int64), Xs[picked],
+                            None if label_codes is None else np.asarray(label_values, dtype=object)[label_codes[rows[picked]]])
     return PartitionSummary(
         keys=keys,
         rows=np.bincount(key_index, minlength=K).astype(np.int64),
@@ -282,7 +295,7 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
         high=high,
         missing=missing,
         first_missing=first_missing,
-        rows_missing=int((group_missing | label_missing | any_feature_missing).sum()),
+        rows_missing=int(incomplete.sum()),
         bad=bad,
         present=present,
         first_bad=first_bad,
@@ -311,6 +324,38 @@ def _sensitive_codes(table, column: str, plan: PartitionPlan) -> tuple[np.ndarra
     return value_codes(table, column)
 
 
+def peaks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per feature, the largest magnitude among keys' extremes (keys without a row left out)."""
+    magnitude = np.maximum(np.abs(low), np.abs(high))
+    return np.where(np.isfinite(magnitude), magnitude, 0.0).max(axis=0, initial=0.0)
+
+
+def _key_index(parts: tuple[np.ndarray, ...]) -> tuple[np.ndarray, list[tuple]]:
+    """Per row, the index of its combination of per-column codes (-1 = missing) among the
+    combinations present, and those combinations: a mixed-radix number per row, counted."""
+    radices = [int(codes.max(initial=-1)) + 2 for codes in parts]
+    combined = np.zeros(parts[0].size, dtype=np.int64)
+    for codes, radix in zip(parts, radices, strict=True):
+        combined = combined * radix + (codes + 1)
+    total = int(np.prod(radices, dtype=np.float64))
+    if total <= 1 << 22:
+        counts = np.bincount(combined, minlength=total)
+        present = np.flatnonzero(counts)
+        lookup = np.full(total, -1, dtype=np.intp)
+        lookup[present] = np.arange(present.size)
+        index = lookup[combined]
+    else:
+        present, index = np.unique(combined, return_inverse=True)
+    combos = []
+    for value in present.tolist():
+        digits = []
+        for radix in reversed(radices):
+            value, digit = divmod(value, radix)
+            digits.append(digit - 1)
+        combos.append(tuple(reversed(digits)))
+    return index.astype(np.intp).ravel(), combos
+
+
 def row_hashes(random_state: int, partition: int, rows: np.ndarray) -> np.ndarray:
     """A 64-bit hash per row of (seed, partition, row): SplitMix64 (Steele, Lea & Flood 2014)."""
     seed = _splitmix64(np.array([int(random_state) & (2**64 - 1)], dtype=np.uint64))
@@ -327,7 +372,7 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def _content_digest(X: np.ndarray, key_index: np.ndarray) -> str:
-    digest = hashlib.sha256(np.ascontiguousarray(X).data)
+    digest = hashlib.sha256(np.asfortranarray(X).T.data)  # the columns in turn, without a copy
     digest.update(np.ascontiguousarray(key_index).data)
     return digest.hexdigest()
 

@@ -34,9 +34,9 @@ from ._partition import PartitionPlan, PartitionSummary, summarise_table
 
 BLOCKSIZE = 64 * 2**20
 """Bytes per CSV block (one partition)."""
-PARTITION_ROWS = 1_000_000
+PARTITION_ROWS = 500_000
 """Parquet row groups are gathered into partitions of about this many rows."""
-BATCH_ROWS = 250_000
+BATCH_ROWS = 131_072
 """Rows read at once within a partition (bounds a worker's memory whatever the row groups)."""
 HEAD_ROWS = 100_000
 """At most this many rows of a Parquet file or DataFrame judge the column roles."""

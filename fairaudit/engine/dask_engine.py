@@ -70,7 +70,7 @@ from ..errors import (
 )
 from ..groups import GroupCodes, check_groups
 from ..vocabulary import term
-from ._partition import PartitionPlan, PartitionSummary, merge_summaries
+from ._partition import PartitionPlan, PartitionSummary, merge_summaries, peaks
 from ._sources import BLOCKSIZE, PARTITION_ROWS, open_source, require_dask, shifted
 from .local import DataSummary, LocalEngine, RowSample, scaling_transform
 from .moments import CHUNK_ROWS, GroupMoments
@@ -278,7 +278,7 @@ def read_partitioned(
         Seed of the sample.
     blocksize, partition_rows : int
         Bytes per CSV block and rows per Parquet partition (row groups are not split; one is read
-        in batches of 250,000 rows).
+        in batches of 131,072 rows).
     storage_options : dict, optional
         Passed to fsspec (credentials, endpoints) for URLs.
     say : callable, optional
@@ -519,7 +519,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
     log.append(f"scaling: {options['scaling']}")
 
     # --- moments, scaled as the data say
-    peak = np.maximum(np.abs(low), np.abs(high))[columns]
+    peak = peaks(summary.low[kept_keys], summary.high[kept_keys])[columns]
     exponents = _exponents(peak[None, :])
     if exponents is not None and options["scaling"] not in ("standardize", "unit_norm"):
         check_peaks(peak, final.names, options["scaling"], n_used * len(columns))
