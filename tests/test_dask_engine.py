@@ -118,15 +118,20 @@ def test_pca_family_records_equal_the_in_process_engines(files):
     assert mine.data["groups"] == local.data["groups"]
 
 
-def test_a_dask_dataframe_and_a_distributed_cluster_give_the_same_data(files):
+def test_a_dask_dataframe_and_a_distributed_cluster_give_the_same_data(files, monkeypatch):
     import dask.dataframe as dd
     from distributed import Client, LocalCluster
 
+    from fairaudit.engine import dask_engine
+
+    monkeypatch.setattr(dask_engine, "PROGRESS_SECONDS", 0.0)
     reference = partitioned(files["csv"])
     frame = dd.from_pandas(files["frame"], npartitions=5)
+    said: list[str] = []
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, Client(cluster) as client:
         from_frame = read_partitioned(frame, scheduler=client, **OPTIONS)
-        from_cluster = partitioned(files["csv"], scheduler=client)
+        from_cluster = partitioned(files["csv"], scheduler=client, say=said.append)
+    assert any("partitions read" in line for line in said) and said[-1].startswith("read 3,000 rows in")
     for data in (from_frame, from_cluster):
         assert data.accounting["groups"] == reference.accounting["groups"]
         np.testing.assert_allclose(data.summary(10_000).moments.scatter, reference.summary(10_000).moments.scatter, atol=1e-9)
@@ -241,6 +246,10 @@ def test_clear_errors(tmp_path, files, quick_connect):
         partitioned(files["csv"], missing="median")
     with pytest.raises(ParameterError, match="bins"):
         partitioned(files["csv"], bins={"x0": 4})
+    wide = tmp_path / "wide.parquet"
+    pd.DataFrame(np.ones((20, 300)) * np.arange(20)[:, None], columns=[f"c{j}" for j in range(300)]).assign(g=list("ab") * 10).to_parquet(wide)
+    with pytest.raises(ParameterError, match="300 features are more than the dask engine handles"):
+        read_partitioned(str(wide), sensitive="g")
     with pytest.raises(ParameterError, match="engine='dask'"):
         run_audit(partitioned(files["csv"]), AuditConfig())  # the default engine cannot read these data
     with pytest.raises(FairAuditError, match="rows are not in memory"):

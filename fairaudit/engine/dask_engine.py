@@ -75,10 +75,11 @@ from ._sources import BLOCKSIZE, PARTITION_ROWS, open_source, require_dask, shif
 from .local import DataSummary, LocalEngine, RowSample, scaling_transform
 from .moments import CHUNK_ROWS, GroupMoments
 
-MAX_FEATURES = 1000
-"""Above this many features the per-partition ``d × d`` moments of every group value are too
-large to ship between workers; such data go through ``engine="local"`` (whose wide-data path
-works in the row space)."""
+MAX_FEATURES = 256
+"""Above this many features a partition's summary grows too large to ship between workers (per
+group value, a ``d × d`` scatter and up to ``sample_rows`` candidate rows of ``d`` values: 41 MB per
+group value at 256 features and 10,000 rows); such data go through ``engine="local"`` (whose
+wide-data path works in the row space)."""
 DEFAULT_SAMPLE_ROWS = 10_000
 """The stratified sample's size when none is given: ``AuditConfig.leakage_max_rows``'s default."""
 MAX_PASSES = 3
@@ -311,7 +312,7 @@ def read_partitioned(
     check_scaling(scaling)
     require_dask()
     say = say or (lambda text: None)
-    with _scheduler(scheduler) as (run, where):
+    with _scheduler(scheduler) as (client, where):
         src = open_source(source, skip_rows=skip_rows, header=header, blocksize=blocksize, partition_rows=partition_rows,
                           storage_options=storage_options)
         head = src.head
@@ -333,7 +334,7 @@ def read_partitioned(
             _check_features(plan, src)
             started = time.perf_counter()
             say(f"reading {src.description} on {where}")
-            summary = _reduce(src.tasks(plan), plan, run)
+            summary = _reduce(src.tasks(plan), plan, client, say)
             say(f"read {int(summary.rows.sum()):,} rows in {time.perf_counter() - started:.1f} s")
             revised = _revised_plan(summary, plan, src, chosen, options, log)
             if revised is None:
@@ -345,8 +346,8 @@ def read_partitioned(
         def redo(sample_size: int, seed: int) -> PartitionedData:
             """The same data with another sample (one more pass)."""
             again = replace(plan, sample_rows=sample_size, random_state=seed)
-            with _scheduler(scheduler) as (run_again, where_again):
-                return _assemble(_reduce(src.tasks(again), again, run_again), again, src, chosen, options, log, where_again, redo)
+            with _scheduler(scheduler) as (client_again, where_again):
+                return _assemble(_reduce(src.tasks(again), again, client_again), again, src, chosen, options, log, where_again, redo)
 
         return _assemble(summary, plan, src, chosen, options, log, where, redo)
 
@@ -376,22 +377,26 @@ def _check_features(plan: PartitionPlan, src) -> None:
 
 @contextlib.contextmanager
 def _scheduler(scheduler):
-    """``(run, where)``: a function computing a dask object on the chosen scheduler, and its
-    description for messages."""
+    """``(client, where)``: the :class:`distributed.Client` to compute on (``None``: dask's threads
+    in this process), and its description for messages."""
     require_dask()
-    import dask
-
     if scheduler is None:
         client = _active_client()
         if client is None:
-            yield (lambda obj: dask.compute(obj, scheduler="threads")[0]), "dask's threads in this process"
+            yield None, "dask's threads in this process"
             return
         scheduler = client
     if isinstance(scheduler, str):
         with connect(scheduler) as client:
-            yield (lambda obj: client.compute(obj).result()), describe_client(client)
+            yield client, describe_client(client)
         return
-    yield (lambda obj: scheduler.compute(obj).result()), describe_client(scheduler)
+    yield scheduler, describe_client(scheduler)
+
+
+def _compute(obj, client):
+    import dask
+
+    return dask.compute(obj, scheduler="threads")[0] if client is None else client.compute(obj).result()
 
 
 def _active_client():
@@ -405,17 +410,37 @@ def _active_client():
         return None
 
 
-def _reduce(tasks: list, plan: PartitionPlan, run) -> PartitionSummary:
-    """One summary from the partitions' summaries: a pairwise tree of merges, so the scheduler
-    frees each partition's summary as soon as it is merged."""
-    from dask import delayed
+PROGRESS_SECONDS = 10.0
+"""At most one progress line per this many seconds while the partitions are read."""
 
+
+def _reduce(tasks: list, plan: PartitionPlan, client, say=None) -> PartitionSummary:
+    """One summary from the partitions' summaries: a fixed pairwise tree of merges (the same
+    rounding whatever order the workers finish in), each partition's summary freed once merged.
+    On a cluster, ``say`` hears how many partitions are done every :data:`PROGRESS_SECONDS`."""
     if not tasks:
         return PartitionSummary.empty(plan)
-    merge = delayed(merge_summaries, pure=True)
-    while len(tasks) > 1:
-        tasks = [merge(tasks[i], tasks[i + 1], plan.sample_rows) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
-    return run(tasks[0])
+    if client is None:
+        from dask import delayed
+
+        merge = delayed(merge_summaries, pure=True)
+        while len(tasks) > 1:
+            tasks = [merge(tasks[i], tasks[i + 1], plan.sample_rows) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
+        return _compute(tasks[0], None)
+    from distributed import as_completed
+
+    level = client.compute(tasks)
+    watcher, total = as_completed(level, loop=client.loop), len(level)
+    while len(level) > 1:
+        level = [client.submit(merge_summaries, level[i], level[i + 1], plan.sample_rows) if i + 1 < len(level) else level[i]
+                 for i in range(0, len(level), 2)]
+    started = last = time.perf_counter()
+    for done, _ in enumerate(watcher, 1):
+        now = time.perf_counter()
+        if say is not None and now - last >= PROGRESS_SECONDS and done < total:
+            say(f"{done:,} of {total:,} partitions read ({now - started:.0f} s)")
+            last = now
+    return level[0].result()
 
 
 # ============================================================================ after the pass
@@ -698,8 +723,8 @@ class DaskEngine(LocalEngine):
         merge = delayed(GroupMoments.merge, pure=True)
         while len(tasks) > 1:
             tasks = [merge(tasks[i], tasks[i + 1]) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
-        with _scheduler(self.scheduler) as (run, _):
-            return run(tasks[0])
+        with _scheduler(self.scheduler) as (client, _):
+            return _compute(tasks[0], client)
 
 
 # ============================================================================ clusters
