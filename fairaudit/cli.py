@@ -631,11 +631,12 @@ def _print_accounting(data: dict, out) -> None:
 
 
 def _print_details(result, method: str, out, limit: int = 12) -> None:
-    """One line per fit detail (e.g. the selected features), long lists shortened."""
-    from .report import details_rows
+    """One line per fit detail (e.g. the selected features), long lists shortened, a detail
+    shared by consecutive ranks on one line."""
+    from .report import details_rows_by_ranks
 
-    for variant, rank, key, text in details_rows(result, method, titles=False, limit=limit):
-        print(f"{key} ({method}/{variant}, rank {rank}): {text}", file=out)
+    for variant, ranks, key, text in details_rows_by_ranks(result, method, titles=False, limit=limit):
+        print(f"{key} ({method}/{variant}, {ranks}): {text}", file=out)
 
 
 def _run_audit(args) -> int:

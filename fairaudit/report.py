@@ -245,13 +245,32 @@ def details_rows(result: AuditResult, method: str, *, titles: bool = True, limit
     return rows
 
 
+def details_rows_by_ranks(result: AuditResult, method: str, *, titles: bool = True,
+                          limit: int | None = None) -> list[tuple]:
+    """:func:`details_rows` with consecutive ranks that state the same fact merged:
+    ``(variant, ranks, key, text)`` where ``ranks`` reads ``"rank 3"`` or ``"ranks 1–10"`` (a
+    detail that holds for every rank — e.g. which solver ran — is one line, not ten)."""
+    merged: list[list] = []
+    for variant, rank, key, text in details_rows(result, method, titles=titles, limit=limit):
+        last = next((row for row in reversed(merged) if row[0] == variant and row[2] == key), None)
+        if last is not None and last[3] == text and last[1][1] == rank - 1:
+            last[1] = (last[1][0], rank)
+        else:
+            merged.append([variant, (rank, rank), key, text])
+    return [(variant, _ranks_label(*span), key, text) for variant, span, key, text in merged]
+
+
+def _ranks_label(first: int, last: int) -> str:
+    return f"rank {first}" if first == last else f"ranks {first}–{last}"
+
+
 def _details_html(result: AuditResult, method: str) -> str:
-    rows = details_rows(result, method)
+    rows = details_rows_by_ranks(result, method)
     if not rows:
         return ""
     return (
         f"<h3>Details per fit</h3><details open><summary>{len(rows)} entries (e.g. the selected columns, "
-        "in selection order)</summary>" + _table(rows, ("variant", "rank", "what", "value")) + "</details>"
+        "in selection order)</summary>" + _table(rows, ("variant", "ranks", "what", "value")) + "</details>"
     )
 
 

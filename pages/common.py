@@ -27,7 +27,7 @@ from fairaudit.plots import (
     metric_line,
     variant_title,
 )
-from fairaudit.report import details_rows, summary_table
+from fairaudit.report import details_rows_by_ranks, summary_table
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 from fairaudit.vocabulary import render
 from pages.runs import ResultStore, Run, RunRegistry
@@ -338,11 +338,11 @@ def show_table(result: AuditResult, method: str) -> None:
 
 def show_details(result: AuditResult, method: str) -> None:
     """What a family attached to its fits (e.g. the selected columns), as a table."""
-    rows = details_rows(result, method)
+    rows = details_rows_by_ranks(result, method)
     if rows:
         st.subheader("Details per fit")
         st.dataframe(
-            pd.DataFrame(rows, columns=["variant", "rank", "what", "value"]), hide_index=True, width="stretch"
+            pd.DataFrame(rows, columns=["variant", "ranks", "what", "value"]), hide_index=True, width="stretch"
         )
 
 

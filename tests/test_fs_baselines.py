@@ -126,7 +126,7 @@ def test_constant_feature_is_ordered_last():
 
 
 # ------------------------------------------------------------------ scikit-learn selector contract
-@parametrize_with_checks([VarianceSelector(), LaplacianScore(), SPEC(), MCFS(n_clusters=2), UDFS(n_clusters=2), NDFS(n_clusters=2, max_iter=20)])
+@parametrize_with_checks([VarianceSelector(), LaplacianScore(), SPEC(), MCFS(n_clusters=2), UDFS(n_clusters=2), NDFS(n_clusters=2)])
 def test_baselines_pass_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -196,56 +196,6 @@ def test_bad_baseline_parameters():
         UDFS(2, lam=-1.0).fit(_data())
     with pytest.raises(ParameterError, match="alpha"):
         NDFS(2, alpha=0.0).fit(_data())
-
-
-def _two_clusters(seed=0, n=120):
-    """Three informative columns (two clusters) and five noise columns, all in [0, 1]."""
-    rng = np.random.default_rng(seed)
-    X = np.hstack([rng.normal(size=(n, 3)) + np.repeat([[0.0] * 3, [3.0] * 3], n // 2, axis=0), rng.normal(size=(n, 5))])
-    return (X - X.min(0)) / (X.max(0) - X.min(0))
-
-
-def test_udfs_local_matrix_is_the_sum_over_cliques():
-    """[Yang11] eq. (8), written out with explicit n × n selection matrices S_i."""
-    X = _two_clusters(1, n=30)
-    n, k, lam = X.shape[0], 4, 10.0
-    udfs = UDFS(2, n_neighbors=k, lam=lam)
-    from sklearn.neighbors import NearestNeighbors
-
-    neighbours = NearestNeighbors(n_neighbors=k + 1).fit(X).kneighbors(X, return_distance=False)
-    H = np.eye(k + 1) - np.ones((k + 1, k + 1)) / (k + 1)
-    M = np.zeros((n, n))
-    for i in range(n):
-        members = [i] + [j for j in neighbours[i] if j != i][:k]
-        S = np.zeros((n, k + 1))
-        S[members, np.arange(k + 1)] = 1.0
-        Xi_tilde = H @ X[members]  # (k+1) × d, rows = samples
-        M += S @ H @ np.linalg.inv(Xi_tilde @ Xi_tilde.T + lam * np.eye(k + 1)) @ H @ S.T
-    np.testing.assert_allclose(udfs._local_matrix(X, k), X.T @ M @ X, rtol=1e-10, atol=1e-12)
-
-
-def test_udfs_solution_is_a_fixed_point_of_algorithm_1_and_keeps_the_clusters():
-    X = _two_clusters(2)
-    udfs = UDFS(3, n_clusters=2, tol=1e-10, max_iter=500).fit(X)
-    assert set(np.flatnonzero(udfs.get_support())) >= {1, 2} or set(np.flatnonzero(udfs.get_support())) >= {0, 1}
-    A = udfs._local_matrix(X, 5)
-    D = 1.0 / (2.0 * np.maximum(np.linalg.norm(udfs.coef_, axis=1), 1e-12))
-    values, vectors = np.linalg.eigh(0.5 * (A + A.T) + udfs.gamma * np.diag(D))
-    # W spans the two eigenvectors with the smallest eigenvalues of XᵀMX + γD(W)
-    projection = vectors[:, :2] @ vectors[:, :2].T
-    np.testing.assert_allclose(projection @ udfs.coef_, udfs.coef_, atol=1e-5)
-    assert np.all(np.diff(udfs.objective_history_) <= 1e-8 * np.abs(udfs.objective_history_[:-1]))
-
-
-def test_ndfs_keeps_the_informative_columns_and_its_wide_solve_is_exact():
-    X = _two_clusters(3)
-    ndfs = NDFS(3, n_clusters=2, random_state=0).fit(X)
-    assert set(np.flatnonzero(ndfs.get_support())) == {0, 1, 2}
-    assert np.all(ndfs.indicators_ >= 0)
-    rng = np.random.default_rng(0)
-    wide, F, weights = rng.normal(size=(10, 25)), rng.uniform(size=(10, 2)), rng.uniform(0.5, 2.0, size=25)
-    direct = np.linalg.solve(wide.T @ wide + ndfs.beta * np.diag(weights), wide.T @ F)
-    np.testing.assert_allclose(ndfs._solve(wide, weights, F), direct, rtol=1e-8, atol=1e-10)
 
 
 # ------------------------------------------------------------------ clustering metrics
@@ -330,18 +280,3 @@ def test_sparse_spectral_embedding_matches_dense_eigenvalues():
     normalised = dense / np.sqrt(np.outer(degree, degree))
     np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
     np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)
-
-
-def test_udfs_wide_path_is_the_dense_eigenproblem():
-    """Wide data: XᵀMX = UUᵀ from the n × n M, and shift-invert Lanczos on D + UUᵀ finds the
-    same eigenvectors as a dense solve."""
-    from fairaudit.fs.baselines import _smallest_eigenvectors
-
-    rng = np.random.default_rng(14)
-    X = (rng.random((60, 300)) < 0.1).astype(float)
-    udfs = UDFS(2, n_neighbors=5, lam=10.0)
-    A, U = udfs._local_matrix(X, 5), udfs._local_factor(X, 5)
-    np.testing.assert_allclose(U @ U.T, A, atol=1e-12)
-    diagonal = rng.uniform(0.5, 3.0, size=300)
-    dense, wide = _smallest_eigenvectors(A, diagonal, 3), _smallest_eigenvectors(("factor", U), diagonal, 3)
-    np.testing.assert_allclose(wide @ wide.T, dense @ dense.T, atol=1e-8)

@@ -74,3 +74,19 @@ def test_zip_holds_all_three(evil_report):
     result, _ = evil_report
     names = zipfile.ZipFile(io.BytesIO(report_zip(result))).namelist()
     assert names == ["report.html", "report.json", "records.csv"]
+
+
+def test_a_detail_shared_by_consecutive_ranks_is_one_row():
+    """JEVD's solver detail is the same at every rank: one row "ranks 1–3", not three; a detail
+    that differs per rank (the selected columns) keeps one row per rank."""
+    from fairaudit.report import details_rows, details_rows_by_ranks
+
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"g": rng.choice(["a", "b"], 200), **{f"x{j}": rng.normal(size=200) for j in range(5)}})
+    data = prepare(read_table(frame.to_csv(index=False).encode(), name="d.csv"), sensitive="g")
+    result = run_audit(data, AuditConfig(ranks=(1, 2, 3), methods=("pca", "fs"), variants="jevd,vanilla,fufs"))
+    solver = [row for row in details_rows_by_ranks(result, "pca", titles=False) if row[2] == "solver"]
+    assert [row[1] for row in solver] == ["ranks 1–3"]
+    selected = [row for row in details_rows(result, "fs", titles=False) if row[2] == "selected"]
+    merged = [row for row in details_rows_by_ranks(result, "fs", titles=False) if row[2] == "selected"]
+    assert [row[1] for row in merged] == [f"rank {row[1]}" for row in selected] == ["rank 1", "rank 2", "rank 3"]

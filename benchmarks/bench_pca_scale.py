@@ -1,0 +1,146 @@
+"""The PCA audit of a large CSV against its physical floor: issue 13's first acceptance figure.
+
+Writes a synthetic CSV (20 numeric columns with 5 decimals and a text group column; about
+164 MB per million rows, ``bench_read.write_csv``) to a temporary folder, then runs each step in
+its own child process, one after the other, and reads the child's wall time and peak resident
+memory (``wait4``'s ``ru_maxrss``):
+
+* ``imports`` — each command's interpreter with its imports and nothing read (numpy and
+  pyarrow for the floor, fairaudit's CLI for the audit): the time and memory every run of it
+  starts with, so the ratios are also given for the work alone;
+* ``floor`` — what no PCA audit can avoid: one Arrow read of the file into a float64 block and
+  one BLAS pass for the per-group moments (``X_gᵀX_g`` and the group means), written with plain
+  numpy here (not fairaudit's code);
+* ``audit`` — the whole command a user types:
+  ``python -m fairaudit audit FILE --sensitive group --methods pca --json OUT --quiet``
+  (the default variants and ranks of the PCA family; ``--bootstrap 0`` also when the CLI has it,
+  so the intervals' own cost is shown apart).
+
+It prints, per step, seconds and peak MB, and the ratios the issue asks for: the audit's time over
+the floor's (target ≤ 3×) and its peak memory over the file size (target ≤ 3×; given with and
+without the interpreter's own resident memory). Run it alone on the machine:
+
+    flock /tmp/fairaudit-heavy.lock python benchmarks/bench_pca_scale.py [--rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import machine
+from bench_read import write_csv
+
+REPO = Path(__file__).resolve().parents[1]
+
+FLOOR_IMPORTS = "import numpy, pyarrow, pyarrow.csv"
+AUDIT_IMPORTS = "import fairaudit.cli, fairaudit.audit, fairaudit.pca"
+
+FLOOR = """
+import sys, time
+import numpy as np, pyarrow as pa, pyarrow.csv as pacsv
+start = time.perf_counter()
+names = [f"x{j}" for j in range(20)]
+table = pacsv.read_csv(sys.argv[1], convert_options=pacsv.ConvertOptions(
+    column_types={**{n: pa.float64() for n in names}, "group": pa.string()}))
+X = np.empty((table.num_rows, 20), order="F")
+for j, name in enumerate(names):
+    X[:, j] = table.column(name).to_numpy()
+codes = (table.column("group").to_numpy(zero_copy_only=False) == "a").astype(np.intp)
+del table
+moments = []
+for g in (0, 1):
+    block = X[codes == g]
+    moments.append((block.shape[0], block.mean(axis=0), block.T @ block))
+print(time.perf_counter() - start)
+"""
+
+
+PEAK_WRAPPER = """
+import atexit, os, runpy, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        peak = next(int(line.split()[1]) for line in status if line.startswith("VmHWM"))
+    with open(os.environ["BENCH_PEAK_FILE"], "w") as out:
+        out.write(str(peak / 1024))
+atexit.register(_peak)
+mode, target, *rest = sys.argv[1:]
+sys.argv = [target, *rest]
+if mode == "-m":
+    runpy.run_module(target, run_name="__main__", alter_sys=True)
+else:
+    exec(compile(target, "<step>", "exec"), {"__name__": "__main__"})
+"""
+
+
+def run_measured(argv: list[str]) -> tuple[float, float, str]:
+    """``(wall seconds, peak resident MB, stdout)`` of ``python argv…`` in a child process.
+
+    The peak is the child's own high-water mark (``VmHWM``, written at exit by a small wrapper):
+    ``wait4``'s ``ru_maxrss`` would not do, Linux carries the parent's peak into the child."""
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak_file:
+        env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+               "BENCH_PEAK_FILE": peak_file.name}
+        start = time.perf_counter()
+        child = subprocess.run([sys.executable, "-c", PEAK_WRAPPER, *argv], capture_output=True, text=True, env=env)
+        seconds = time.perf_counter() - start
+        if child.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv[:4])} … failed ({child.returncode}): {child.stderr.strip()[-400:]}")
+        return seconds, float(open(peak_file.name).read()), child.stdout
+
+
+def cli_has(flag: str) -> bool:
+    """The audit command takes ``flag`` (read from its help)."""
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    helptext = subprocess.run([sys.executable, "-m", "fairaudit", "audit", "--help"], capture_output=True, text=True, env=env)
+    return flag in helptext.stdout
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=2, help="runs per step (the best is reported)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "large.csv"
+        write_csv(path, args.rows, middle_group=False)
+        size_mb = path.stat().st_size / 1e6
+        print(f"{args.rows:,} rows × 20 features + group, {size_mb:.0f} MB; {machine()}; best of {args.repeat}")
+        steps = {
+            "imports of the floor (numpy, pyarrow)": ["-c", FLOOR_IMPORTS],
+            "imports of the audit (fairaudit's CLI)": ["-c", AUDIT_IMPORTS],
+            "floor (Arrow read + per-group moments, plain numpy)": ["-c", FLOOR, str(path)],
+            "audit (CLI, PCA family, defaults)": [
+                "-m", "fairaudit", "audit", str(path), "--sensitive", "group", "--methods", "pca",
+                "--json", str(Path(folder) / "out.json"), "--quiet", "--allow-slow",
+            ],
+        }
+        if cli_has("--bootstrap"):
+            steps["audit (CLI, PCA family, --bootstrap 0)"] = [*steps["audit (CLI, PCA family, defaults)"], "--bootstrap", "0"]
+        results = {}
+        for name, argv in steps.items():
+            runs = [run_measured(argv) for _ in range(args.repeat)]
+            results[name] = (min(r[0] for r in runs), min(r[1] for r in runs))
+            print(f"  {name:<55} {results[name][0]:7.2f} s  peak {results[name][1]:7.0f} MB")
+        floor_base = results["imports of the floor (numpy, pyarrow)"]
+        audit_base = results["imports of the audit (fairaudit's CLI)"]
+        floor = results["floor (Arrow read + per-group moments, plain numpy)"]
+        for name in [n for n in results if n.startswith("audit")]:
+            seconds, peak = results[name]
+            print(
+                f"{name}: time {seconds / floor[0]:.2f}× the floor's, whole commands "
+                f"({(seconds - audit_base[0]) / (floor[0] - floor_base[0]):.2f}× after each one's imports); "
+                f"peak {peak / size_mb:.2f}× the file ({(peak - audit_base[1]) / size_mb:.2f}× above the imports; "
+                f"the floor: {floor[1] / size_mb:.2f}×, {(floor[1] - floor_base[1]) / size_mb:.2f}×)"
+            )
+        print(json.dumps({"rows": args.rows, "file_mb": size_mb, "steps": results}))
+
+
+if __name__ == "__main__":
+    main()
