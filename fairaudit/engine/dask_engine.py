@@ -172,12 +172,10 @@ class PartitionedData:
 
     def sample_data(self) -> AuditData:
         """The stratified sample as in-memory :class:`AuditData` (unscaled rows, the data's
-        scaling, the groups of the sample's rows)."""
+        scaling, the groups of the sample's rows). Its source, log and accounting are this data
+        set's: they describe where the rows come from."""
         if "sample" not in self._cache:
             sample = self._summary.sample
-            counts = np.bincount(sample.codes, minlength=self.groups.n_groups)
-            note = (f"a stratified sample of {sample.size:,} of {self.n_rows:,} rows, drawn by the dask engine "
-                    f"({', '.join(f'{g}: {int(n):,}' for g, n in zip(self.groups.labels, counts, strict=True))})")
             self._cache["sample"] = AuditData(
                 X_raw=_read_only(self._sample_raw),
                 feature_names=self.feature_names,
@@ -187,37 +185,19 @@ class PartitionedData:
                 label=self._sample_label,
                 label_name=self.label_name,
                 lines=self._sample_lines,
-                source={**self.source, "rows_read": sample.size},
-                log=(*self.log, note),
+                source=self.source,
+                log=self.log,
+                accounting=self.accounting,
             )
         return self._cache["sample"]
 
     def fingerprint(self) -> dict:
-        """As :meth:`AuditData.fingerprint`, plus ``engine``; ``sha256`` is that of the partitions'
-        SHA-256s (``engine.sha256_of`` says so), not of the file's bytes."""
-        accounting = self.accounting
-        return {
-            "name": self.source.get("name"),
-            "sha256": self.source.get("sha256"),
-            "bytes": self.source.get("bytes"),
-            "format": self.source.get("format"),
-            "encoding": self.source.get("encoding"),
-            "delimiter": self.source.get("delimiter"),
-            "rows_read": int(accounting["rows_read"]),
-            "rows": self.n_rows,
-            "n_features": self.n_features,
-            "features": list(accounting.get("features", self.feature_names)),
-            "feature_names": list(self.feature_names),
-            "sensitive": list(self.sensitive),
-            "group_sizes": self.group_sizes(),
-            "groups": [dict(entry) for entry in accounting.get("groups", [])],
-            "excluded": [dict(entry) for entry in accounting.get("excluded", [])],
-            "warnings": list(accounting.get("warnings", [])),
-            "label": self.label_name,
-            "scaling": self.scaling,
-            "preprocessing": list(self.log),
-            "engine": dict(self.engine),
-        }
+        """As :meth:`AuditData.fingerprint` (of every row: the rows and groups used, the
+        accounting), plus ``engine``; ``sha256`` is that of the partitions' SHA-256s
+        (``engine["sha256_of"]`` says so), not of the file's bytes."""
+        fingerprint = self.sample_data().fingerprint()
+        fingerprint.update(rows=self.n_rows, group_sizes=self.group_sizes(), engine=dict(self.engine))
+        return fingerprint
 
     def cache_key(self) -> str:
         return str(self.source.get("sha256", ""))[:16]
