@@ -690,6 +690,7 @@ class DaskEngine(LocalEngine):
         self.scheduler = scheduler
 
     def summarise(self, data, *, sample_rows: int, random_state=0) -> DataSummary:
+        require_dask()
         if isinstance(data, PartitionedData):
             return data.summary(sample_rows, random_state)
         return super().summarise(data, sample_rows=sample_rows, random_state=random_state)
