@@ -108,3 +108,19 @@ def test_sample_candidates_are_the_smallest_hashes_of_each_key():
     # the hash is a function of (seed, partition, row) only
     np.testing.assert_array_equal(row_hashes(0, 3, np.arange(5)), row_hashes(0, 3, np.arange(5)))
     assert not np.array_equal(row_hashes(0, 3, np.arange(5)), row_hashes(1, 3, np.arange(5)))
+
+
+def test_reading_on_several_threads_restores_the_csv_field_limit():
+    """read_table lifts the csv module's process-wide field limit while it reads; partitions read
+    on dask's threads at once must leave it as it was."""
+    import csv
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fairaudit import read_table
+
+    raw = b'a,b\n1,"' + b"x" * 200_000 + b'"\n2,y\n'
+    before = csv.field_size_limit()
+    with ThreadPoolExecutor(4) as pool:
+        tables = list(pool.map(lambda _: read_table(raw), range(32)))
+    assert all(len(t.strings("b")[0].as_py()) == 200_000 for t in tables)
+    assert csv.field_size_limit() == before
