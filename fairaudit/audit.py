@@ -1,18 +1,24 @@
-"""Running an audit: configuration, the tidy result, and the family registry.
+"""Running an audit: configuration, the tidy result, the family protocol and its driver.
 
 ``run_audit(data, config)`` fits every requested variant of every requested method family at
 every rank and returns an :class:`AuditResult` whose ``records`` table has one row per
-measurement::
+measurement, with its confidence interval::
 
-    method   variant   rank  group     metric      value
-    pca      vanilla   3     SEX=2     loss        0.412
-    pca      fair_eig  3                max_loss    0.301      (group empty: whole-data metric)
-    pca      fair_eig  3                seconds     0.004
+    method   variant   rank  group     metric      value   ci_low  ci_high
+    pca      vanilla   3     SEX=2     loss        0.412   0.371   0.455
+    pca      fair_eig  3                max_loss    0.301   0.270   0.333   (group empty: whole data)
+    pca      fair_eig  3                seconds     0.004     NaN     NaN   (a fact of the fit)
 
 Plots, the app, the HTML report, JSON and CSV all read this table; nothing recomputes metrics
-on the side. Families register a function ``audit(data, config, sink)`` in :data:`FAMILIES`;
-a variant that would be too slow for the input is *skipped with a recorded reason*, never
-silently.
+on the side. A method family is a :class:`FamilyAudit` subclass registered in
+:data:`FAMILIES`: it *prepares* its input, *fits* its variants on a set of rows and *measures*
+fitted models on a set of rows. :func:`run_family` drives it: the fit on all rows (or on the
+training part of ``AuditConfig(holdout=…)``, measured on the held-out rows as ``heldout_…``
+records too), then the stratified bootstrap (:mod:`fairaudit.uncertainty`) — the same fit and
+measurement on resampled rows, warm-started from the first fit — whose percentile intervals
+become ``ci_low`` / ``ci_high``. A variant that would be too slow for the input is *skipped
+with a recorded reason*, never silently; an interval that is not computed is NaN with the
+reason in ``warnings``.
 """
 
 from __future__ import annotations
@@ -24,28 +30,39 @@ import json
 import math
 import time
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
-from . import metrics
+from . import metrics, uncertainty
 from ._version import __version__
 from .data import AuditData, worded
 from .errors import ParameterError, RankError
 from .vocabulary import render, term
 
-RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value"]
+RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
+"""The tidy records' columns (contract 2). ``ci_low``/``ci_high``: the interval at
+``AuditConfig.confidence`` (NaN where not computed; the reason is in ``AuditResult.warnings``)."""
+
+RECORD_KEY = ["method", "variant", "rank", "group", "metric"]
+"""The columns that identify a record (unique within a result)."""
+
+HELDOUT_PREFIX = "heldout_"
+"""Metrics measured on the held-out rows (``AuditConfig(holdout=…)``) carry this prefix."""
 
 FAMILIES: dict[str, str] = {
-    "pca": "fairaudit.pca.audit:audit_pca",
-    "nmf": "fairaudit.nmf.audit:audit_nmf",
-    "fs": "fairaudit.fs.audit:audit_fs",
-    "cpd": "fairaudit.cpd.audit:audit_cpd",
+    "pca": "fairaudit.pca.audit:PCAAudit",
+    "nmf": "fairaudit.nmf.audit:NMFAudit",
+    "fs": "fairaudit.fs.audit:FSAudit",
+    "cpd": "fairaudit.cpd.audit:CPDAudit",
 }
-"""Method family name → ``"module:function"`` implementing ``audit(data, config, sink)``."""
+"""Method family name → ``"module:Class"``, a :class:`FamilyAudit` subclass."""
+
 
 FAMILY_TITLES = {"pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor (CP)"}
 
@@ -102,10 +119,29 @@ class AuditConfig:
         (with the reason recorded): their cost grows steeply with the dimension.
     options : dict
         Family-specific options, e.g. ``{"nmf": {"max_iter": 500}}``.
+    bootstrap : int or None
+        Replicates of the stratified bootstrap behind every interval: ``None`` (default) takes
+        each family's default (:data:`fairaudit.uncertainty.DEFAULT_BOOTSTRAP`, chosen from
+        measured cost and stated in the report), ``0`` turns the intervals off.
+    confidence : float
+        Level of every interval (default 0.95); ``1 − confidence`` is also the significance level
+        of the leakage test.
+    holdout : float or None
+        Share of each group's rows held out (e.g. 0.3): the models are fitted on the rest and
+        every metric is also measured on the held-out rows (records ``heldout_…``). ``None`` or 0:
+        fit and measure on all rows.
+    flag_ratio : float
+        Tolerance of the ``gap`` verdict (default 1.25): the worst-served group must fare at
+        least this many times worse than the best-served one (see
+        :data:`fairaudit.findings.VERDICT_RULES`).
     keep_models : bool
         Keep every fitted estimator in :attr:`AuditResult.models` (for
         :func:`fairaudit.models.export_models`); off by default, since NMF and CP estimators hold
         a row per data row.
+    leakage_permutations : int or None
+        Permutations behind the leakage test's chance distribution (``None``: the classifier's
+        default, :data:`fairaudit.metrics.LEAKAGE_PERMUTATIONS`; 0: none, the test then uses the
+        cross-validation interval).
     engine : str
         How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
         default, in-process) computes the group moments in one pass over the in-memory rows;
@@ -124,7 +160,12 @@ class AuditConfig:
     sdp_max_features: int = 30
     mw_max_features: int = 300
     options: dict = field(default_factory=dict)
+    bootstrap: int | None = None
+    confidence: float = 0.95
+    holdout: float | None = None
+    flag_ratio: float = 1.25
     keep_models: bool = False
+    leakage_permutations: int | None = None
     engine: str = "local"
 
     def __post_init__(self):
@@ -147,6 +188,16 @@ class AuditConfig:
                 f"leakage_classifier must be one of {', '.join(metrics.LEAKAGE_CLASSIFIERS)}; "
                 f"got {self.leakage_classifier!r}."
             )
+        uncertainty.check_bootstrap(self.bootstrap, self.confidence, self.holdout, self.flag_ratio)
+        if self.leakage_permutations is not None and (
+            isinstance(self.leakage_permutations, bool) or not isinstance(self.leakage_permutations, int) or self.leakage_permutations < 0
+        ):
+            raise ParameterError(f"leakage_permutations must be a whole number ≥ 0; got {self.leakage_permutations!r}.")
+
+    @property
+    def alpha(self) -> float:
+        """Significance level of the tests (``1 − confidence``)."""
+        return 1.0 - float(self.confidence)
 
     def resolved_ranks(self, n_features: int, limit: int | None = None) -> tuple[int, ...]:
         """The ranks to sweep for data with ``n_features`` columns (``limit`` caps them further)."""
@@ -225,6 +276,10 @@ class AuditResult:
     created: str = ""
     seconds: float = 0.0
     fairaudit_version: str = __version__
+    uncertainty: dict = field(default_factory=dict)
+    """Per family, how its intervals were computed: ``{method: {"replicates", "why",
+    "confidence", "holdout", "seconds", "not_bootstrapped": {metric: reason}}}`` (in the JSON
+    and the report)."""
     models: dict = field(default_factory=dict, repr=False, compare=False)
     """With ``AuditConfig(keep_models=True)``: the fitted estimator of every fit, keyed
     ``(method, variant, rank)``. Never written to JSON; :mod:`fairaudit.models` saves them."""
@@ -235,12 +290,16 @@ class AuditResult:
         return rows if method is None else rows[rows.method == method]
 
     def to_dict(self) -> dict:
+        from .findings import findings
+
         return {
             "fairaudit_version": self.fairaudit_version,
             "created": self.created,
             "seconds": self.seconds,
             "config": self.config,
             "data": worded(self.data),
+            "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
+            "findings": [{**f.to_dict(), "text": render(f.text)} for found in findings(self).values() for f in found],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
             "warnings": [render(str(w)) for w in self.warnings],
@@ -261,7 +320,8 @@ class AuditResult:
     @classmethod
     def from_dict(cls, payload: dict) -> AuditResult:
         records = pd.DataFrame(payload["records"], columns=RECORD_COLUMNS)
-        records["value"] = pd.to_numeric(records["value"])
+        for column in ("value", "ci_low", "ci_high"):
+            records[column] = pd.to_numeric(records[column]).astype(float)
         return cls(
             records=records,
             config=payload.get("config", {}),
@@ -272,6 +332,7 @@ class AuditResult:
             created=payload.get("created", ""),
             seconds=payload.get("seconds", 0.0),
             fairaudit_version=payload.get("fairaudit_version", ""),
+            uncertainty=payload.get("uncertainty", {}),
         )
 
 
@@ -301,6 +362,7 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
         created=max(r.created for r in results),
         seconds=round(sum(r.seconds for r in results), 3),
         fairaudit_version=first.fairaudit_version,
+        uncertainty={method: found for r in results for method, found in r.uncertainty.items()},
         models={key: model for r in results for key, model in r.models.items()},
     )
 
@@ -320,14 +382,15 @@ def is_sweep_variant(variant: str) -> bool:
     return SWEEP_SEPARATOR in variant
 
 
-def whole_metrics(records: pd.DataFrame, method: str, rank: int | None = None) -> pd.DataFrame:
+def whole_metrics(records: pd.DataFrame, method: str, rank: int | None = None, values: str = "value") -> pd.DataFrame:
     """``method``'s whole-data metrics (no per-group rows) as a table: one row per variant and
-    rank (index ``(variant, rank)``), or per variant at ``rank``; one column per metric."""
+    rank (index ``(variant, rank)``), or per variant at ``rank``; one column per metric.
+    ``values`` picks the column shown (``"value"``, ``"ci_low"`` or ``"ci_high"``)."""
     rows = records[(records.method == method) & (records.group == "")]
     if rank is None:
-        return rows.pivot_table(index=["variant", "rank"], columns="metric", values="value", sort=False)
+        return rows.pivot_table(index=["variant", "rank"], columns="metric", values=values, sort=False, dropna=False)
     rows = rows[rows["rank"] == rank]
-    return rows.pivot_table(index="variant", columns="metric", values="value", sort=False)
+    return rows.pivot_table(index="variant", columns="metric", values=values, sort=False, dropna=False)
 
 
 def merged_options(config: AuditConfig, method: str, defaults: dict, what: str) -> dict:
@@ -349,19 +412,76 @@ def family_options(config: dict, method: str) -> dict:
     return config.get("options", {}).get(method, {})
 
 
+def _worded_summary(summary: dict) -> dict:
+    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
+    return {
+        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
+        for key, value in summary.items()
+    }
+
+
+def _json_number(value) -> float | None:
+    """A JSON-safe number: ``None`` for NaN and ±∞ (``allow_nan=False``)."""
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
+
 def _json_safe_record(record: dict) -> dict:
-    value = record["value"]
     record = dict(record)
     record["rank"] = int(record["rank"])
-    record["value"] = None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+    for column in ("value", "ci_low", "ci_high"):
+        record[column] = _json_number(record.get(column))
     return record
 
 
 # ============================================================================ collecting records
 ProgressCallback = Callable[[dict], None]
 
+Value = float | tuple[float, float, float]
+"""A measurement: a number, or ``(value, ci_low, ci_high)`` when it comes with its own interval
+(the leakage test's cross-validation interval)."""
 
-class RecordSink:
+
+class Recorder:
+    """Where measurements go: :meth:`add` one value (whole-data when ``group`` is empty)."""
+
+    def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def add_all(self, variant: str, rank: int, values: dict[str, Value]) -> None:
+        """Several whole-data metrics of one fit (``{metric: value}``)."""
+        for metric, value in values.items():
+            self.add(variant, rank, metric, value)
+
+    def add_groups(self, variant: str, rank: int, metric: str, labels: Iterable[str], values: Iterable[float]) -> None:
+        for label, value in zip(labels, values, strict=True):
+            self.add(variant, rank, metric, value, group=label)
+
+    def prefixed(self, prefix: str) -> Recorder:
+        """This recorder with ``prefix`` put before every metric name (``heldout_``)."""
+        return _Prefixed(self, prefix) if prefix else self
+
+
+class _Prefixed(Recorder):
+    def __init__(self, inner: Recorder, prefix: str):
+        self.inner, self.prefix = inner, prefix
+
+    def add(self, variant, rank, metric, value, group=""):
+        self.inner.add(variant, rank, self.prefix + metric, value, group)
+
+
+class _ReplicateRecorder(Recorder):
+    """Records of bootstrap replicate ``b`` into :class:`fairaudit.uncertainty.Replicates`."""
+
+    def __init__(self, replicates: uncertainty.Replicates, b: int):
+        self.replicates, self.b = replicates, b
+
+    def add(self, variant, rank, metric, value, group=""):
+        if isinstance(value, tuple):
+            value = value[0]
+        self.replicates.add(self.b, variant, rank, metric, value, group)
+
+
+class RecordSink(Recorder):
     """Where a family writes its measurements, skips, warnings and progress."""
 
     def __init__(self, method: str, progress: ProgressCallback | None = None, keep_models: bool = False):
@@ -376,17 +496,11 @@ class RecordSink:
         self._expected = 0
         self._done = 0
 
-    def add(self, variant: str, rank: int, metric: str, value: float, group: str = "") -> None:
-        self.rows.append((self.method, variant, int(rank), group, metric, float(value)))
-
-    def add_all(self, variant: str, rank: int, values: dict[str, float]) -> None:
-        """Several whole-data metrics of one fit (``{metric: value}``)."""
-        for metric, value in values.items():
-            self.add(variant, rank, metric, value)
-
-    def add_groups(self, variant: str, rank: int, metric: str, labels: Iterable[str], values: Iterable[float]) -> None:
-        for label, value in zip(labels, values, strict=True):
-            self.add(variant, rank, metric, value, group=label)
+    def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:
+        low = high = float("nan")
+        if isinstance(value, tuple):
+            value, low, high = value
+        self.rows.append((self.method, variant, int(rank), group, metric, float(value), float(low), float(high)))
 
     def keep(self, variant: str, rank: int, estimator) -> None:
         """Keep a fitted estimator under ``(method, variant, rank)`` when the audit keeps models."""
@@ -429,41 +543,339 @@ class RecordSink:
     def progress(self, variant: str, rank: int, seconds: float) -> None:
         """One more fit done: tell the progress callback (done so far out of the expected total)."""
         self._done += 1
+        total = max(self._expected, self._done)
+        self.event({"variant": variant, "rank": rank, "done": self._done, "total": total, "seconds": seconds, "stage": "fit"})
+
+    def event(self, event: dict) -> None:
+        """Pass a progress event (contract 4: ``method, variant, rank, done, total, seconds,
+        stage``) to the callback. Whatever the callback raises (:class:`AuditCancelled`)
+        propagates."""
         if self._progress is not None:
-            total = max(self._expected, self._done)
-            self._progress(
-                {"method": self.method, "variant": variant, "rank": rank, "done": self._done, "total": total, "seconds": seconds}
-            )
+            self._progress({"method": self.method, **event})
 
     def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:
         for item in caught:
             self.warn(f"{self.method}/{variant}: {item.message}")
 
 
-def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfig) -> dict[str, float]:
+# ============================================================================ the family protocol
+NOT_BOOTSTRAPPED = {
+    "mmd2_rbf": "the RBF MMD² needs all rows of every group (an O(m²) kernel) and is not recomputed in "
+    "bootstrap replicates",
+    "unfairness": "leakage comes with the cross-validation interval of the leakage test (repeated "
+    "stratified k-fold), not from bootstrap replicates",
+}
+"""Metrics a family does not recompute in bootstrap replicates, with the reason (stated in the
+warnings). Leakage metrics keep their own cross-validation interval."""
+
+FACT_METRICS = ("seconds", "n_iter", "epochs", "estimate_seconds", "effective_rank", "dual_gap", "lam")
+"""Facts of a fit, not estimates of a population quantity: no interval."""
+
+LEAKAGE_METRICS = ("unfairness", "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue")
+
+
+@dataclass
+class Fits:
+    """What :meth:`FamilyAudit.fit` returns: the fitted models of every ``(variant, rank)``, their
+    fit times, the rows they were fitted on (indices into the family's rows, repeats allowed),
+    and whatever the family computed once for all of them (``shared``: e.g. the PCA group
+    moments or the NMF yardsticks ``E_ℓ``)."""
+
+    rows: np.ndarray
+    models: dict[tuple[str, int], object] = field(default_factory=dict)
+    seconds: dict[tuple[str, int], float] = field(default_factory=dict)
+    shared: dict = field(default_factory=dict)
+
+
+class FamilyAudit:
+    """One method family in an audit. A subclass (in the family's ``audit.py``) implements:
+
+    * ``__init__(data, config, sink)`` — check options, prepare the family's input, choose ranks
+      and variants (skips and notes to ``sink``); set :attr:`codes` (the group of every row of
+      the family's input: data rows, NMF rows after dropped zero rows, or CP entities) and
+      :attr:`labels`;
+    * :meth:`fit` — fit every chosen variant at every rank on ``rows`` (indices into the
+      family's rows; a bootstrap sample repeats rows), warm-started from an earlier fit when
+      given one;
+    * :meth:`measure` — the family's statistics of fitted models on ``rows``: the fit's own rows
+      (``heldout=False``) or new rows (``heldout=True``: PCA projects them with the fitted map,
+      NMF finds their ``W`` by NNLS against the fitted ``H``, feature selection reads the selected
+      columns, CP solves their entity factors by least squares);
+    * :meth:`facts` — what a fit did rather than measured (seconds, iterations, λ);
+    * :meth:`models_of` — the fitted estimators to keep (``AuditConfig(keep_models=True)``).
+
+    :attr:`disparities` name the per-group metrics whose worst-to-best gap and ratio the driver
+    adds; :attr:`not_bootstrapped` the metrics replicates leave out, with the reason.
+    """
+
+    method: str = ""
+    disparities: tuple[uncertainty.Disparity, ...] = ()
+    not_bootstrapped: Mapping[str, str] = NOT_BOOTSTRAPPED
+    replicate_variants_skipped: Mapping[str, str] = MappingProxyType({})
+    """Variants whose refits are too slow for replicates → the reason (their records get no
+    interval)."""
+    replicate_ranks_skipped: Mapping[int, str] = MappingProxyType({})
+    """Ranks left out of replicates → the reason (e.g. NMF at full rank, where every group's own
+    NMF is exact and the fits only crawl towards it)."""
+
+    codes: np.ndarray
+    labels: tuple[str, ...]
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        self.data, self.config, self.sink = data, config, sink
+
+    @property
+    def active(self) -> bool:
+        """Whether anything is left to fit (every variant may have been skipped)."""
+        return True
+
+    def degenerate_ranks(self) -> dict[int, str]:
+        """Ranks at which the family's disparities mean nothing (a full-rank or exact fit), with
+        the reason: the findings never pick them as "the largest gap"."""
+        return dict(self.replicate_ranks_skipped)
+
+    def fit(self, rows: np.ndarray, *, warm: Fits | None = None, replicate: bool = False, seed=None) -> Fits:  # pragma: no cover
+        raise NotImplementedError
+
+    def measure(self, fits: Fits, rows: np.ndarray, out: Recorder, *, heldout: bool = False, replicate: bool = False) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (variant, rank), seconds in fits.seconds.items():
+            out.add(variant, rank, "seconds", seconds)
+
+    def models_of(self, fits: Fits) -> dict[tuple[str, int], object]:
+        return dict(fits.models)
+
+    def representation(self, Z: np.ndarray, codes: np.ndarray, *, replicate: bool, config: AuditConfig | None = None) -> dict[str, Value]:
+        """The shared representation metrics of ``Z`` (see :func:`representation_metrics`); in a
+        replicate only the cheap group-mean MMD²."""
+        if replicate:
+            return {"mmd2": metrics.mmd2(Z, codes)}
+        return representation_metrics(Z, codes, config or self.config)
+
+
+def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
+    """Add the worst group's value, the gap, the ratio (and the error ratio) of each declared
+    per-group metric.
+
+    ``records`` maps ``(variant, rank, group, metric)`` to a value; ``pairs`` holds the point
+    estimate's ``(worst, best)`` per ``(variant, rank, metric)`` (filled when empty: the point
+    estimate; read in replicates)."""
+
+    def per_group(metric: str) -> dict[tuple[str, int], np.ndarray]:
+        found: dict[tuple[str, int], np.ndarray] = {}
+        for (variant, rank, group, name), value in records.items():
+            if name == metric and group:
+                found.setdefault((variant, rank), np.full(len(family.labels), np.nan))[family.labels.index(group)] = value
+        return found
+
+    for disparity in family.disparities:
+        metric = prefix + disparity.metric
+        errors = per_group(prefix + disparity.error) if disparity.error else {}
+        for (variant, rank), values in per_group(metric).items():
+            if np.isnan(values).all():
+                continue
+            key = (variant, rank, metric)
+            pairs.setdefault(key, add_disparity(out, variant, rank, disparity, values, errors.get((variant, rank)), prefix, pairs.get(key)))
+
+
+def add_disparity(
+    out: Recorder, variant: str, rank: int, disparity: uncertainty.Disparity, values, errors=None, prefix: str = "", pair=None
+) -> tuple[int, int]:
+    """Record the worst group's value, the gap, the ratio (and the error ratio, given the groups'
+    ``errors``) of one fit's per-group ``values`` of ``disparity.metric``; ``pair`` fixes the
+    ``(worst, best)`` groups (a replicate follows the point estimate's). Returns the pair.
+
+    The driver adds these for every family; a representation audited outside it (``yours``)
+    calls it directly, so that its records and findings read like any variant's."""
+    found = uncertainty.disparity(values, pair, errors)
+    _, largest, gap, ratio = disparity.names(prefix)
+    out.add(variant, rank, largest, found["largest"])
+    out.add(variant, rank, gap, found["gap"])
+    out.add(variant, rank, ratio, found["ratio"])
+    if "error_ratio" in found:
+        out.add(variant, rank, prefix + disparity.error_ratio, found["error_ratio"])
+    return found["worst"], found["best"]
+
+
+class _Collector(Recorder):
+    """A dict of ``(variant, rank, group, metric) → value`` (what the disparity records read)."""
+
+    def __init__(self, inner: Recorder):
+        self.inner = inner
+        self.values: dict = {}
+
+    def add(self, variant, rank, metric, value, group=""):
+        self.values[(variant, int(rank), group, metric)] = value[0] if isinstance(value, tuple) else value
+        self.inner.add(variant, rank, metric, value, group)
+
+
+def run_family(family: FamilyAudit) -> dict:
+    """Fit, measure and bootstrap one family (see the module docstring); records go to the
+    family's sink. Returns the family's uncertainty summary for :attr:`AuditResult.uncertainty`."""
+    config, sink = family.config, family.sink
+    summary: dict = {"confidence": config.confidence, "holdout": config.holdout or 0}
+    summary["degenerate_ranks"] = {str(rank): reason for rank, reason in family.degenerate_ranks().items()}
+    if not family.active:
+        summary.update(replicates=0, why="nothing was fitted")
+        return summary
+    everything = np.arange(len(family.codes))
+    train, test = everything, None
+    if config.holdout:
+        train, test = uncertainty.stratified_split(family.codes, float(config.holdout), config.random_state)
+        summary["rows"] = {"train": len(train), "heldout": len(test)}
+    fits = family.fit(train)
+    pairs: dict = {}
+    collector = _Collector(sink)
+    family.measure(fits, train, collector)
+    if test is not None:
+        family.measure(fits, test, collector.prefixed(HELDOUT_PREFIX), heldout=True)
+    _disparity_records(collector.values, family, sink, pairs, "")
+    if test is not None:
+        _disparity_records(collector.values, family, sink, pairs, HELDOUT_PREFIX)
+    family.facts(fits, sink)
+    for (variant, rank), model in family.models_of(fits).items() if config.keep_models else ():
+        sink.keep(variant, rank, model)
+    replicates, why = uncertainty.resolve_replicates(
+        family.method, config.bootstrap, family.data.n_rows, family.data.n_features, len(getattr(family, "ranks", ())) or None
+    )
+    summary.update(replicates=replicates, why=why)
+    if replicates:
+        started = time.perf_counter()
+        found = _bootstrap(family, fits, train, test, replicates, pairs)
+        summary["seconds"] = round(time.perf_counter() - started, 3)
+        summary["interval"] = uncertainty.INTERVAL_METHOD
+        _apply_intervals(family, found, config.confidence)
+        summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
+    return summary
+
+
+def _bootstrap(family: FamilyAudit, fits: Fits, train, test, count: int, pairs: dict) -> uncertainty.Replicates:
+    """``count`` stratified bootstrap replicates: refit on resampled training rows (warm-started
+    from ``fits``), measure on them (and on resampled held-out rows). One thread per library
+    meanwhile: many small refits gain nothing from threads and k-means' OpenMP threads thrash a
+    busy machine."""
+    replicates = uncertainty.Replicates(count)
+    capped = 0
+    started = time.perf_counter()
+    with threadpool_limits(limits=1):
+        for b, seed in enumerate(uncertainty.replicate_seeds(family.config.random_state, count)):
+            capped += _replicate(family, fits, train, test, pairs, replicates, b, seed)
+            family.sink.event(
+                {"variant": "", "rank": None, "done": b + 1, "total": count, "seconds": time.perf_counter() - started, "stage": "bootstrap"}
+            )
+    if capped:
+        family.sink.warn(
+            f"{family.method}: in {capped} of {count} bootstrap replicates a solver stopped at its iteration cap "
+            "(replicates are warm-started from the audit's own fits, so their caps are those of the audit)."
+        )
+    return replicates
+
+
+def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replicates: uncertainty.Replicates, b: int, seed) -> bool:
+    """Replicate ``b``: resample, refit, measure, add the disparities; whether a solver hit its cap."""
+    rng = np.random.default_rng(seed)
+    rows = uncertainty.stratified_resample(family.codes, rng, train)
+    collector = _Collector(_ReplicateRecorder(replicates, b))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        refits = family.fit(rows, warm=fits, replicate=True, seed=seed)
+        family.measure(refits, rows, collector, replicate=True)
+        if test is not None:
+            heldout = uncertainty.stratified_resample(family.codes, rng, test)
+            family.measure(refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
+    out = _ReplicateRecorder(replicates, b)
+    _disparity_records(collector.values, family, out, pairs, "")
+    if test is not None:
+        _disparity_records(collector.values, family, out, pairs, HELDOUT_PREFIX)
+    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
+
+
+def _apply_intervals(family: FamilyAudit, replicates: uncertainty.Replicates, confidence: float) -> None:
+    """Write the bootstrap intervals into the sink's rows (rows that carry their own interval,
+    the leakage test's, keep it; metrics the family leaves out of replicates get none even when
+    a replicate measured them, e.g. the spread over fewer k-means runs)."""
+    sink = family.sink
+    points = {(row[1], row[2], row[3], row[4]): row[5] for row in sink.rows}
+    intervals = replicates.intervals(confidence, points)
+    for index, row in enumerate(sink.rows):
+        method, variant, rank, group, metric, value, low, high = row
+        if not (math.isnan(low) and math.isnan(high)) or metric.removeprefix(HELDOUT_PREFIX) in family.not_bootstrapped:
+            continue
+        found = intervals.get((variant, rank, group, metric))
+        if found is not None:
+            sink.rows[index] = (method, variant, rank, group, metric, value, *found)
+
+
+def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str, str]:
+    """Why some records have no interval, by what they are (also written to the warnings)."""
+    reasons: dict[str, str] = {}
+    for _, variant, rank, _, metric, value, low, _ in sink.rows:
+        if not (math.isnan(low) and not math.isnan(value)):
+            continue
+        base = metric.removeprefix(HELDOUT_PREFIX)
+        if variant in family.replicate_variants_skipped:
+            base, index = split_variant(variant)
+            label = f"the {base} λ sweep (every metric)" if index is not None else f"{variant} (every metric)"
+            reasons[label] = family.replicate_variants_skipped[variant]
+        elif base in FACT_METRICS:
+            reasons[base] = "a fact of the fit (time, iterations, rank used, penalty weight), not an estimate"
+        elif base.endswith("_pvalue"):
+            reasons[base] = "a p-value: a test's own outcome"
+        elif base in family.not_bootstrapped or base in LEAKAGE_METRICS:
+            reasons[base] = family.not_bootstrapped.get(base, NOT_BOOTSTRAPPED["unfairness"])
+        elif rank in family.replicate_ranks_skipped:
+            reasons[f"rank {rank} (every metric)"] = family.replicate_ranks_skipped[rank]
+        elif base.endswith("_ratio"):
+            reasons[base] = (
+                "a ratio whose denominator is 0 or below in some fits (a best-served group at 0, an exact fit), "
+                "so no interval there; the gap's interval carries the comparison"
+            )
+        else:
+            reasons.setdefault(base, "fewer than half of the bootstrap replicates gave a finite value")
+    for what, reason in reasons.items():
+        sink.warn(f"{family.method}: no interval for {what}: {reason}.")
+    return reasons
+
+
+def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfig) -> dict[str, Value]:
     """Whole-data metrics of a representation ``Z`` shared by every family.
 
-    ``mmd2`` (group means), ``mmd2_rbf`` (median-heuristic RBF kernel) and the held-out group
-    classifier's ``unfairness`` / ``unfairness_balanced`` (see :mod:`fairaudit.metrics`).
+    ``mmd2`` (group means), ``mmd2_rbf`` (median-heuristic RBF kernel) and the leakage test
+    (:func:`fairaudit.metrics.leakage_test`): ``unfairness`` / ``unfairness_balanced``
+    ((balanced) accuracy − 1/k, with the cross-validation interval), ``balanced_accuracy``,
+    ``chance_balanced_accuracy`` (the permutation distribution's mean and central interval) and
+    ``leakage_pvalue``.
     """
+    estimate = metrics.leakage_test(
+        Z,
+        groups,
+        classifier=config.leakage_classifier,
+        permutations=config.leakage_permutations,
+        confidence=config.confidence,
+        max_rows=config.leakage_max_rows,
+        random_state=config.random_state,
+    )
     return {
         "mmd2": metrics.mmd2(Z, groups),
         "mmd2_rbf": metrics.mmd2_rbf(
             Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
         ),
-        **metrics.leakage(
-            Z,
-            groups,
-            classifier=config.leakage_classifier,
-            max_rows=config.leakage_max_rows,
-            random_state=config.random_state,
-        ),
+        **estimate.records(),
     }
 
 
-def _family(method: str) -> Callable:
-    module_name, function = FAMILIES[method].split(":")
-    return getattr(importlib.import_module(module_name), function)
+def _family(method: str) -> type[FamilyAudit]:
+    module_name, name = FAMILIES[method].split(":")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def audit_family(method: str, data: AuditData, config: AuditConfig, sink: RecordSink) -> dict:
+    """Prepare and run one family on ``data`` (records to ``sink``); returns its uncertainty
+    summary. Fitted models, if kept, are in ``sink.models``."""
+    family = _family(method)(data, config, sink)
+    return run_family(family)
 
 
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:
@@ -477,7 +889,10 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         (:func:`fairaudit.engine.read_partitioned`, with ``config.engine="dask"``).
     config : AuditConfig, optional
     progress : callable, optional
-        Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds"}``.
+        Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds",
+        "stage": "fit"}`` and after every bootstrap replicate with ``stage="bootstrap"``
+        (``done``/``total`` counting replicates). Raising from it (e.g. :class:`AuditCancelled`)
+        stops the run; the exception propagates.
     """
     from .engine import family_input
 
@@ -489,20 +904,23 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     skipped: list[dict] = []
     notes: list[str] = []
     details: dict[str, dict] = {}
+    summaries: dict[str, dict] = {}
     models: dict[tuple[str, str, int], object] = {}
     smallest = min(data.group_sizes().items(), key=lambda item: item[1])
     if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
         notes.append(
             f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
-            f"{smallest[1]} rows and a held-out classifier needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
+            f"{smallest[1]} rows and the cross-validated leakage test needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
             f"per group; use fewer sensitive columns (fewer intersections), or leave the group out with "
             f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
-        family_data, engine_notes = family_input(data, method, config.engine)  # data read by the dask engine: moments or its sample
-        notes.extend(note for note in engine_notes if note not in notes)
+        given = family_input(data, method, config)  # data read by the dask engine: its moments, or its sample
+        notes.extend(note for note in given.notes if note not in notes)
         sink = RecordSink(method, progress, keep_models=config.keep_models)
-        _family(method)(family_data, config, sink)
+        summaries[method] = audit_family(method, given.data, given.config, sink)
+        if given.no_intervals:
+            summaries[method]["why"] = given.no_intervals
         models.update(sink.models)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)
@@ -519,5 +937,6 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         details=details,
         created=created,
         seconds=round(time.perf_counter() - started, 3),
+        uncertainty=summaries,
         models=models,
     )

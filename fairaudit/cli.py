@@ -130,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
                       help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
+    _add_uncertainty_options(audit)
     _add_pca_options(audit)
     _add_nmf_options(audit)
     _add_fs_options(audit)
@@ -182,6 +183,25 @@ def _add_input_options(parser: argparse.ArgumentParser) -> None:
     scaling.add_argument("--no-standardize", dest="standardize", action="store_false", help="same as --scaling center")
 
 
+def _add_uncertainty_options(parser: argparse.ArgumentParser) -> None:
+    """Intervals, held-out rows and the verdicts' tolerance (defaults from the library)."""
+    from .uncertainty import DEFAULT_BOOTSTRAP
+
+    defaults = ", ".join(f"{method} {count}" for method, count in DEFAULT_BOOTSTRAP.items())
+    trust = parser.add_argument_group("uncertainty and verdicts")
+    trust.add_argument("--bootstrap", type=int, default=AuditConfig.bootstrap, metavar="N",
+                       help=f"bootstrap replicates behind every interval; 0 turns the intervals off (default per family: {defaults})")
+    trust.add_argument("--confidence", type=float, default=AuditConfig.confidence,
+                       help=f"level of every interval; 1 − it is the leakage test's significance level (default {AuditConfig.confidence})")
+    trust.add_argument("--holdout", type=float, default=AuditConfig.holdout, metavar="SHARE",
+                       help="hold out this share of each group's rows (e.g. 0.3), fit on the rest and report every metric on them too (heldout_…)")
+    trust.add_argument("--flag-ratio", type=float, default=AuditConfig.flag_ratio, metavar="RATIO",
+                       help=f"tolerance of the gap verdict: the worst group must fare this many times worse than the best (default {AuditConfig.flag_ratio})")
+
+
+def _uncertainty_options(args) -> dict:
+    """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
+    return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio}
 def _add_pca_options(parser: argparse.ArgumentParser) -> None:
     from .pca.audit import DEFAULT_OPTIONS as PCA_DEFAULTS
     from .pca.jevd import SOLVERS as JEVD_SOLVERS
@@ -405,6 +425,7 @@ def config_from_args(args) -> AuditConfig:
         mw_max_features=args.mw_max_features,
         engine=args.engine,
         options={name: given for name, given in (("pca", _pca_options(args)), ("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
+        **_uncertainty_options(args),
     )
     config.check_variants()
     return config
@@ -549,15 +570,16 @@ class ProgressReporter:
             self.family_done(now)
             self.method, self.method_started = method, self.last_event_time
         self.last_event_time = now
-        self.fits = int(event.get("done", 0))
-        total = int(event.get("total", 0))
-        stage = event.get("stage")
-        what = f"{event.get('variant')}, rank {event.get('rank')}" + (f", {stage}" if stage and stage != "fit" else "")
-        line = f"[{now - self.started:7.1f} s] {method}: {self.fits}/{total} fits ({what})"
+        done, total = int(event.get("done", 0)), int(event.get("total", 0))
+        if event.get("stage") == "bootstrap":  # the intervals: one event per bootstrap replicate
+            line = f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals)"
+        else:
+            self.fits = done
+            line = f"[{now - self.started:7.1f} s] {method}: {done}/{total} fits ({event.get('variant')}, rank {event.get('rank')})"
         if self.tty:
             print("\r\033[K" + line, end="", file=self.stream, flush=True)
             self._open_line = True
-        elif self.fits in (1, total) or now - self.last_written >= self.interval:
+        elif done in (1, total) or now - self.last_written >= self.interval:
             print(line, file=self.stream, flush=True)
             self.last_written = now
 
@@ -577,6 +599,7 @@ class ProgressReporter:
 # ---------------------------------------------------------------- the commands
 def _print_summary(result, out) -> None:
     from .findings import findings
+    from .formatting import number
     from .report import summary_table
 
     data = result.data
@@ -590,19 +613,17 @@ def _print_summary(result, out) -> None:
         keep = [
             c
             for c in (
-                "variant", "rank", "max_loss", "loss_gap", "variance_explained", "max_rel_loss", "rel_loss_gap",
-                "total_rel_error", "acc", "nmi", "balance", "proportion", "alignment_protected", "lam", "residual_fit",
-                "orthogonality", "nkhsic", "unfairness", "unfairness_balanced", "effective_rank", "seconds",
+                "variant", "rank", "max_loss", "loss_gap", "loss_ratio", "variance_explained", "max_rel_loss", "rel_loss_gap",
+                "total_rel_error", "acc", "nmi", "balance", "relative_balance", "proportion", "alignment_protected", "lam",
+                "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "effective_rank", "seconds",
             )
             if c in table.columns
         ]
         print(f"\n[{method}]", file=out)
-        print(table[keep].to_string(index=False, float_format=lambda v: f"{v:.4g}"), file=out)
+        print(table[keep].to_string(index=False, float_format=number), file=out)
         print(_directions(keep), file=out)
         _print_details(result, method, out)
-    for method, sentences in findings(result).items():
-        for sentence in sentences:
-            print(f"finding ({method}): {render(str(sentence), 'cli')}", file=out)
+    _print_findings(result, findings(result), out)
     for skip in result.skipped:
         print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
@@ -619,6 +640,24 @@ def _directions(columns) -> str:
     return "  (" + "; ".join(p for p in parts if p) + ")"
 
 
+def _print_findings(result, found: dict, out) -> None:
+    """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
+    from .findings import verdict_rules
+    from .formatting import level, number, plural
+
+    for method, summary in result.uncertainty.items():
+        replicates = int(summary.get("replicates", 0))
+        what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
+        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}", file=out)
+    for method, items in found.items():
+        for finding in items:
+            print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)
+    if any(f.verdict != "info" for items in found.values() for f in items):
+        runs = result.config.get("runs", [result.config])
+        rules = verdict_rules(float(runs[0].get("flag_ratio", 1.25)), float(runs[0].get("confidence", 0.95)))
+        print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
+        for text in rules.values():
+            print(f"  {text}", file=out)
 def _print_accounting(data: dict, out) -> None:
     """Rows read and used per group, the features used, the columns left out and why, and the
     data warnings (e.g. a drop that removed a much larger share of one group)."""

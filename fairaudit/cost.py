@@ -25,9 +25,18 @@ FAMILY_COST = {
 
 
 def expected_seconds(n_rows: int, n_features: int, config: AuditConfig) -> tuple[float, str]:
-    """``(seconds, what dominates)`` for auditing ``n_rows × n_features`` data as ``config`` says."""
-    scale = 1.0 if config.ranks is None else max(1, len(config.ranks)) / 10
-    chosen = {m: FAMILY_COST[m](n_rows, n_features) * scale for m in config.methods if m in FAMILY_COST}
+    """``(seconds, what dominates)`` for auditing ``n_rows × n_features`` data as ``config`` says
+    (the bootstrap replicates of its intervals included)."""
+    from .uncertainty import replicate_seconds, resolve_replicates
+
+    ranks = None if config.ranks is None else len(config.ranks)
+    scale = 1.0 if ranks is None else max(1, ranks) / 10
+
+    def family(m: str) -> float:
+        replicates = resolve_replicates(m, config.bootstrap, n_rows, n_features, ranks)[0]
+        return FAMILY_COST[m](n_rows, n_features) * scale + replicates * replicate_seconds(m, n_rows, n_features, ranks)
+
+    chosen = {m: family(m) for m in config.methods if m in FAMILY_COST}
     if not chosen:
         return 0.0, ""
     worst = max(chosen, key=chosen.get)

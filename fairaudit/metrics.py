@@ -23,7 +23,9 @@ References
 
 from __future__ import annotations
 
+import math
 import warnings
+from dataclasses import dataclass
 from itertools import combinations
 
 import numpy as np
@@ -254,8 +256,113 @@ LEAKAGE_CLASSIFIERS = ("qda", "logistic", "hgb", "mlp", "mlp_paper")
 
 
 LEAKAGE_MIN_GROUP_ROWS = 8
-"""A held-out group classifier needs this many rows per group (≥ 2 test and ≥ 6 training rows at
-the 75/25 split); with a smaller group the leakage metrics are NaN (and the audit says why)."""
+"""The leakage test needs this many rows per group (every fold of the cross-validation then holds
+at least one row of each group and trains on at least six); with a smaller group the leakage
+metrics are NaN (and the audit says why)."""
+
+LEAKAGE_FOLDS = 5
+"""Folds of the stratified cross-validation behind the leakage metrics (fewer when the smallest
+group has fewer rows)."""
+
+LEAKAGE_REPEATS = 3
+"""Repeats of the stratified ``k``-fold split (each with its own shuffle); the leakage value is
+the mean balanced accuracy over the ``folds × repeats`` held-out folds. Measured with
+``benchmarks/bench_leakage_stability.py`` (see ``docs/architecture.md``)."""
+
+LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 50, "logistic": 20, "hgb": 0, "mlp": 0, "mlp_paper": 0}
+"""Permutations of the chance distribution per classifier (``AuditConfig.leakage_permutations``
+overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`): 50 of
+them (250 refits) took 20 ms at 600 rows × 8 columns, 100 took 37 ms — the permutations are most of
+a leakage test's cost (the observed cross-validation: 3 ms), so 50, enough for p-values down to
+0.02 (fewer on large representations, see :data:`LEAKAGE_PERMUTATION_BUDGET`; more when the
+confidence asks for it: at least ``1/α − 1``); the other classifiers are refitted one by one, so HGB and
+the MLP (0.1–3 s per fit) get none: their "above chance" test is then the cross-validation
+interval lying above ``1/k``."""
+
+LEAKAGE_PERMUTATION_BUDGET = 2e8
+"""Largest ``permutations × folds × groups × rows × columns²`` (the batched QDA null's
+arithmetic; measured on two busy cores: 0.5–0.8 s for 100 permutations at 10,000 rows × 10
+columns, so 20 there; all 50 up to about 4,000 rows × 10 columns). Above it the
+permutations are cut to fit; below :data:`LEAKAGE_MIN_PERMUTATIONS` QDA's null is computed by
+plain refits instead (:data:`LEAKAGE_PERMUTATIONS`' count for a classifier refitted one by one).
+The estimate records how many were used."""
+
+LEAKAGE_MIN_PERMUTATIONS = 20
+
+BATCHED_QDA_MAX_CELLS = 5_000_000
+"""The batched QDA holds every row's outer product ``z zᵀ`` (``rows × columns²`` numbers); above
+this many (40 MB) QDA is refitted one permutation at a time."""
+
+
+def _permutation_count(classifier: str, n_rows: int, n_columns: int, n_classes: int, folds: int, confidence: float = 0.95) -> int:
+    """The default number of permutations for the chance distribution (see the constants above),
+    never fewer than ``1/α − 1`` (a p-value can only reach ``1/(1 + permutations)``)."""
+    if classifier == "qda" and n_rows * n_columns**2 <= BATCHED_QDA_MAX_CELLS:
+        affordable = int(LEAKAGE_PERMUTATION_BUDGET // max(folds * n_classes * n_rows * n_columns**2, 1))
+        count = min(LEAKAGE_PERMUTATIONS["qda"], affordable) if affordable >= LEAKAGE_MIN_PERMUTATIONS else LEAKAGE_MIN_PERMUTATIONS
+    elif classifier == "qda":
+        count = LEAKAGE_MIN_PERMUTATIONS  # refitted one by one, like logistic regression
+    else:
+        count = LEAKAGE_PERMUTATIONS.get(classifier, 0)
+    return max(count, math.ceil(1.0 / (1.0 - confidence) - 1e-9) - 1) if count else 0
+
+
+@dataclass(frozen=True)
+class LeakageEstimate:
+    """How well the group can be predicted from a representation, and whether that beats chance.
+
+    ``balanced`` / ``accuracy``: the mean over the held-out folds of repeated stratified
+    cross-validation, with ``*_low`` / ``*_high`` the corrected resampled-t interval over those
+    folds (Nadeau & Bengio 2003: the fold scores share training rows, so their plain standard
+    error is too small; the variance is inflated by ``1/J + n_test/n_train``). ``chance`` is
+    ``1/k``; ``chance_mean``/``chance_low``/``chance_high`` the mean and central interval of the
+    same statistic with the representation's rows permuted against the groups (the chance
+    distribution; Ojala & Garriga 2010, test 1); ``pvalue`` = (1 + #{permuted ≥ observed}) /
+    (1 + permutations), NaN without permutations.
+    """
+
+    balanced: float
+    balanced_low: float
+    balanced_high: float
+    accuracy: float
+    accuracy_low: float
+    accuracy_high: float
+    chance: float
+    chance_mean: float
+    chance_low: float
+    chance_high: float
+    pvalue: float
+    permutations: int
+    folds: int
+    repeats: int
+
+    @classmethod
+    def missing(cls, k: int) -> LeakageEstimate:
+        nan = float("nan")
+        return cls(nan, nan, nan, nan, nan, nan, 1.0 / max(k, 1), nan, nan, nan, nan, 0, 0, 0)
+
+    def above_chance(self, alpha: float) -> bool | None:
+        """The test: permutation p-value ≤ ``alpha`` (or, without permutations, the interval of the
+        balanced accuracy entirely above ``1/k``); ``None`` when nothing was measured."""
+        if not np.isfinite(self.balanced):
+            return None
+        if self.permutations > 0 and np.isfinite(self.pvalue):
+            return bool(self.pvalue <= alpha)
+        return bool(self.balanced_low > self.chance)
+
+    def records(self) -> dict[str, tuple[float, float, float]]:
+        """The audit's records: ``metric → (value, ci_low, ci_high)``."""
+        nan = float("nan")
+        c = self.chance
+        return {
+            "unfairness": (self.accuracy - c, self.accuracy_low - c, self.accuracy_high - c),
+            "unfairness_balanced": (self.balanced - c, self.balanced_low - c, self.balanced_high - c),
+            "balanced_accuracy": (self.balanced, self.balanced_low, self.balanced_high),
+            "chance_balanced_accuracy": (
+                (self.chance_mean, self.chance_low, self.chance_high) if self.permutations else (c, nan, nan)
+            ),
+            "leakage_pvalue": (self.pvalue, nan, nan),
+        }
 
 
 def stratified_quotas(sizes: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -285,6 +392,211 @@ def _stratified_subsample(groups: np.ndarray, max_rows: int, random_state) -> np
     return np.sort(np.concatenate(chosen))
 
 
+def _fit_classifier(classifier: str, Z_train, g_train, n_classes: int, random_state):
+    """One leakage classifier fitted for balanced accuracy (QDA falls back to shrinkage when a
+    group has no more training rows than columns, or its columns are collinear)."""
+    rank_deficient = int(np.bincount(g_train, minlength=n_classes).min()) <= Z_train.shape[1]
+    try:
+        with warnings.catch_warnings():
+            if (classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS) or classifier == "mlp_paper":
+                from sklearn.exceptions import ConvergenceWarning
+
+                # Fixed iterations on a small training set: reaching max_iter is the plan, not news.
+                warnings.simplefilter("ignore", ConvergenceWarning)
+            return _make_classifier(classifier, n_classes, random_state, rank_deficient, len(g_train)).fit(Z_train, g_train)
+    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
+        if classifier != "qda":
+            raise
+        return _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
+
+
+def _balanced_accuracy(truth: np.ndarray, predicted: np.ndarray, n_classes: int) -> np.ndarray:
+    """Balanced accuracy (mean per-class recall) of each row of ``predicted`` (… × n) against ``truth``."""
+    hits = predicted == truth
+    recalls = [hits[..., truth == c].mean(axis=-1) for c in range(n_classes)]
+    return np.mean(recalls, axis=0)
+
+
+QDA_REG_PARAM = 1e-4
+
+
+def _batched_qda_scores(
+    Z: np.ndarray, groups: np.ndarray, splits: list, orders: np.ndarray, n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(accuracy, balanced accuracy), each ``P × J``, of QDA fitted on each split's training rows
+    and scored on its test rows, for every row order ``p`` and split ``j`` at once.
+
+    ``orders`` (P × n) rearranges the rows of ``Z`` against the fixed groups (the identity for
+    the observed score; random permutations for the chance distribution): under order ``p`` row
+    ``i`` of the data is ``Z[orders[p, i]]``. The model is scikit-learn's
+    ``QuadraticDiscriminantAnalysis(priors=uniform, reg_param=QDA_REG_PARAM)`` — class
+    covariances ``(1 − r) S_c/n_c + r I`` (``S_c`` the centred scatter), equal priors (checked
+    against scikit-learn in the tests). Every (order, split)'s class moments and every row's
+    quadratic form are matrix products with the rows' outer products ``z zᵀ``, so hundreds of
+    refits cost a few BLAS calls instead of hundreds of fits.
+    """
+    n, d = Z.shape
+    P, J = len(orders), len(splits)
+    outer = (Z[:, :, None] * Z[:, None, :]).reshape(n, d * d)
+    fits = np.arange(P)  # fit b = j·P + p: split j under order p
+    scores = np.empty((n_classes, n, P * J))  # per class, each data row's score under each fit
+    for c in range(n_classes):
+        chosen = np.zeros((P * J, n))
+        for j, (train, _) in enumerate(splits):
+            members = orders[:, train[groups[train] == c]]  # P × n_c
+            chosen[(j * P + fits)[:, None], members] = 1.0 / members.shape[1]
+        mean = chosen @ Z  # B × d
+        second = (chosen @ outer).reshape(P * J, d, d)
+        cov = (1 - QDA_REG_PARAM) * (second - mean[:, :, None] * mean[:, None, :]) + QDA_REG_PARAM * np.eye(d)
+        chol = np.linalg.cholesky(cov)
+        precision = np.linalg.inv(cov)
+        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
+        pulled = np.einsum("bij,bj->bi", precision, mean)  # Σ⁻¹ μ
+        # (x − μ)ᵀ Σ⁻¹ (x − μ) = xᵀΣ⁻¹x − 2 xᵀΣ⁻¹μ + μᵀΣ⁻¹μ for every row x and fit b (n × B)
+        quadratic = outer @ precision.reshape(P * J, d * d).T - 2.0 * (Z @ pulled.T) + np.sum(mean * pulled, axis=1)
+        scores[c] = -0.5 * (quadratic + logdet)
+    accuracy, balanced = np.empty((P, J)), np.empty((P, J))
+    for j, (_, test) in enumerate(splits):
+        truth = groups[test]
+        predicted = scores[:, orders[:, test], (j * P + fits)[:, None]].argmax(axis=0)  # P × n_test
+        accuracy[:, j] = (predicted == truth).mean(axis=1)
+        balanced[:, j] = _balanced_accuracy(truth, predicted, n_classes)
+    return accuracy, balanced
+
+
+def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=None):
+    """Fold scores ``(accuracy, balanced)``, each ``P × J`` (row orders × folds)."""
+    if orders is None:
+        orders = np.arange(len(groups))[None, :]
+    fast = (
+        classifier == "qda"
+        and len(groups) * Z.shape[1] ** 2 <= BATCHED_QDA_MAX_CELLS
+        and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
+    )
+    if fast:
+        try:
+            return _batched_qda_scores(Z, groups, splits, orders, n_classes)
+        except np.linalg.LinAlgError:  # a numerically singular class covariance: the general path
+            pass
+    accuracy = np.empty((len(orders), len(splits)))
+    balanced = np.empty_like(accuracy)
+    for j, (train, test) in enumerate(splits):
+        for p, order in enumerate(orders):
+            Zo = Z[order]
+            model = _fit_classifier(classifier, Zo[train], groups[train], n_classes, random_state)
+            predicted = model.predict(Zo[test])
+            accuracy[p, j] = float(np.mean(predicted == groups[test]))
+            balanced[p, j] = float(_balanced_accuracy(groups[test], predicted[None, :], n_classes)[0])
+    return accuracy, balanced
+
+
+def _corrected_interval(scores: np.ndarray, test_share: float, confidence: float) -> tuple[float, float]:
+    """Nadeau & Bengio's corrected resampled-t interval of the mean of ``J`` fold scores."""
+    from scipy.stats import t
+
+    J = scores.size
+    mean = float(scores.mean())
+    if J < 2:
+        return float("nan"), float("nan")
+    spread = float(scores.var(ddof=1)) * (1.0 / J + test_share / (1.0 - test_share))
+    half = float(t.ppf(0.5 + confidence / 2, J - 1)) * np.sqrt(spread)
+    return mean - half, mean + half
+
+
+def leakage_test(
+    Z: np.ndarray,
+    groups: np.ndarray,
+    *,
+    classifier: str = "qda",
+    folds: int = LEAKAGE_FOLDS,
+    repeats: int = LEAKAGE_REPEATS,
+    permutations: int | None = None,
+    confidence: float = 0.95,
+    max_rows: int | None = 10000,
+    random_state: int | None = 0,
+) -> LeakageEstimate:
+    """How well the group can be predicted from ``Z``, tested against chance.
+
+    Balanced accuracy (and accuracy) of ``classifier`` by repeated stratified ``folds``-fold
+    cross-validation ([Kim24] §3 / App. A.6 use one 75/25 split; one split moved the balanced
+    accuracy by up to 0.2 between seeds on the 442-row diabetes sample); the interval is
+    clipped to [0, 1]. The chance distribution comes from ``permutations`` refits with the rows
+    of ``Z`` permuted against the groups (the first repeat's folds; Ojala & Garriga 2010,
+    test 1); default
+    :data:`LEAKAGE_PERMUTATIONS`, cut to :data:`LEAKAGE_PERMUTATION_BUDGET`. Above ``max_rows``
+    rows a stratified subsample is used (every row of small groups kept).
+
+    References
+    ----------
+    C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
+    M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
+    """
+    from .linalg import _thread_controller
+
+    # Small products and many small fits: one thread (BLAS and OpenMP alike) was 5× faster than
+    # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed. (The
+    # cached controller: a fresh threadpool_limits reads the loaded libraries, ~4 ms a call.)
+    with _thread_controller().limit(limits=1):
+        return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
+
+
+def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> LeakageEstimate:
+    from sklearn.model_selection import RepeatedStratifiedKFold
+
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim == 1:
+        Z = Z[:, None]
+    _, groups = np.unique(np.asarray(groups), return_inverse=True)
+    k = int(groups.max()) + 1 if groups.size else 0
+    sizes = np.bincount(groups, minlength=k)
+    if k < 2 or sizes.min() < LEAKAGE_MIN_GROUP_ROWS:
+        return LeakageEstimate.missing(k)
+    rng = np.random.default_rng(random_state)
+    if max_rows is not None and len(groups) > max_rows:
+        rows = _stratified_subsample(groups, max_rows, rng)
+        Z, groups = Z[rows], groups[rows]
+        sizes = np.bincount(groups, minlength=k)
+    folds = int(min(folds, sizes.min()))
+    seed = int(rng.integers(2**31 - 1))
+    splits = list(RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed).split(Z, groups))
+    accuracy, balanced = _cv_scores(Z, groups, splits, classifier, k, seed)
+    test_share = 1.0 / folds
+    acc_low, acc_high = np.clip(_corrected_interval(accuracy[0], test_share, confidence), 0.0, 1.0)
+    bal_low, bal_high = np.clip(_corrected_interval(balanced[0], test_share, confidence), 0.0, 1.0)
+    observed = float(balanced[0].mean())
+    if permutations is None:
+        permutations = _permutation_count(classifier, len(groups), Z.shape[1], k, folds, confidence)
+    chance_mean = chance_low = chance_high = pvalue = float("nan")
+    if permutations:
+        # The chance distribution of one repeat's mean over its folds: under no leakage it spreads
+        # more than the observed mean over every repeat, so the p-value errs on the large side.
+        first = splits[:folds]
+        orders = np.array([rng.permutation(len(groups)) for _ in range(permutations)])
+        chunk = max(1, int(4e6 // (len(groups) * folds * max(k, Z.shape[1]))))  # bounded memory per batch
+        null = np.concatenate(
+            [_cv_scores(Z, groups, first, classifier, k, seed, orders[i : i + chunk])[1].mean(axis=1) for i in range(0, permutations, chunk)]
+        )
+        chance_mean = float(null.mean())
+        chance_low, chance_high = (float(q) for q in np.quantile(null, [0.5 - confidence / 2, 0.5 + confidence / 2]))
+        pvalue = float((1 + np.sum(null >= observed - 1e-12)) / (1 + permutations))
+    return LeakageEstimate(
+        balanced=observed,
+        balanced_low=float(bal_low),
+        balanced_high=float(bal_high),
+        accuracy=float(accuracy[0].mean()),
+        accuracy_low=float(acc_low),
+        accuracy_high=float(acc_high),
+        chance=1.0 / k,
+        chance_mean=chance_mean,
+        chance_low=chance_low,
+        chance_high=chance_high,
+        pvalue=pvalue,
+        permutations=int(permutations),
+        folds=folds,
+        repeats=repeats,
+    )
+
+
 def group_prediction_scores(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -294,51 +606,41 @@ def group_prediction_scores(
     max_rows: int | None = 20000,
     random_state: int | None = 0,
 ) -> tuple[float, float]:
-    """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``.
+    """Held-out (accuracy, balanced accuracy) of a classifier predicting the group from ``Z``,
+    from one stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6).
 
-    A stratified ``1 − test_size`` / ``test_size`` split (75/25 as in [Kim24] App. A.6);
-    above ``max_rows`` rows a subsample is used that keeps every row of small groups. Returns
+    One split is noisy on small data; the audit uses :func:`leakage_test`. Returns
     ``(nan, nan)`` when a group has fewer than :data:`LEAKAGE_MIN_GROUP_ROWS` rows.
     """
-    from sklearn.metrics import accuracy_score, balanced_accuracy_score
     from sklearn.model_selection import train_test_split
 
     Z = np.asarray(Z, dtype=float)
     if Z.ndim == 1:
         Z = Z[:, None]
-    groups = np.asarray(groups)
-    if np.unique(groups, return_counts=True)[1].min() < LEAKAGE_MIN_GROUP_ROWS:
+    _, groups = np.unique(np.asarray(groups), return_inverse=True)
+    if np.bincount(groups).min() < LEAKAGE_MIN_GROUP_ROWS:
         return float("nan"), float("nan")
     if max_rows is not None and len(groups) > max_rows:
         rows = _stratified_subsample(groups, max_rows, random_state)
         Z, groups = Z[rows], groups[rows]
-    Z_train, Z_test, g_train, g_test = train_test_split(
-        Z, groups, test_size=test_size, stratify=groups, random_state=random_state
-    )
-    n_classes = len(np.unique(groups))
-    rank_deficient = int(np.unique(g_train, return_counts=True)[1].min()) <= Z.shape[1]
-    try:
-        with warnings.catch_warnings():
-            if (classifier == "mlp" and len(g_train) < MLP_EARLY_STOPPING_ROWS) or classifier == "mlp_paper":
-                from sklearn.exceptions import ConvergenceWarning
-
-                # Fixed iterations on a small training set: reaching max_iter is the plan, not news.
-                warnings.simplefilter("ignore", ConvergenceWarning)
-            model = _make_classifier(classifier, n_classes, random_state, rank_deficient, len(g_train)).fit(Z_train, g_train)
-    except np.linalg.LinAlgError:  # collinear columns within a group: QDA with shrinkage instead
-        if classifier != "qda":
-            raise
-        model = _make_classifier(classifier, n_classes, random_state, True).fit(Z_train, g_train)
-    predicted = model.predict(Z_test)
-    return float(accuracy_score(g_test, predicted)), float(balanced_accuracy_score(g_test, predicted))
+    Z_train, Z_test, g_train, g_test = train_test_split(Z, groups, test_size=test_size, stratify=groups, random_state=random_state)
+    n_classes = int(groups.max()) + 1
+    predicted = _fit_classifier(classifier, Z_train, g_train, n_classes, random_state).predict(Z_test)
+    return float(np.mean(predicted == g_test)), float(_balanced_accuracy(g_test, predicted[None, :], n_classes)[0])
 
 
-def leakage(Z: np.ndarray, groups: np.ndarray, **options) -> dict[str, float]:
-    """``{"unfairness", "unfairness_balanced"}`` from one held-out classifier
-    (:func:`group_prediction_scores`; ``options`` go to it)."""
-    k = len(np.unique(groups))
-    accuracy, balanced = group_prediction_scores(Z, groups, **options)
-    return {"unfairness": accuracy - 1.0 / k, "unfairness_balanced": balanced - 1.0 / k}
+def leakage(Z: np.ndarray, groups: np.ndarray, *, test_size: float | None = None, **options) -> dict[str, float]:
+    """``{"unfairness", "unfairness_balanced"}``: (balanced) accuracy minus ``1/k`` from
+    :func:`leakage_test` (``options`` go to it; no permutations unless asked for). With
+    ``test_size`` the paper's protocol instead ([Kim24] App. A.6, for reproductions): one
+    stratified split holding out that share (:func:`group_prediction_scores`)."""
+    if test_size is not None:
+        chance = 1.0 / len(np.unique(np.asarray(groups)))
+        accuracy, balanced = group_prediction_scores(Z, groups, test_size=test_size, **options)
+        return {"unfairness": accuracy - chance, "unfairness_balanced": balanced - chance}
+    options.setdefault("permutations", 0)
+    estimate = leakage_test(Z, groups, **options)
+    return {"unfairness": estimate.accuracy - estimate.chance, "unfairness_balanced": estimate.balanced - estimate.chance}
 
 
 def unfairness(Z: np.ndarray, groups: np.ndarray, **options) -> float:
@@ -476,7 +778,8 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "loss_gap": {
         "title": "Loss gap",
         "formula": "max_i loss_i − min_i loss_i",
-        "plain": "How unequally the groups are served. 0 means every group loses the same.",
+        "plain": "How unequally the groups are served. 0 means every group loses the same. Its interval "
+        "follows the groups worst and best served in the full data, so it can include 0.",
         "source": "derived from Samadi et al. 2018, Def. 4.3",
     },
     "variance_explained": {
@@ -502,18 +805,107 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     },
     "unfairness": {
         "title": "Unfairness (leakage, accuracy)",
-        "formula": "held-out accuracy of a classifier predicting the group − 1/k",
+        "formula": "cross-validated accuracy of a classifier predicting the group − 1/k",
         "plain": "How well the group can be guessed from the representation alone. With unequal "
         "group sizes a classifier can score well by always guessing the larger group; prefer the "
         "balanced version.",
         "source": "Kim & Gittens 2024, §3 / App. A.6",
     },
     "unfairness_balanced": {
-        "title": "Unfairness (leakage, balanced accuracy)",
-        "formula": "held-out balanced accuracy of a classifier predicting the group − 1/k",
-        "plain": "How well the group can be guessed from the representation, fair to small groups. "
-        "0 means no better than chance; 1 − 1/k means the group is fully revealed.",
+        "title": "Unfairness (leakage, balanced accuracy − chance)",
+        "formula": "cross-validated balanced accuracy of a classifier predicting the group − 1/k",
+        "plain": "How far above chance the group can be guessed from the representation, fair to small "
+        "groups: balanced_accuracy minus 1/k. 0 means no better than chance; 1 − 1/k means the group is "
+        "fully revealed. A value below 0 is noise, not an improvement.",
         "source": "Kim & Gittens 2024, §3 (balanced accuracy)",
+    },
+    "balanced_accuracy": {
+        "title": "Leakage: balanced accuracy of predicting the group",
+        "formula": "mean per-group recall of a classifier (QDA by default) predicting the group from the "
+        "representation, repeated stratified 5-fold cross-validation; interval: Nadeau–Bengio corrected t",
+        "plain": "How well the group can be guessed from the representation alone, fair to small groups. "
+        "Chance is 1/k (0.5 for two groups); 1 means the representation reveals the group completely. "
+        "Whether it is above chance is tested against permuted groups (leakage_pvalue).",
+        "source": "Kim & Gittens 2024, §3; Nadeau & Bengio 2003; Ojala & Garriga 2010",
+    },
+    "chance_balanced_accuracy": {
+        "title": "Leakage: chance level",
+        "formula": "mean (interval: central range) of the balanced accuracy with the representation's rows "
+        "permuted against the groups (1/k without permutations)",
+        "plain": "What the leakage classifier scores when the representation carries no information about "
+        "the group: the line the balanced accuracy is compared with.",
+        "source": "Ojala & Garriga 2010, test 1",
+    },
+    "leakage_pvalue": {
+        "title": "Leakage: permutation p-value",
+        "formula": "(1 + #{permuted balanced accuracy ≥ observed}) / (1 + permutations)",
+        "plain": "How often chance alone does as well as the observed balanced accuracy. At most "
+        "1 − confidence (0.05) means the group is predicted above chance.",
+        "source": "Ojala & Garriga 2010, test 1",
+    },
+    "loss_ratio": {
+        "title": "Loss ratio (worst / best group)",
+        "formula": "loss_worst / loss_best (the groups worst and best served in the full data)",
+        "plain": "How many times more the worst-served group loses than the best-served one; 1 is parity. "
+        "Undefined (empty) when the best group's loss is 0. The gap verdict uses a tolerance on it "
+        "(flag_ratio, default 1.25).",
+        "source": "derived from Samadi et al. 2018, Def. 4.3",
+    },
+    "error_ratio": {
+        "title": "Error ratio (worst group, against being served as well as the best)",
+        "formula": "error_worst / (error_worst − (loss_worst − loss_best))",
+        "plain": "How many times larger the worst-served group's reconstruction error is than it would be if that "
+        "group lost only as much as the best-served one; 1 is parity. Unlike the ratio of two losses it stays "
+        "near 1 when both losses are small next to the errors. The gap verdict's tolerance (flag_ratio) applies to it.",
+        "source": "derived from Samadi et al. 2018, Def. 4.3 (this implementation)",
+    },
+    "loss_gap_pvalue": {
+        "title": "Loss gap: permutation p-value",
+        "formula": "(1 + #{gap of random groups of the same sizes ≥ observed gap}) / (1 + 200), vanilla PCA",
+        "plain": "How often groups drawn at random from the same rows, with the same sizes, are as unequal as the "
+        "real ones. A small group's own PCA fits its rows' noise, so random small groups look worse served; the "
+        "gap verdict needs this at most α divided by the number of ranks.",
+        "source": "this implementation (permutation test)",
+    },
+    "rel_error_ratio": {
+        "title": "Relative error ratio (worst group, against being served as well as the best)",
+        "formula": "rel_error_worst / (rel_error_worst − (rel_loss_worst − rel_loss_best))",
+        "plain": "How many times larger the worst-served group's relative error is than it would be if that group "
+        "lost only as much as the best-served one; 1 is parity. The gap verdict's tolerance applies to it.",
+        "source": "derived from Kassab, George, Needell et al., Def. 4.1 (this implementation)",
+    },
+    "rel_loss_ratio": {
+        "title": "Relative loss ratio (worst / best group)",
+        "formula": "rel_loss_worst / rel_loss_best",
+        "plain": "How many times more relative loss the worst-served group has than the best-served one; 1 is "
+        "parity. Undefined when the best group's relative loss is 0 or below (E_ℓ is an estimate).",
+        "source": "derived from Kassab, George, Needell et al., Def. 4.1",
+    },
+    "max_residual_fit": {
+        "title": "Largest group residual fit",
+        "formula": "max over groups of the residual fit of the group's entities",
+        "plain": "How poorly the CP model reproduces the worst-served group's entities.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "residual_fit_gap": {
+        "title": "Residual fit gap",
+        "formula": "residual_fit_worst − residual_fit_best (groups' entities)",
+        "plain": "How unequally the CP model reproduces the groups' entities; 0 is parity.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "residual_fit_ratio": {
+        "title": "Residual fit ratio (worst / best group)",
+        "formula": "residual_fit_worst / residual_fit_best",
+        "plain": "How many times worse the worst-served group's entities are reproduced; 1 is parity.",
+        "source": "derived from Kim & Gittens 2021, App. A.6",
+    },
+    "relative_balance": {
+        "title": "Relative cluster balance",
+        "formula": "balance / (smallest group's share of the rows)",
+        "plain": "The least-represented group's share of its worst k-means cluster, relative to its share of "
+        "the data: 1 is parity (every cluster mixes the groups as the data do), 0 a cluster without the group. "
+        "Higher is fairer; the gap verdict flags values at or below 1/flag_ratio.",
+        "source": "derived from Xing et al. 2021, eq. 10",
     },
     "effective_rank": {
         "title": "Effective rank",
@@ -560,7 +952,8 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "rel_loss_gap": {
         "title": "Relative loss gap",
         "formula": "max_ℓ rel_loss_ℓ − min_ℓ rel_loss_ℓ",
-        "plain": "How unequally the groups are served by the NMF. 0 means every group loses the same.",
+        "plain": "How unequally the groups are served by the NMF. 0 means every group loses the same. Its "
+        "interval follows the groups worst and best served in the full data, so it can include 0.",
         "source": "derived from Kassab, George, Needell et al., Def. 4.1",
     },
     "total_rel_error": {
@@ -702,6 +1095,11 @@ METRIC_BETTER: dict[str, str | None] = {
     "acc": "higher", "acc_std": "lower", "nmi": "higher", "nmi_std": "lower",
     "balance": "higher", "balance_std": "lower", "proportion": "lower", "proportion_std": "lower",
     "alignment_data": "higher", "alignment_protected": "lower",
+    "balanced_accuracy": "lower", "chance_balanced_accuracy": None, "leakage_pvalue": None,
+    "loss_ratio": "lower", "error_ratio": "lower", "loss_gap_pvalue": None,
+    "rel_loss_ratio": "lower", "rel_error_ratio": "lower",
+    "max_residual_fit": "lower", "residual_fit_gap": "lower", "residual_fit_ratio": "lower",
+    "relative_balance": "higher",
 }
 """Which way is better for each metric of :data:`METRIC_DEFINITIONS`: ``"lower"``, ``"higher"``, or
 ``None`` for a quantity with no better direction (a parameter, an iteration count). Charts and
@@ -714,3 +1112,17 @@ def better(metric: str) -> str | None:
     """``"lower"``, ``"higher"`` or ``None`` for ``metric`` (held-out variants as their metric)."""
     base = metric[len(HELDOUT_PREFIX):] if metric.startswith(HELDOUT_PREFIX) else metric
     return METRIC_BETTER.get(base)
+
+
+def metric_definition(metric: str) -> dict[str, str]:
+    """:data:`METRIC_DEFINITIONS`' entry for ``metric``; a held-out metric (``heldout_loss``) is
+    its metric measured on the held-out rows (``AuditConfig(holdout=…)``)."""
+    if metric in METRIC_DEFINITIONS:
+        return METRIC_DEFINITIONS[metric]
+    base = metric.removeprefix(HELDOUT_PREFIX)
+    if base != metric and base in METRIC_DEFINITIONS:
+        found = dict(METRIC_DEFINITIONS[base])
+        found["title"] += " (held-out rows)"
+        found["plain"] += " Measured on the held-out rows with the model fitted on the others."
+        return found
+    return {}

@@ -8,12 +8,13 @@ import html
 import textwrap
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .audit import is_sweep_variant, split_variant, whole_metrics
-from .metrics import METRIC_DEFINITIONS, better
+from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
+from .metrics import METRIC_DEFINITIONS, better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
 # black, which a dark theme would hide; every colour here reads on white and on a dark background.
@@ -95,7 +96,7 @@ def variant_title(method: str, variant: str) -> str:
 
 
 def metric_title(metric: str) -> str:
-    return METRIC_DEFINITIONS.get(metric, {}).get("title", metric)
+    return metric_definition(metric).get("title", metric)
 
 
 def better_text(metric: str) -> str:
@@ -185,6 +186,7 @@ def group_curves(
         for index, group in enumerate(groups):
             line = part[part.group == group]
             # distinct colour, marker and dash per group: coinciding lines (equal losses) stay visible
+            add_interval_band(fig, line, GROUP_COLOURS[index % len(GROUP_COLOURS)], safe(group), row=1, col=col)
             fig.add_trace(
                 go.Scatter(
                     x=line["rank"],
@@ -235,6 +237,7 @@ def variant_curves(
             style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
             marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
             others += 1
+        add_interval_band(fig, line, style["color"], safe(variant_title(method, variant)))
         fig.add_trace(
             go.Scatter(
                 x=line["rank"],
@@ -323,7 +326,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "variance_explained"),
         ("variant", "mmd2"),
         ("variant", "mmd2_rbf"),
-        ("variant", "unfairness_balanced"),
+        ("leakage", "balanced_accuracy"),
         ("variant", "seconds"),
     ],
     "nmf": [
@@ -332,7 +335,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "max_rel_loss"),
         ("variant", "rel_loss_gap"),
         ("variant", "total_rel_error"),
-        ("variant", "unfairness_balanced"),
+        ("leakage", "balanced_accuracy"),
         ("variant", "seconds"),
     ],
     "cpd": [
@@ -341,7 +344,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("frontier", "unfairness"),
         ("group", "residual_fit"),
         ("variant", "residual_fit"),
-        ("variant", "unfairness_balanced"),
+        ("leakage", "balanced_accuracy"),
         ("variant", "nkhsic"),
         ("variant", "orthogonality"),
         ("variant", "seconds"),
@@ -353,13 +356,15 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "nmi"),
         ("variant", "alignment_protected"),
         ("variant", "alignment_data"),
-        ("variant", "unfairness_balanced"),
+        ("leakage", "balanced_accuracy"),
         ("variant", "seconds"),
     ],
 }
 """Per family, the standard figures: ``("group", metric)``, ``("variant", metric)`` (curves over
-rank; sweep variants ``name@i`` are left out of these) or ``("frontier", metric)`` (``metric``
-against ``residual_fit`` over a λ sweep, :func:`frontier`)."""
+rank; sweep variants ``name@i`` are left out of these), ``("frontier", metric)`` (``metric``
+against ``residual_fit`` over a λ sweep, :func:`frontier`) or ``("leakage", metric)`` (the
+balanced accuracy of predicting the group with chance drawn as a line, :func:`leakage_curves`).
+With held-out records (``heldout_…``) each per-group figure also comes for the held-out rows."""
 
 
 def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] | None = None) -> list[tuple[str, go.Figure]]:
@@ -375,11 +380,110 @@ def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] |
             if any(is_sweep_variant(v) for v in records[records.method == method].variant):
                 figures.append((metric, frontier(records, method, metric)))
             continue
+        if kind == "leakage":
+            figures.append((metric, leakage_curves(records, method, variants)))
+            if HELDOUT_PREFIX + metric in present:
+                figures.append((HELDOUT_PREFIX + metric, leakage_curves(records, method, variants, prefix=HELDOUT_PREFIX)))
+            continue
         if kind == "group":
             figures.append((metric, group_curves(records, method, metric, variants)))
+            if HELDOUT_PREFIX + metric in present:
+                figures.append((HELDOUT_PREFIX + metric, group_curves(records, method, HELDOUT_PREFIX + metric, variants)))
         else:
             figures.append((metric, variant_curves(records, method, metric, variants, log_y=metric == "seconds")))
     return figures
+
+
+# ---------------------------------------------------------------- intervals and leakage
+INTERVAL_OPACITY = 0.15
+
+
+def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:
+    colour = colour.lstrip("#")
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (0, 2, 4))
+    return f"rgba({red},{green},{blue},{opacity})"
+
+
+def add_interval_band(fig: go.Figure, line: pd.DataFrame, colour: str, legendgroup: str, row=None, col=None) -> None:
+    """Draw ``line``'s ``ci_low``–``ci_high`` over rank as a translucent band behind its curve
+    (nothing when the records carry no interval)."""
+    if "ci_low" not in line or "ci_high" not in line:
+        return
+    band = line.dropna(subset=["ci_low", "ci_high"])
+    band = band[np.isfinite(band["ci_low"]) & np.isfinite(band["ci_high"])].sort_values("rank")
+    if band.empty:
+        return
+    x = list(band["rank"]) + list(band["rank"])[::-1]
+    y = list(band["ci_high"]) + list(band["ci_low"])[::-1]
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=y,
+            fill="toself",
+            fillcolor=_translucent(colour),
+            line=dict(width=0),
+            mode="lines",
+            hoverinfo="skip",
+            showlegend=False,
+            legendgroup=legendgroup,
+            name=f"{legendgroup} interval",
+        ),
+        row=row,
+        col=col,
+    )
+
+
+def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] | None = None, prefix: str = "") -> go.Figure:
+    """The leakage test over rank: the balanced accuracy of predicting the group from each
+    variant's representation (error bars: the cross-validation interval) against chance ``1/k``
+    (a dashed line; the permutation distribution's central interval shaded around it), on the
+    full 0–1 axis. The same quantity and words as the leakage findings."""
+    rows = _rows(records, method, prefix + "balanced_accuracy", variants)
+    rows = rows[rows.group == ""]
+    chance_rows = _rows(records, method, prefix + "chance_balanced_accuracy", variants)
+    fig = make_subplots(rows=1, cols=1)
+    k = records.attrs.get("n_groups")
+    chance = None
+    if not chance_rows.empty:
+        band = chance_rows.groupby("rank")[["value", "ci_low", "ci_high"]].mean().sort_index()
+        if k is None:
+            k = max(2, round(1.0 / max(float(band["value"].median()), 1e-9)))
+        chance = 1.0 / k
+        if band[["ci_low", "ci_high"]].notna().all(axis=None):
+            x = list(band.index) + list(band.index)[::-1]
+            fig.add_trace(
+                go.Scatter(
+                    x=x, y=list(band["ci_high"]) + list(band["ci_low"])[::-1], fill="toself", fillcolor="rgba(120,120,120,0.15)",
+                    line=dict(width=0), mode="lines", hoverinfo="skip", name="chance (permuted groups)",
+                )
+            )
+    others = 0
+    for variant in _ordered_variants(rows, variants):
+        line = rows[rows.variant == variant].sort_values("rank")
+        if variant == "vanilla":
+            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
+        else:
+            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
+            others += 1
+        error = None
+        if line[["ci_low", "ci_high"]].notna().any(axis=None):
+            error = dict(
+                type="data", symmetric=False, array=(line["ci_high"] - line["value"]).clip(lower=0),
+                arrayminus=(line["value"] - line["ci_low"]).clip(lower=0), thickness=1, width=3, color=style["color"],
+            )
+        fig.add_trace(
+            go.Scatter(
+                x=line["rank"], y=line["value"], mode="lines+markers", name=safe(variant_title(method, variant)), line=style,
+                error_y=error, hovertemplate=f"{safe(variant_title(method, variant))}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    if chance is not None:
+        fig.add_hline(y=chance, line=dict(color="#555555", dash="dash", width=1.5), annotation_text=f"chance {chance:.3g}", annotation_position="bottom right")
+    fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
+    where = " (held-out rows)" if prefix else ""
+    figure = _layout(fig, f"Leakage: balanced accuracy of predicting the group{where}", metric_label("balanced_accuracy"))
+    figure.update_yaxes(range=[0, 1.05])  # the whole scale: chance and complete leakage both in view
+    return figure
 
 
 def group_sizes_figure(sizes: dict[str, int], title: str = "Rows per group") -> go.Figure:

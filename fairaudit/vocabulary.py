@@ -150,6 +150,11 @@ register("max_mb", Option(
 register("skip_rows", Option("skip_rows", "--skip-rows", "Lines to skip before the header", "Data"))
 register("sensitive", Option("sensitive", "--sensitive", "Sensitive attribute(s)", "Data"))
 register("features", Option("features", "--features", "Features", "Data"))
+register("use_id_like", Option(
+    "use_id_like", "--features", "Use ID-like columns as features", "Data",
+    library=lambda v: f"use_id_like=[{v!r}]",
+    cli=lambda v: f"--features with {v} among the other features",
+))
 register("ignore", Option("ignore", "--ignore", "Ignore", "Data"))
 register("label", Option("label", "--label", "Label (ground truth, optional)", "Data"))
 register("one_hot", Option("one_hot", "--one-hot", "One-hot encode text feature columns", "Data"))
@@ -349,6 +354,25 @@ register("jevd_solver", Option(
     "pca.jevd_solver", "--jevd-solver", "JEVD-PCA scheme", "PCA",
     choices={"jacobi": "orthogonal Jacobi (stable; the audit's default)", "paper": "Algorithm 1 as printed",
              "damped": "Algorithm 1 with a backtracking step"},
+))
+
+# Uncertainty and verdicts (library: AuditConfig; the dashboard's controls come with the ui work —
+# until then the dashboard words them as the library's defaults).
+register("bootstrap", Option(
+    "bootstrap", "--bootstrap", "", "library defaults",
+    dashboard=lambda v: "the number of bootstrap replicates (the library's default per family in the dashboard for now)",
+))
+register("confidence", Option(
+    "confidence", "--confidence", "", "library defaults",
+    dashboard=lambda v: "the confidence level (95 % in the dashboard for now)",
+))
+register("holdout", Option(
+    "holdout", "--holdout", "", "library defaults",
+    dashboard=lambda v: "a held-out share of the rows (not offered in the dashboard yet)",
+))
+register("flag_ratio", Option(
+    "flag_ratio", "--flag-ratio", "", "library defaults",
+    dashboard=lambda v: "the gap tolerance (1.25 in the dashboard for now)",
 ))
 
 # The engine (command line and library): the dashboard always audits in process, with no dask.

@@ -43,8 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import metrics
-from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, RecordSink, representation_metrics
+from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, add_disparity, representation_metrics, run_family
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
@@ -53,8 +52,9 @@ from .nmf import NMF
 from .nmf._core import GroupedData, group_errors
 from .nmf._estimates import data_key, estimate_group_errors
 from .nmf._standard import STANDARD_MAX_ITER
-from .nmf.audit import nmf_input, nmf_options
+from .nmf.audit import NMFAudit, nmf_input, nmf_options, standard_settings
 from .pca._problem import GroupProblem
+from .pca.audit import PCAAudit
 from .vocabulary import term
 
 YOURS = "yours"
@@ -220,8 +220,12 @@ def read_embedding(source, data: AuditData, *, name: str | None = None, max_mb: 
 
 
 # ============================================================================ auditing
-def _result(records: list[tuple], sink_parts: list[RecordSink], data: AuditData, config: AuditConfig, describe: dict, started: float) -> AuditResult:
+def _result(
+    records: list[tuple], sink_parts: list[RecordSink], data: AuditData, config: AuditConfig, describe: dict, started: float,
+    uncertainty: dict | None = None,
+) -> AuditResult:
     return AuditResult(
+        uncertainty=uncertainty or {},
         records=pd.DataFrame(records, columns=RECORD_COLUMNS),
         config={**config.to_dict(), YOURS: describe},
         data=data.fingerprint(),
@@ -245,17 +249,20 @@ def audit_components(data: AuditData, components: Representation, config: AuditC
             f"(or nmf) to audit {term('components')}."
         )
     started = time.perf_counter()
-    sinks, describe = [], {"kind": "components", **components.source}
+    sinks, summaries, describe = [], {}, {"kind": "components", **components.source}
     for method in methods:
         sink = RecordSink(method, progress)
-        ranks = _pca_components(data, components.matrix, config, sink) if method == "pca" else _nmf_components(data, components.matrix, config, sink)
+        if method == "pca":
+            ranks, summaries[method] = _pca_components(data, components.matrix, config, sink)
+        else:
+            ranks = _nmf_components(data, components.matrix, config, sink)
         describe[f"{method}_ranks"] = list(ranks)
         sinks.append(sink)
     for method in config.methods:
         if method not in COMPONENT_METHODS:
             sinks[0].skipped.append({"method": method, "variant": YOURS, "rank": None,
                                      "reason": "a components matrix is audited by the PCA and NMF families only"})
-    return _result([row for sink in sinks for row in sink.rows], sinks, data, config, describe, started)
+    return _result([row for sink in sinks for row in sink.rows], sinks, data, config, describe, started, summaries)
 
 
 def _component_ranks(config: AuditConfig, data: AuditData, available: int) -> tuple[int, ...]:
@@ -270,37 +277,61 @@ def _component_ranks(config: AuditConfig, data: AuditData, available: int) -> tu
     return ranks
 
 
-def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[int, ...]:
-    X = data.X
-    problem = GroupProblem.from_data(X, data.groups)
-    centred = X - problem.mean
-    codes, labels = data.groups.codes, data.groups.labels
-    ranks = _component_ranks(config, data, matrix.shape[0])
-    sink.expect(len(ranks))
-    deficient = []
-    for d in ranks:
-        started = time.perf_counter()
-        rows = matrix[:d]
+class _ComponentsFit:
+    """The first ``d`` rows of a components matrix as a fitted model of the PCA family: the
+    orthogonal projection onto their span (``map_``), measured on a problem's group moments."""
+
+    def __init__(self, rows: np.ndarray, problem: GroupProblem, d: int):
+        self.rows = rows
         basis = orthonormal_basis(rows.T)
-        if basis.shape[1] < d:
-            deficient.append(d)
-        projection = LowRankMap(basis, np.ones(basis.shape[1]))
-        errors = problem.errors(problem.reduce(projection))  # problem coordinates (the row space for wide data)
-        losses = errors - problem.best_errors(d)
-        sink.add_groups(YOURS, d, "error", labels, errors)
-        sink.add_groups(YOURS, d, "loss", labels, losses)
-        sink.add(YOURS, d, "max_loss", float(np.max(losses)))
-        sink.add(YOURS, d, "loss_gap", float(np.ptp(losses)))
-        sink.add(YOURS, d, "variance_explained", metrics.variance_explained(centred, projection))
-        sink.add_all(YOURS, d, representation_metrics(centred @ rows.T, codes, config))
-        sink.add(YOURS, d, "effective_rank", basis.shape[1])
-        sink.progress(YOURS, d, time.perf_counter() - started)
+        self.map_ = LowRankMap(basis, np.ones(basis.shape[1]))
+        self.n_components_ = basis.shape[1]
+        self.group_errors_ = problem.errors(problem.reduce(self.map_))  # problem coordinates (the row space for wide data)
+        self.group_losses_ = self.group_errors_ - problem.best_errors(d)
+
+
+class YoursPCAAudit(PCAAudit):
+    """A components matrix audited by the PCA family's protocol as the variant ``yours``: the
+    same engine, records, disparities, held-out rows and bootstrap as the family's own variants
+    (a replicate re-measures the fixed projection on the reweighted moments: the interval of
+    its per-group errors and losses on another sample of the population), so its findings read
+    like theirs. The leakage test and the RBF MMD² read what the pipeline outputs, the centred
+    rows times the matrix's transpose."""
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink, matrix: np.ndarray, ranks: tuple[int, ...]):
+        super().__init__(data, replace(config, variants=("vanilla",)), sink)
+        self.matrix, self.ranks, self.chosen = matrix, tuple(ranks), [YOURS]
+
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        summary, weights = self._summary(rows, sample=not replicate)
+        problem = self._problem(summary, weights)
+        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        if not replicate:
+            self.sink.expect(len(self.ranks))
+        for d in self.ranks:
+            started = time.perf_counter()
+            fits.models[(YOURS, d)] = _ComponentsFit(self.matrix[:d], problem, d)
+            fits.seconds[(YOURS, d)] = time.perf_counter() - started
+            if not replicate:
+                self.sink.progress(YOURS, d, fits.seconds[(YOURS, d)])
+        return fits
+
+    def coordinates(self, model: _ComponentsFit, centred: np.ndarray) -> np.ndarray:
+        return centred @ model.rows.T
+
+
+def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[tuple[int, ...], dict]:
+    """The ``yours`` records of a components matrix (:class:`YoursPCAAudit`); the ranks and the
+    uncertainty summary."""
+    ranks = _component_ranks(config, data, matrix.shape[0])
+    summary = run_family(YoursPCAAudit(data, config, sink, matrix, ranks))
+    deficient = [d for d in ranks if orthonormal_basis(matrix[:d].T).shape[1] < d]
     if deficient:
         sink.warn(
             f"pca/{YOURS}: the first {deficient[0]} component(s) are linearly dependent (they span fewer dimensions, "
             "see effective_rank); errors and losses are those of the span they do cover."
         )
-    return ranks
+    return ranks, summary
 
 
 def _nmf_components(data: AuditData, H: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[int, ...]:
@@ -332,8 +363,8 @@ def _nmf_components(data: AuditData, H: np.ndarray, config: AuditConfig, sink: R
     grouped = GroupedData.build(X, prepared.sensitive_features)
     with sink.collect_warnings(YOURS, forward=Warning):
         E, _ = estimate_group_errors(
-            grouped, r, n_estimates=options["n_estimates"], solver=options["nmf_solver"], tol=options["tol"],
-            max_iter=STANDARD_MAX_ITER, random_state=config.random_state, key=data_key(grouped),
+            grouped, r, n_estimates=options["n_estimates"], max_iter=STANDARD_MAX_ITER, random_state=config.random_state,
+            key=data_key(grouped), **standard_settings(options),
         )
     errors = group_errors(grouped, W[grouped.order], H)
     labels = list(grouped.labels)
@@ -341,8 +372,7 @@ def _nmf_components(data: AuditData, H: np.ndarray, config: AuditConfig, sink: R
     sink.add_groups(YOURS, r, "rel_error", labels, errors / grouped.norms)
     sink.add_groups(YOURS, r, "rel_loss", labels, losses)
     sink.add_groups(YOURS, r, "own_rel_error", labels, E / grouped.norms)
-    sink.add(YOURS, r, "max_rel_loss", float(np.max(losses)))
-    sink.add(YOURS, r, "rel_loss_gap", float(np.ptp(losses)))
+    add_disparity(sink, YOURS, r, NMFAudit.disparities[0], losses, errors / grouped.norms)
     sink.add(YOURS, r, "total_rel_error", float(np.linalg.norm(X - W @ H) / np.linalg.norm(X)))
     sink.add_all(YOURS, r, representation_metrics(W, prepared.codes, config))
     sink.progress(YOURS, r, time.perf_counter() - started)
@@ -390,8 +420,12 @@ def attach(result: AuditResult, yours: AuditResult) -> AuditResult:
         raise ParameterError("this audit already holds a 'yours' variant; audit one representation of your own at a time.")
     config = dict(result.config)
     config[YOURS] = yours.config.get(YOURS, {})
+    uncertainty = {method: dict(summary) for method, summary in result.uncertainty.items()}
+    for method, summary in yours.uncertainty.items():
+        uncertainty.setdefault(method, {})[YOURS] = {key: summary.get(key) for key in ("replicates", "why", "seconds") if key in summary}
     return replace(
         result,
+        uncertainty=uncertainty,
         records=pd.concat([result.records, yours.records], ignore_index=True),
         config=config,
         skipped=result.skipped + yours.skipped,

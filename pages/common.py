@@ -110,27 +110,39 @@ def data_summary(data) -> str:
 def kept_upload(label: str, key: str, types: list[str], **options) -> tuple[str, bytes] | None:
     """A file uploader whose file stays with the session when the user opens another page and
     comes back (Streamlit forgets a widget's value while its page is not shown): ``(name, bytes)``
-    of the latest upload, or None. Removing the file in the widget forgets it."""
+    of the latest upload, or None. Removing the file in the widget forgets it. The bytes are taken
+    once per upload (not copied again on every rerun); :func:`kept_upload_id` tells uploads apart."""
     kept: dict = st.session_state.setdefault("kept-uploads", {})
+    ids: dict = st.session_state.setdefault("kept-upload-ids", {})
 
     def changed() -> None:  # the user's own change: a new file, or the file removed
         value = st.session_state.get(key)
         if value is None:
             kept.pop(key, None)
+            ids.pop(key, None)
         else:
             kept[key] = (value.name, value.getvalue())
+            ids[key] = value.file_id
 
     upload = st.file_uploader(label, type=types, key=key, on_change=changed, **options)
     if upload is not None:
-        kept[key] = (upload.name, upload.getvalue())
+        if ids.get(key) != upload.file_id or key not in kept:
+            kept[key] = (upload.name, upload.getvalue())
+            ids[key] = upload.file_id
     elif key in kept:
         name, _ = kept[key]
         note, forget = st.columns([4, 1.4], vertical_alignment="center")
         note.caption(f"Using **{plain(name)}**, uploaded earlier in this session; upload another file to replace it.")
         if forget.button("Forget", key=f"{key}-forget", help="Forget this file (as removing it from the upload box would)"):
             kept.pop(key, None)
+            ids.pop(key, None)
             st.rerun()
     return kept.get(key)
+
+
+def kept_upload_id(key: str) -> str | None:
+    """Identifies the file :func:`kept_upload` keeps under ``key`` (a new id for every upload)."""
+    return st.session_state.get("kept-upload-ids", {}).get(key)
 
 
 # ---------------------------------------------------------------- runs

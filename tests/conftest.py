@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+# The suite runs audits without bootstrap intervals unless a test asks for them (bootstrap=N):
+# the per-family defaults (fairaudit.uncertainty.DEFAULT_BOOTSTRAP) are for users, and would make
+# every audit in every test 20–200 times longer. Set here, so subprocesses (CLI, app) inherit it.
+os.environ.setdefault("FAIRAUDIT_DEFAULT_BOOTSTRAP", "0")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "datasets"

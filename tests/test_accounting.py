@@ -10,9 +10,9 @@ import pytest
 
 from fairaudit import AuditData, prepare, prepare_tensor, read_table
 from fairaudit.cli import main
-from fairaudit.data import DROP_GAP_POINTS, DROP_RATIO, NO_GROUP, accounting_lines
+from fairaudit.data import DROP_GAP_POINTS, DROP_RATIO, NO_GROUP, accounting_lines, value_counts
 from fairaudit.data._accounting import unequal_drop_warning
-from fairaudit.errors import DuplicateCellError, ParameterError, SensitiveColumnError
+from fairaudit.errors import DuplicateCellError, FairAuditError, ParameterError, SensitiveColumnError
 from fairaudit.vocabulary import render
 
 from .conftest import shared_file
@@ -151,6 +151,49 @@ def test_identifiers_are_left_out_with_the_reason(column, values, why):
     assert "--features" in render(entry["detail"], "cli")
     included = prepare(read_table(_with(column, values)), sensitive="g", features=[column, "x"])
     assert included.feature_names == (column, "x")
+    assert any(column in w and "looks like an identifier" in w for w in included.accounting["warnings"])  # said, not silent
+
+
+def test_an_identifier_flagged_column_can_be_kept_with_the_default_features():
+    """``use_id_like`` (the Data page's “Use ID-like columns as features”): the column comes back as a
+    feature, the other columns keep their reasons, and the accounting and the log say so."""
+    table = read_table(survey(), name="survey.csv")
+    kept = prepare(table, sensitive="sex", missing="drop", use_id_like=["school_id"])
+    assert kept.feature_names == ("school_id", "score", "hours", "income")
+    reasons = {e["column"]: e["reason"] for e in kept.accounting["excluded"]}
+    assert reasons == {"sex": "sensitive", "respondent": "id_like", "comment": "text", "wave": "constant", "unused": "empty"}
+    [warning] = [w for w in kept.accounting["warnings"] if "school_id" in w]
+    assert "is used as a feature, as asked" in warning
+    assert render(warning, "dashboard").endswith(
+        "(“Use ID-like columns as features” → “school_id” (Data page)); an identifier is a label, not a measurement, "
+        "so the audit would treat its numbering as a quantity."
+    )
+    assert "--features with school_id among the other features" in render(warning, "cli")
+    assert any("used 'school_id' as a feature although it looks like an identifier" in line for line in kept.log)
+    [detail] = [e["detail"] for e in prepare(table, sensitive="sex", missing="drop").accounting["excluded"] if e["column"] == "school_id"]
+    assert render(detail, "library").endswith("use it (use_id_like=['school_id'])")
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        ({"use_id_like": ["comment"]}, "'comment' is left out as text"),
+        ({"use_id_like": ["school_id"], "features": ["score"]}, "list 'school_id' among them instead"),
+        ({"use_id_like": ["school_id"], "ignore": ["school_id"]}, "both kept as a feature"),
+        ({"use_id_like": ["nope"]}, "ID-like column 'nope' is not in"),
+    ],
+)
+def test_use_id_like_refuses_what_it_cannot_keep(options, message):
+    with pytest.raises(FairAuditError, match=message):
+        prepare(read_table(survey(), name="survey.csv"), sensitive="sex", missing="drop", **options)
+
+
+def test_value_counts_are_the_values_merge_names():
+    values, counts = value_counts(read_table(survey(), name="survey.csv"), "sex")
+    assert values == ["boy", "girl"] and counts.tolist() == [200, 100]
+    numbers = read_table(b"g,x\n2,1\n1.0,2\n2,3\n,4\n")
+    values, counts = value_counts(numbers, "g")
+    assert values == ["1", "2"] and counts.tolist() == [1, 2]
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ def test_audit_writes_json_csv_and_html(tmp_path, capsys):
     assert {r["variant"] for r in payload["records"]} == {"vanilla", "fair_eig"}
     assert out_csv.read_text().startswith("method,variant,rank,group,metric,value")
     assert "<html" in out_html.read_text()[:200]
-    assert "finding (pca)" in out
+    assert "finding (pca, " in out  # each finding with its verdict
 
 
 def test_label_and_skip_rows_are_accepted(tmp_path, capsys):

@@ -146,7 +146,7 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     assert any(" s] pca: 1/" in line for line in lines) and any(" s] nmf: " in line for line in lines)
     assert any(line.startswith("fairaudit: pca done: 8 fits in") for line in lines)
     assert any(line.startswith("fairaudit: nmf done:") for line in lines)
-    assert "finding (pca)" in out and "fairaudit:" not in out
+    assert "finding (pca, " in out and "fairaudit:" not in out
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""

@@ -33,7 +33,7 @@ def small_result():
 
 def test_records_are_tidy_and_unique(small_result):
     records = small_result.records
-    assert list(records.columns) == ["method", "variant", "rank", "group", "metric", "value"]
+    assert list(records.columns) == ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
     assert not records.duplicated(["method", "variant", "rank", "group", "metric"]).any()
     variants = set(records.variant)
     assert {"vanilla", "fatr", "hsic", "khsic"} <= variants
@@ -84,8 +84,8 @@ def test_frontier_figure_and_family_figures(small_result):
 
 def test_findings_mention_vanilla_and_default_lambda(small_result):
     sentences = findings(small_result)["cpd"]
-    assert sentences[0].startswith("From vanilla CP's rank-2 entity embedding")
-    assert any(s.startswith("KHSIC-BCD (RBF kernel) at its default λ") for s in sentences)
+    assert sentences[0].text.startswith("From vanilla CP (ALS)'s rank-2 representation")
+    assert any(s.text.startswith("From KHSIC-BCD (RBF kernel)'s") and "default λ" in s.text for s in sentences)
 
 
 def test_matrix_data_is_a_two_way_tensor_and_khsic_skip():

@@ -119,6 +119,11 @@ def test_pca_family_records_equal_the_in_process_engines(files):
     close = np.isclose(merged.value_local, merged.value_dask, rtol=1e-8, atol=1e-8) | (merged.value_local.isna() & merged.value_dask.isna())
     assert close.all(), merged[~close]
     assert mine.data["groups"] == local.data["groups"]
+    # point estimates from every row's moments; no bootstrap (a replicate needs the rows), and the result says why
+    assert "no bootstrap intervals on the dask engine" in mine.uncertainty["pca"]["why"]
+    assert any(w.startswith("pca: no bootstrap intervals on the dask engine") for w in mine.warnings)
+    with pytest.raises(ParameterError, match="holdout"):
+        run_audit(data, AuditConfig(ranks=(1,), engine="dask", holdout=0.2))
 
 
 def test_a_dask_dataframe_and_a_distributed_cluster_give_the_same_data(files, monkeypatch):

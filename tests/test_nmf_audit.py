@@ -43,8 +43,9 @@ def test_audit_records_every_metric_and_shares_E(monkeypatch):
     records = result.records
     assert set(records.variant) == {"vanilla", "fair_mu", "fair_am"}
     per_group = {"rel_error", "rel_loss", "own_rel_error"}
-    whole = {"max_rel_loss", "rel_loss_gap", "total_rel_error", "mmd2", "mmd2_rbf", "unfairness",
-             "unfairness_balanced", "n_iter", "seconds", "estimate_seconds"}
+    whole = {"max_rel_loss", "rel_loss_gap", "rel_loss_ratio", "rel_error_ratio", "total_rel_error", "mmd2", "mmd2_rbf",
+             "unfairness", "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue",
+             "n_iter", "seconds", "estimate_seconds"}
     assert set(records[records.group != ""].metric) == per_group
     assert set(records[records.group == ""].metric) == whole
     assert set(records[records.group != ""].group) == {"big", "small"}
@@ -56,7 +57,7 @@ def test_audit_records_every_metric_and_shares_E(monkeypatch):
     assert (pivot["rel_loss_gap", "fair_am"] < 1e-3).all()
     run_audit(data, AuditConfig(methods=("nmf",), ranks=(1, 2, 3)))  # a repeated audit: all cached
     assert len(calls) == 30
-    assert findings(result)["nmf"][0].startswith("At rank")
+    assert findings(result)["nmf"][0].text.startswith("At rank")
     assert [metric for metric, _ in family_figures(records, "nmf")][:2] == ["rel_loss", "rel_error"]
     json.loads(result.to_json())
 
@@ -131,7 +132,7 @@ def test_cli_runs_nmf_and_writes_json(tmp_path, capsys):
     code = main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "1:3", "--json", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
-    assert "[nmf]" in printed and "max_rel_loss" in printed and "finding (nmf)" in printed
+    assert "[nmf]" in printed and "max_rel_loss" in printed and "finding (nmf, " in printed
     payload = json.loads(out.read_text())
     assert {r["variant"] for r in payload["records"]} == {"vanilla", "fair_mu", "fair_am"}
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 
 import numpy as np
@@ -16,7 +17,11 @@ from fairaudit.nmf.audit import nmf_input
 from fairaudit.report import render_html
 from fairaudit.yours import YOURS, attach, audit_components, audit_embedding, read_components, read_embedding, sentences
 
-PCA_METRICS = ["error", "loss", "max_loss", "loss_gap", "variance_explained", "mmd2", "mmd2_rbf", "unfairness", "unfairness_balanced", "effective_rank"]
+PCA_METRICS = [
+    "error", "loss", "max_loss", "loss_gap", "loss_ratio", "error_ratio", "variance_explained", "mmd2", "mmd2_rbf", "unfairness",
+    "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue", "effective_rank",
+]
+LEAKAGE_METRICS = {"unfairness", "unfairness_balanced", "balanced_accuracy", "chance_balanced_accuracy", "leakage_pvalue"}
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +44,7 @@ def test_sklearn_pca_components_audited_as_yours_match_vanilla_pca(data, tmp_pat
     pd.DataFrame(fitted.components_, columns=data.feature_names).to_csv(path, index=False)
     result = audit_components(data, read_components(path, data), config)
     assert set(result.records.variant) == {YOURS}
-    yours = _by_key(result.records)
+    yours = _by_key(result.records.query("metric in @PCA_METRICS"))
     assert set(yours.index) == set(vanilla.index)
     assert np.max(np.abs(yours - vanilla.reindex(yours.index))) < 1e-8
     np.save(tmp_path / "components.npy", fitted.components_)
@@ -128,7 +133,7 @@ def test_embeddings_give_the_representation_metrics(data, tmp_path):
     read = read_embedding(path, data)
     assert read.matrix.shape == (250, 3) and "'row' set aside" in read.source["layout"]
     yours = audit_embedding(data, read, config).records
-    assert set(yours.metric) == {"mmd2", "mmd2_rbf", "unfairness", "unfairness_balanced"} and set(yours["rank"]) == {3}
+    assert set(yours.metric) == {"mmd2", "mmd2_rbf"} | LEAKAGE_METRICS and set(yours["rank"]) == {3}
     vanilla = audited.records[(audited.records.variant == "vanilla") & audited.records.metric.isin(yours.metric)]
     np.testing.assert_allclose(yours.set_index("metric").value.sort_index(), vanilla.set_index("metric").value.sort_index(), atol=1e-10)
     pd.DataFrame(embedding[:-1]).to_csv(path, index=False)
@@ -167,3 +172,26 @@ def test_cli_audits_components_next_to_vanilla(tmp_path, capsys):
     pd.DataFrame(rng.normal(size=(2, 3)), columns=list("abc")).to_csv(components, index=False)
     assert main(["audit", str(source), "--sensitive", "grp", "--components", str(components), "--quiet"]) == 2
     assert "missing 'd'" in capsys.readouterr().err
+
+
+def test_yours_gets_intervals_and_findings_like_any_variant(tmp_path):
+    """sklearn's PCA components brought as 'yours' on the default sample: bootstrapped like the
+    family's variants, judged next to vanilla — the same gap (it is vanilla PCA) — in the findings,
+    the JSON and the HTML report."""
+    from fairaudit.findings import findings
+    from fairaudit.report import render_html
+    from fairaudit.samples import load_sample
+
+    sample = load_sample("two_groups")
+    config = AuditConfig(methods=("pca",), ranks=(1, 2, 3, 4), variants=("vanilla", "fair_eig"), bootstrap=10)
+    path = tmp_path / "components.npy"
+    np.save(path, SklearnPCA(n_components=4).fit(sample.X).components_)
+    result = attach(run_audit(sample, config), audit_components(sample, read_components(path, sample), config))
+    loss = result.records.query("variant == @YOURS and metric == 'loss'")
+    assert loss.ci_low.notna().all() and (loss.ci_low <= loss.value).all() and (loss.value <= loss.ci_high).all()
+    assert {"loss_ratio", "error_ratio"} <= set(result.records.query("variant == @YOURS").metric)
+    assert result.uncertainty["pca"][YOURS]["replicates"] == 10
+    mine = [f for f in findings(result)["pca"] if f.variant == YOURS]
+    assert len(mine) == 1 and mine[0].verdict == "gap" and mine[0].text.startswith("Your representation leaves a gap at rank 3")
+    assert html.escape(mine[0].text) in render_html(result)
+    assert any(f["variant"] == YOURS and f["verdict"] == "gap" for f in json.loads(result.to_json())["findings"])

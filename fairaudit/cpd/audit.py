@@ -7,7 +7,9 @@ Records (tidy, as every family; ``rank`` is the CP rank). For each fit: per grou
 ``residual_fit``; whole-data ``orthogonality``, ``nkhsic``, ``unfairness``,
 ``unfairness_balanced``, ``mmd2``, ``mmd2_rbf`` (all on the entity embedding
 ``FairCPD.embedding_``: each column's mean square 1, or whitened for a matrix), ``lam`` (the
-penalty weight, 0 for vanilla), ``epochs`` and ``seconds``.
+penalty weight, 0 for vanilla), ``epochs`` and ``seconds``; the audit driver adds
+``max_residual_fit``, ``residual_fit_gap`` and ``residual_fit_ratio`` (worst and best group) and
+the intervals of the stratified bootstrap over entities (:class:`CPDAudit`).
 
 Two kinds of fair records, told apart by the variant name:
 
@@ -58,12 +60,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..audit import SWEEP_SEPARATOR, AuditConfig, RecordSink, merged_options, representation_metrics
+from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
+from ..uncertainty import Disparity
 from ..vocabulary import term
-from . import _kernels
+from . import _kernels, _tensor
 from . import sweep as _sweep
 from .estimator import (
     FORMULATIONS,
@@ -74,6 +77,7 @@ from .estimator import (
     FairCPD,
     kernel_choice,
     median_gamma,
+    normalised_embedding,
     rank_limit,
 )
 from .metrics import nkhsic, orthogonality
@@ -214,26 +218,28 @@ class _Fitter:
         elif vanilla is not None:
             self.metric_gammas[rank] = _kernels.median_gamma(vanilla[0].embedding_, random_state=self.random_state)
 
-    def params(self, method: str, rank: int, init) -> dict:
+    def params(self, method: str, rank: int, init, warm: bool = False) -> dict:
         options = self.options
         params = {**FORMULATIONS[options["formulation"]], "n_epochs": options["n_epochs"], "tol": options["tol"]}
         params.update(random_state=self.random_state, inner_steps=options["inner_steps"])
         if options["l2"] is not None:
             params["l2"] = options["l2"]
         # Ours warm-starts every fair fit from vanilla CP at the same rank (and the sweep from the
-        # previous point); the paper starts every fit from its U(0, 1) draw.
-        if init is not None and not self.paper:
+        # previous point); the paper starts every fit from its U(0, 1) draw — except a bootstrap
+        # replicate (``warm``), which starts from the audit's own fit under either formulation.
+        if init is not None and (warm or not self.paper):
             params["init"] = init
         if method == "khsic":
             params.update(gamma=self.gamma(rank), kernel=self.kernel, n_landmarks=options["khsic_landmarks"])
         return params
 
-    def fit(self, method: str, lam: float, rank: int, init=None) -> tuple[FairCPD, float] | DivergenceError:
+    def fit(self, method: str, lam: float, rank: int, init=None, warm: bool = False) -> tuple[FairCPD, float] | DivergenceError:
         """The fitted model and its seconds, or the :class:`DivergenceError` of a paper fit whose
-        fixed steps overflowed. Needs :meth:`gamma` at ``rank`` computed first (for KHSIC)."""
+        fixed steps overflowed. Needs :meth:`gamma` at ``rank`` computed first (for KHSIC).
+        ``warm``: start from ``init`` under either formulation (:meth:`params`)."""
         started = time.perf_counter()
         try:
-            model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init)).fit(
+            model = FairCPD(rank=rank, method=method, lam=lam, **self.params(method, rank, init, warm)).fit(
                 self.X, sensitive_features=self.codes
             )
         except DivergenceError as exc:
@@ -264,11 +270,13 @@ class _Fitter:
 class _Chain:
     """Fair fits at one rank, each from the previous one's solution (the first from ``init``):
     ``steps`` are ``(variants, method, λ)``, ``variants`` the record names that fit answers to (a
-    sweep point can also be the rank's default-λ fit)."""
+    sweep point can also be the rank's default-λ fit). ``warm``: start from ``init`` under either
+    formulation (a bootstrap replicate's fits)."""
 
     rank: int
     init: list | None
     steps: list[tuple[tuple[str, ...], str, float]]
+    warm: bool = False
 
 
 def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> None:
@@ -277,7 +285,7 @@ def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> N
     for variants, method, lam in chain.steps:
         if stop.is_set():
             return
-        fitted = fitter.fit(method, lam, chain.rank, init)
+        fitted = fitter.fit(method, lam, chain.rank, init, chain.warm)
         if not isinstance(fitted, DivergenceError):
             init = fitted[0].factors_
         emit(variants, method, lam, chain.rank, fitted)
@@ -307,87 +315,227 @@ def _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, start
     return sorted(chains, key=lambda c: -sum(cost[m] for _, m, _ in c.steps) * c.rank)
 
 
-def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it.
+class CPDAudit(FamilyAudit):
+    """The CP family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`).
 
-    Vanilla CP at every rank first (in this thread), then the fair fits as chains (:func:`_chains`)
-    on ``n_jobs`` worker threads: NumPy and BLAS release the GIL, so on two cores two KHSIC fits
-    run side by side. Records, progress and skips are written here, in this thread, as fits finish;
-    an exception from the progress callback stops the workers (after their current fit) and
-    propagates.
+    The audit's fit: vanilla CP at every rank first (in the audit's thread), then the fair fits
+    as chains (:func:`_chains`) on ``n_jobs`` worker threads — NumPy and BLAS release the GIL,
+    so on two cores two KHSIC fits run side by side. Fits are collected, and progress and skips
+    written, in the audit's thread as they finish; an exception from the progress callback
+    (:class:`fairaudit.audit.AuditCancelled`) stops the workers after their current fit and
+    propagates. The records are measured afterwards (:meth:`measure`).
+
+    Rows are entities (mode 0). A replicate resamples entities within each group and refits
+    vanilla CP and each fair method at its default λ (λ_ref, γ and the nkhsic kernel recomputed
+    from the replicate's own vanilla fit, as the audit does), each warm-started from the audit's
+    fit of the same variant and rank (also under the paper's formulation: the start is a
+    computational device here, the replicate's sampling is what the interval measures), the fair
+    fits on the same worker threads; the λ sweep is not bootstrapped (its points keep ``ci_*``
+    NaN). Held-out entities get their factor rows by least squares against the fitted other
+    factors (:meth:`FairCPD.transform`), embedded as the fit's embedding is.
     """
-    options = _options(config)
-    X = data.tensor()
-    codes, labels = data.groups.codes, data.groups.labels
-    ranks = config.resolved_ranks(data.n_features, limit=rank_limit(X.shape))
-    sweep_rank = options["sweep_rank"] or default_sweep_rank(ranks, rank_limit(X.shape))
-    if options["sweep"] and not 1 <= sweep_rank <= rank_limit(X.shape):
-        raise ParameterError(f"cpd sweep_rank {sweep_rank} must be between 1 and {rank_limit(X.shape)}.")
-    leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
-    fair = []
-    for name in ("fatr", "hsic", "khsic"):
-        if not config.wants("cpd", name):
-            continue
-        if name == "khsic" and X.shape[0] > options["khsic_max_rows"]:
-            sink.skip(name, _khsic_too_large(X.shape[0], options))
-            continue
-        fair.append(name)
-    run_vanilla = config.wants("cpd", "vanilla")
-    do_sweep = bool(options["sweep"] and fair)
-    rank_list = sorted(set(ranks) | ({sweep_rank} if do_sweep else set()))
-    total = len(rank_list) * int(run_vanilla) + len(ranks) * len(fair)
-    if do_sweep:
-        total += sum(len(_grid(options, name, 1.0)) for name in fair)
-    sink.expect(total)
-    kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
-    landmarks = None
-    if "khsic" in fair and kernel == "nystrom":
-        landmarks = _kernels.landmarks(codes, options["khsic_landmarks"], config.random_state)
-        sink.warn(
-            f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
-            f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
-            f"exact up to {_kernels.NYSTROM_ROWS} entities). Choose {term('cpd_kernel', 'exact')} for the "
-            "exact kernel, O(n²) per step."
-        )
-    fitter = _Fitter(X, codes, options, config, sink, kernel)
-    described: set[str] = set()
 
-    def record(variants, method: str, lam: float, rank: int, fitted) -> None:
-        """Records and progress of one fit (``fitted`` as :meth:`_Fitter.account` returns it)."""
-        for variant in variants:
-            if fitted is None:
-                sink.progress(variant, rank, 0.0)
+    method = "cpd"
+    disparities = (Disparity("residual_fit", "max_residual_fit", "residual_fit_gap", "residual_fit_ratio"),)
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        super().__init__(data, config, sink)
+        self.options = options = _options(config)
+        self.X = X = data.tensor()
+        self.codes, self.labels = data.groups.codes, tuple(data.groups.labels)
+        limit = rank_limit(X.shape)
+        self.ranks = config.resolved_ranks(data.n_features, limit=limit)
+        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, limit)
+        if options["sweep"] and not 1 <= self.sweep_rank <= limit:
+            raise ParameterError(f"cpd sweep_rank {self.sweep_rank} must be between 1 and {limit}.")
+        self.leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
+        self.fair = []
+        for name in ("fatr", "hsic", "khsic"):
+            if not config.wants("cpd", name):
                 continue
-            model, seconds = fitted
-            if SWEEP_SEPARATOR not in variant and variant not in described:
-                described.add(variant)
-                sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
-            _record(sink, variant, rank, model, lam, seconds, codes, labels, leak_config, fitter.metric_gammas.get(rank))
-            sink.keep(variant, rank, model)
-            sink.progress(variant, rank, seconds)
+            if name == "khsic" and X.shape[0] > options["khsic_max_rows"]:
+                sink.skip(name, _khsic_too_large(X.shape[0], options))
+                continue
+            self.fair.append(name)
+        self.run_vanilla = config.wants("cpd", "vanilla")
+        self.do_sweep = bool(options["sweep"] and self.fair)
+        self.kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
+        self.replicate_ranks_skipped = {
+            rank: f"rank {rank} reaches the exact-fit rank {limit} (vanilla CP reproduces the data): not bootstrapped"
+            for rank in self.ranks
+            if rank >= limit
+        }
+        self.replicate_variants_skipped = {
+            f"{name}{SWEEP_SEPARATOR}{i}": "the λ sweep is not bootstrapped (cost); its default-λ point is the variant "
+            f"{name}, which has intervals"
+            for name in self.fair
+            for i in range(len(_grid(self.options, name, 1.0)))
+        }
 
-    with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref, metrics): one BLAS thread
-        starts, references = {}, {}
-        for rank in rank_list:
-            vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
-            if run_vanilla:
-                record(("vanilla",), "none", 0.0, rank, vanilla)
-            fitter.set_metric_gamma(rank, vanilla)
-            if vanilla is None and not fitter.paper:
-                continue  # ours needs vanilla (warm start, λ_ref); the skip says why
-            starts[rank] = vanilla[0].factors_ if vanilla is not None else None
-            for name in fair:
-                gamma = fitter.gamma(rank) if name == "khsic" else None
-                references[rank, name] = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
-        chains = _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references)
-        _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: record(
-            variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
-    for method, bad in fitter.unconverged.items():
-        name = next(v for v, m in VARIANTS.items() if m == method)
-        sink.warn(
-            f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
-            f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
+    @property
+    def active(self) -> bool:
+        return bool(self.run_vanilla or self.fair)
+
+    def _landmarks(self, codes, random_state):
+        """The Nyström landmarks λ_ref's KHSIC penalty uses (``None`` with the exact kernel)."""
+        if "khsic" in self.fair and self.kernel == "nystrom":
+            return _kernels.landmarks(codes, self.options["khsic_landmarks"], random_state)
+        return None
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        X, codes = self.X[rows], self.codes[rows]
+        if replicate:
+            return self._fit_replicate(rows, X, codes, warm, seed)
+        options, config, sink, fair = self.options, self.config, self.sink, self.fair
+        fits = Fits(rows=rows, shared={"lam": {}, "vanilla": {}})
+        rank_list = sorted(set(self.ranks) | ({self.sweep_rank} if self.do_sweep else set()))
+        total = len(rank_list) * int(self.run_vanilla) + len(self.ranks) * len(fair)
+        if self.do_sweep:
+            total += sum(len(_grid(options, name, 1.0)) for name in fair)
+        sink.expect(total)
+        landmarks = self._landmarks(codes, config.random_state)
+        if landmarks is not None:
+            sink.warn(
+                f"cpd/khsic: {X.shape[0]} entities, so the KHSIC penalty and its gradient use the Nyström "
+                f"approximation of the RBF kernel on {len(landmarks)} landmark entities (stratified by group; "
+                f"exact up to {_kernels.NYSTROM_ROWS} entities). Choose {term('cpd_kernel', 'exact')} for the "
+                "exact kernel, O(n²) per step."
+            )
+        fitter = _Fitter(X, codes, options, config, sink, self.kernel)
+        described: set[str] = set()
+
+        def collect(variants, method: str, lam: float, rank: int, fitted) -> None:
+            """One finished fit (as :meth:`_Fitter.account` returns it): kept, with its progress."""
+            for variant in variants:
+                if fitted is None:
+                    sink.progress(variant, rank, 0.0)
+                    continue
+                model, seconds = fitted
+                if SWEEP_SEPARATOR not in variant and variant not in described:
+                    described.add(variant)
+                    sink.detail(variant, rank, "formulation", FORMULATION_TEXT[options["formulation"]])
+                fits.models[(variant, rank)], fits.seconds[(variant, rank)] = model, seconds
+                fits.shared["lam"][(variant, rank)] = lam
+                sink.progress(variant, rank, seconds)
+
+        with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref): one BLAS thread
+            starts, references = {}, {}
+            for rank in rank_list:
+                vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
+                if self.run_vanilla:
+                    collect(("vanilla",), "none", 0.0, rank, vanilla)
+                fitter.set_metric_gamma(rank, vanilla)
+                if vanilla is not None:
+                    fits.shared["vanilla"][rank] = vanilla[0]
+                elif not fitter.paper:
+                    continue  # ours needs vanilla (warm start, λ_ref); the skip says why
+                starts[rank] = vanilla[0].factors_ if vanilla is not None else None
+                for name in fair:
+                    gamma = fitter.gamma(rank) if name == "khsic" else None
+                    references[rank, name] = (
+                        1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+                    )
+            chains = _chains(options, fair, rank_list, self.ranks, self.sweep_rank, self.do_sweep, fitter, starts, references)
+            _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: collect(
+                variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
+        fits.shared["metric_gammas"] = dict(fitter.metric_gammas)
+        for method, bad in fitter.unconverged.items():
+            name = next(v for v, m in VARIANTS.items() if m == method)
+            sink.warn(
+                f"cpd/{name}: reached n_epochs={options['n_epochs']} before the objective settled (relative change "
+                f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
+            )
+        return fits
+
+    def _fit_replicate(self, rows, X, codes, warm: Fits, seed) -> Fits:
+        """Vanilla and the default-λ fair fits on resampled entities, each from the audit's own fit
+        (entity factor rows taken along with the entities); a fit that diverges (the paper's fixed
+        steps) leaves its metrics out of this replicate."""
+        options = self.options
+        start = int(np.random.default_rng(seed).integers(2**31 - 1))
+        fitter = _Fitter(X, codes, options, dataclasses.replace(self.config, random_state=start), self.sink, self.kernel)
+        fits = Fits(rows=rows, shared={"lam": {}, "metric_gammas": fitter.metric_gammas})
+        position = np.searchsorted(warm.rows, rows)  # each resampled entity's place in the audit's fit
+        landmarks = self._landmarks(codes, start)
+
+        def resampled(model: FairCPD) -> list[np.ndarray]:
+            return [model.factors_[0][position]] + [F.copy() for F in model.factors_[1:]]
+
+        def keep(variants, method, lam, rank, fitted) -> None:
+            if not isinstance(fitted, DivergenceError):
+                fits.models[(variants[0], rank)] = fitted[0]
+                fits.shared["lam"][(variants[0], rank)] = lam
+
+        chains = []
+        with _kernels.blas_threads():
+            for rank in self.ranks:
+                audited = warm.shared["vanilla"].get(rank)
+                if rank in self.replicate_ranks_skipped or audited is None:
+                    continue
+                vanilla = fitter.fit("none", 0.0, rank, resampled(audited), warm=True)
+                if isinstance(vanilla, DivergenceError):
+                    continue
+                if self.run_vanilla:
+                    keep(("vanilla",), "none", 0.0, rank, vanilla)
+                fitter.set_metric_gamma(rank, vanilla)
+                for name in self.fair:
+                    if (name, rank) not in warm.models:
+                        continue
+                    gamma = fitter.gamma(rank) if name == "khsic" else None
+                    reference = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
+                    lam = _default_lambda(options, name, reference)
+                    chains.append(_Chain(rank, resampled(warm.models[(name, rank)]), [((name,), name, lam)], warm=True))
+            _run_chains(fitter, chains, keep, options["n_jobs"])
+        return fits
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        X, codes = self.X[rows], self.codes[rows]
+        gammas = fits.shared["metric_gammas"]
+        with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
+            for (variant, rank), model in fits.models.items():
+                if heldout:
+                    A, residual, groups = self._heldout(model, X, codes)
+                else:
+                    A, residual, groups = model.embedding_, model.residual_fit_, model.group_residual_fit_
+                out.add(variant, rank, "residual_fit", residual)
+                out.add_groups(variant, rank, "residual_fit", self.labels, groups)
+                out.add(variant, rank, "orthogonality", orthogonality(A, codes))
+                out.add(variant, rank, "nkhsic", nkhsic(A, codes, gamma=gammas.get(rank), random_state=self.config.random_state))
+                out.add_all(variant, rank, self.representation(A, codes, replicate=replicate, config=self.leak_config))
+
+    def _heldout(self, model: FairCPD, X: np.ndarray, codes: np.ndarray):
+        """Embedding, residual fit and per-group residual fits of new entities ``X``: their factor
+        rows by least squares given the fitted other factors, embedded as the fit's embedding
+        (the factor itself for the paper's formulation, else normalised by the fit's scale)."""
+        A = model.transform(X)
+        if model.embedding == "factor":
+            embedded = A
+        else:
+            _, scale = normalised_embedding(model.factors_[0], return_scale=True, whiten=len(model.factors_) == 2)
+            embedded = A @ scale if scale.ndim == 2 else A * scale
+        residual = (X - _tensor.reconstruct([A] + list(model.factors_[1:]))).reshape(len(X), -1)
+        flat = X.reshape(len(X), -1)
+        total = float(np.linalg.norm(flat))
+        groups = np.array(
+            [np.linalg.norm(residual[codes == g]) / max(np.linalg.norm(flat[codes == g]), 1e-300) for g in range(len(self.labels))]
         )
+        return embedded, (float(np.linalg.norm(residual)) / total if total > 0 else 0.0), groups
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (variant, rank), model in fits.models.items():
+            out.add(variant, rank, "lam", fits.shared["lam"][(variant, rank)])
+            out.add(variant, rank, "epochs", model.n_iter_)
+            out.add(variant, rank, "seconds", fits.seconds[(variant, rank)])
+
+
+def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Fit the CP family on ``data.tensor()`` (a matrix is a 2-way tensor) and record it
+    (:func:`fairaudit.audit.run_family` on a :class:`CPDAudit`)."""
+    from ..audit import run_family
+
+    run_family(CPDAudit(data, config, sink))
 
 
 def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int) -> None:
@@ -435,15 +583,3 @@ def _khsic_too_large(n: int, options: dict) -> str:
         f"skipped: {n} entities exceed KHSIC's limit of {limit:,} ({cost}); to run it anyway, use "
         f"{term('cpd_khsic_max_rows', n)}."
     )
-
-
-def _record(sink: RecordSink, variant: str, rank: int, model: FairCPD, lam: float, seconds: float, codes, labels, config, gamma) -> None:
-    A = model.embedding_
-    sink.add(variant, rank, "residual_fit", model.residual_fit_)
-    sink.add_groups(variant, rank, "residual_fit", labels, model.group_residual_fit_)
-    sink.add(variant, rank, "orthogonality", orthogonality(A, codes))
-    sink.add(variant, rank, "nkhsic", nkhsic(A, codes, gamma=gamma, random_state=config.random_state))
-    sink.add_all(variant, rank, representation_metrics(A, codes, config))
-    sink.add(variant, rank, "lam", lam)
-    sink.add(variant, rank, "epochs", model.n_iter_)
-    sink.add(variant, rank, "seconds", seconds)

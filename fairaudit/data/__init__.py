@@ -35,6 +35,7 @@ from ._accounting import (
     EXCLUSION_REASONS,
     NO_GROUP,
     accounting_lines,
+    unequal_drop_warning,
     worded,
 )
 from ._audit_data import NONNEGATIVE_POLICIES, AuditData
@@ -43,7 +44,7 @@ from ._csv import DELIMITERS
 from ._prepare import MISSING_POLICIES, SMALL_GROUP_POLICIES, prepare
 from ._rows import FeatureRows, feature_rows
 from ._scaling import SCALINGS, scale_features, scaling_parameters
-from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST, parse_merge
+from ._sensitive import MAX_CATEGORIES, MAX_TEXT_GROUPS, REST, parse_merge, value_counts
 from ._source import check_path, read_bytes
 from ._table import DEFAULT_MAX_MB, RawTable, read_table
 from ._tensor import (
@@ -94,5 +95,7 @@ __all__ = [
     "scale_features",
     "scaling_parameters",
     "tensor_from_arrays",
+    "unequal_drop_warning",
+    "value_counts",
     "worded",
 ]

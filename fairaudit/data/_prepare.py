@@ -119,6 +119,23 @@ def _check_roles(table, sensitive, features, label, ignore) -> list[str] | None:
     return features
 
 
+def _check_use_id_like(table, use_id_like, features, sensitive, label, ignore) -> list[str]:
+    use_id_like = [use_id_like] if isinstance(use_id_like, str) else list(use_id_like)
+    if not use_id_like:
+        return []
+    require_columns(table, use_id_like, "ID-like")
+    if features is not None:
+        raise ParameterError(
+            f"{term('use_id_like')} adds to the default features; with the features chosen ({term('features')}), "
+            f"list {use_id_like[0]!r} among them instead."
+        )
+    for col in use_id_like:
+        role = "sensitive" if col in sensitive else "the label" if col == label else "ignored" if col in ignore else None
+        if role:
+            raise ParameterError(f"column {col!r} is both kept as a feature ({term('use_id_like', col)}) and {role}; choose one.")
+    return use_id_like
+
+
 def _fixed_roles(sensitive, label, ignore, binarize, bins, merge) -> dict[str, tuple[str, str]]:
     roles = {}
     for col in sensitive:
@@ -266,6 +283,7 @@ def prepare(
     scaling: str = "standardize",
     min_group_size: int = 2,
     small_groups: str = "error",
+    use_id_like: Sequence[str] = (),
     reuse_table: bool = False,
 ) -> AuditData:
     """Validate a :class:`RawTable` for an audit and return :class:`AuditData`.
@@ -301,6 +319,10 @@ def prepare(
         Fewest rows a group may have (default 2).
     small_groups : {"error", "drop"}
         What to do with groups below ``min_group_size``.
+    use_id_like : list of str
+        Columns the identifier rules flag (``id_like``) that are features all the same, kept
+        with the default features (with ``features`` given, list them there instead). The
+        accounting warns that each looks like an identifier.
     reuse_table : bool
         Hand the table over: when the features are numeric columns that are not adjacent in the
         file, rearrange the table's memory in place so the matrix is a view of it rather than a
@@ -325,10 +347,17 @@ def prepare(
     sensitive, binarize, bins, merge = check_group_options(table, sensitive, binarize, bins, merge, min_group_size, small_groups)
     ignore = list(ignore)
     features = _check_roles(table, sensitive, features, label, ignore)
+    use_id_like = _check_use_id_like(table, use_id_like, features, sensitive, label, ignore)
 
     log: list[str] = list(table.log)
     roles = _fixed_roles(sensitive, label, ignore, binarize, bins, merge)
-    chosen = select_features(table, features, roles, one_hot, log)
+    chosen = select_features(table, features, roles, one_hot, log, use_id_like)
+    for entry in chosen.excluded:
+        if entry["column"] in use_id_like:
+            raise ParameterError(
+                f"column {entry['column']!r} is left out as {entry['reason']} ({entry['detail']}), not as an identifier; "
+                f"{term('use_id_like')} keeps only numeric columns flagged ID-like."
+            )
     if not chosen.names:
         excluded = sorted(set(sensitive) | set(ignore) | ({label} if label else set()))
         raise NoFeaturesError(

@@ -19,8 +19,9 @@ on request. Constant columns are found later, on the rows kept (:mod:`._prepare`
   together (the file is sorted by it).
 
 These rules left every feature of the papers' data sets in place (credit, heart, crime, LSAC,
-German, bank, adult, recidivism, COMPAS) and flagged their ID columns; a flagged column that is
-a real feature comes back by naming it in ``features``.
+German, bank, adult, recidivism, COMPAS) and flagged their ID columns. A flagged column that is
+a real feature comes back by naming it in ``features`` or, keeping the default features, in
+``use_id_like``; either way it is used and the accounting warns that it looks like an identifier.
 """
 
 from __future__ import annotations
@@ -170,11 +171,13 @@ def select_features(
     roles: dict[str, tuple[str, str]],
     one_hot_text: bool,
     log: list[str],
+    use_id_like: Sequence[str] = (),
 ) -> FeatureColumns:
     """The feature columns, and every other column with the reason it is left out.
 
     ``roles`` maps the columns with a fixed role (sensitive, label, ignored) to
-    ``(reason, detail)``."""
+    ``(reason, detail)``. ``use_id_like`` (with the default features only) names columns the
+    identifier rules flag that are features all the same."""
     chosen = FeatureColumns()
     for column in table.columns:
         if column in roles:
@@ -188,13 +191,27 @@ def select_features(
         return chosen
     for column in table.columns:
         if column not in roles:
-            _add_default(table, column, chosen, one_hot_text, log)
+            _add_default(table, column, chosen, one_hot_text, log, column in use_id_like)
     return chosen
+
+
+def _use_id_like(table: RawTable, column: str, detail: str, why: str, chosen: FeatureColumns, log: list[str]) -> None:
+    """Use a column the identifier rules flag as a feature, and say so (log and warning)."""
+    chosen.add(column, table.numbers(column), column)
+    log.append(f"used {column!r} as a feature although it looks like an identifier ({detail}), {why}")
+    chosen.warnings.append(
+        f"column {column!r} looks like an identifier ({detail}) and is used as a feature, {why}; an identifier is "
+        "a label, not a measurement, so the audit would treat its numbering as a quantity."
+    )
 
 
 def _add_named(table: RawTable, column: str, chosen: FeatureColumns, one_hot_text: bool, log: list[str]) -> None:
     if table.is_numeric(column):
-        chosen.add(column, table.numbers(column), column)
+        detail = id_like_detail(table, column)
+        if detail:
+            _use_id_like(table, column, detail, f"as named in {term('features')}", chosen, log)
+        else:
+            chosen.add(column, table.numbers(column), column)
         return
     parsed = table.parsed(column)
     if one_hot_text:
@@ -203,7 +220,9 @@ def _add_named(table: RawTable, column: str, chosen: FeatureColumns, one_hot_tex
         raise non_numeric_error(table, column, parsed.bad)
 
 
-def _add_default(table: RawTable, column: str, chosen: FeatureColumns, one_hot_text: bool, log: list[str]) -> None:
+def _add_default(
+    table: RawTable, column: str, chosen: FeatureColumns, one_hot_text: bool, log: list[str], use_id_like: bool = False
+) -> None:
     if table.is_numeric(column):
         values = table.numbers(column)
         if np.isnan(values).all():
@@ -211,13 +230,16 @@ def _add_default(table: RawTable, column: str, chosen: FeatureColumns, one_hot_t
             chosen.exclude(column, "empty", "every cell is missing")
             return
         detail = id_like_detail(table, column)
+        if detail and use_id_like:
+            _use_id_like(table, column, detail, f"as asked ({term('use_id_like', column)})", chosen, log)
+            return
         if detail:
             log.append(f"left out {column!r}: it looks like a row identifier ({detail})")
-            chosen.exclude(column, "id_like", f"{detail}; if it is a real feature, name it in {term('features')}")
+            chosen.exclude(column, "id_like", f"{detail}; if it is a real feature, use it ({term('use_id_like', column)})")
             if not id_name(column):
                 chosen.warnings.append(
                     f"column {column!r} was left out because it looks like an identifier ({detail}); "
-                    f"if it is a real feature, name it in {term('features')}."
+                    f"if it is a real feature, use it ({term('use_id_like', column)})."
                 )
             return
         chosen.add(column, values, column)

@@ -175,6 +175,13 @@ def value_codes(table: RawTable, column: str) -> tuple[np.ndarray, list[str]]:
     return (remap[indices] if len(remap) else np.full(len(indices), -1, dtype=np.int64)), order
 
 
+def value_counts(table: RawTable, column: str) -> tuple[list[str], np.ndarray]:
+    """The column's distinct present values as ``merge`` names them (numbers in numeric order,
+    text sorted) and the number of rows holding each (the Data page's merge control)."""
+    codes, values = value_codes(table, column)
+    return values, np.bincount(codes[codes >= 0], minlength=len(values))
+
+
 def sensitive_codes(
     table: RawTable,
     column: str,

@@ -16,6 +16,8 @@ of rows for the metrics that need rows:
 Importing this package does not import dask.
 """
 
+from dataclasses import dataclass, replace
+
 from ..errors import ParameterError
 from ..vocabulary import term
 from .dask_engine import DaskEngine, PartitionedData, dask_session, read_partitioned
@@ -38,28 +40,54 @@ def get_engine(name: str):
         raise ValueError(f"unknown engine {name!r}; available: {', '.join(ENGINES)}") from None
 
 
-def family_input(data, method: str, engine: str) -> tuple[object, list[str]]:
-    """What family ``method`` audits, and notes for the report.
+@dataclass(frozen=True)
+class FamilyInput:
+    """What one family audits (:func:`family_input`): the data, the configuration, notes for the
+    result, and — when the engine cannot give intervals — why (the family's uncertainty summary
+    says it instead of "turned off")."""
 
-    In-memory data: the data themselves. Data read partition by partition (:class:`PartitionedData`,
-    ``engine="dask"``): the PCA family audits them from their group moments; the other families
-    audit the stratified sample (:meth:`PartitionedData.sample_data`), and the note says so."""
+    data: object
+    config: object
+    notes: tuple[str, ...] = ()
+    no_intervals: str | None = None
+
+
+NO_INTERVALS = (
+    "no bootstrap intervals on the dask engine: its group moments cover every row, but a replicate "
+    "needs the rows themselves; audit a sample with the default engine ({local}) for intervals"
+)
+
+
+def family_input(data, method: str, config) -> FamilyInput:
+    """What family ``method`` audits under ``config``.
+
+    In-memory data: the data and the configuration as given. Data read partition by partition
+    (:class:`PartitionedData`, ``engine="dask"``): the PCA family audits them from the group moments
+    of every row — point estimates without bootstrap intervals (a replicate needs the rows), and no
+    held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
+    with their usual intervals, and a note says so."""
     if not isinstance(data, PartitionedData):
-        return data, []
-    if engine != "dask":
+        return FamilyInput(data, config)
+    if config.engine != "dask":
         raise ParameterError(
             f"these data were read partition by partition (read_partitioned); audit them with {term('engine', 'dask')}."
         )
     if method == "pca":  # moments of every row; the family notes its own row sample (fairaudit.pca.audit)
-        return data, []
+        if config.holdout:
+            raise ParameterError(
+                f"{term('holdout', config.holdout)} is not available for the PCA family with {term('engine', 'dask')}: the engine "
+                f"holds the group moments of every row, not the rows to hold out. Leave it out, or audit with {term('engine', 'local')}."
+            )
+        reason = NO_INTERVALS.format(local=term("engine", "local"))
+        return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
     sample = data.sample_data()
     if sample.n_rows == data.n_rows:
-        return sample, [f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all)."]
-    return sample, [
+        return FamilyInput(sample, config, (f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all).",))
+    return FamilyInput(sample, config, (
         f"{method}: audited on a stratified sample of {sample.n_rows:,} of {data.n_rows:,} rows drawn by the dask engine "
         f"({', '.join(f'{g}: {n:,}' for g, n in sample.group_sizes().items())}); its records describe that sample. Audit every "
-        f"row with the default engine ({term('engine', 'local')}) where the data fit in memory."
-    ]
+        f"row with the default engine ({term('engine', 'local')}) where the data fit in memory.",
+    ))
 
 
 __all__ = [
@@ -67,6 +95,7 @@ __all__ = [
     "ENGINES",
     "DaskEngine",
     "DataSummary",
+    "FamilyInput",
     "GroupMoments",
     "LocalEngine",
     "PartitionedData",

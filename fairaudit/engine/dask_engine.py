@@ -91,10 +91,12 @@ text only in a later one, changes the columns and needs one more pass."""
 @dataclass(frozen=True)
 class CountedGroups:
     """Group labels and row counts — the groups of data whose rows are not in memory
-    (``sizes()``, ``n_groups`` and ``labels`` as in :class:`~fairaudit.groups.GroupCodes`)."""
+    (``sizes()``, ``n_groups`` and ``labels`` as in :class:`~fairaudit.groups.GroupCodes`).
+    ``codes`` are the groups of the rows the engine does hold: its stratified sample."""
 
     labels: tuple[str, ...]
     counts: np.ndarray
+    codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
 
     @property
     def n_groups(self) -> int:
@@ -576,7 +578,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
     }
     return PartitionedData(
         feature_names=tuple(final.names),
-        groups=groups,
+        groups=CountedGroups(groups.labels, groups.counts, sample.codes),
         sensitive=tuple(plan.sensitive),
         scaling=options["scaling"],
         label_name=plan.label,
@@ -689,17 +691,23 @@ class DaskEngine(LocalEngine):
     def __init__(self, scheduler=None):
         self.scheduler = scheduler
 
-    def summarise(self, data, *, sample_rows: int, random_state=0) -> DataSummary:
+    def summarise(self, data, *, sample_rows: int, random_state=0, weights=None, scaling=None) -> DataSummary:
         require_dask()
         if isinstance(data, PartitionedData):
+            if weights is not None or scaling is not None:
+                raise ParameterError(
+                    "data read partition by partition have the group moments of every row, not the rows a bootstrap replicate "
+                    f"or held-out rows reweight; turn the intervals off ({term('bootstrap', 0)}) or audit with {term('engine', 'local')}."
+                )
             return data.summary(sample_rows, random_state)
-        return super().summarise(data, sample_rows=sample_rows, random_state=random_state)
+        return super().summarise(data, sample_rows=sample_rows, random_state=random_state, weights=weights, scaling=scaling)
 
-    def raw_moments(self, X: np.ndarray, groups) -> GroupMoments:
+    def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
         from dask import delayed
 
         part = delayed(GroupMoments.from_rows, pure=True)
-        tasks = [part(X[s : s + CHUNK_ROWS], groups.codes[s : s + CHUNK_ROWS], n_groups=groups.n_groups, labels=groups.labels)
+        tasks = [part(X[s : s + CHUNK_ROWS], groups.codes[s : s + CHUNK_ROWS], n_groups=groups.n_groups, labels=groups.labels,
+                      weights=None if weights is None else weights[s : s + CHUNK_ROWS])
                  for s in range(0, X.shape[0], CHUNK_ROWS)]
         merge = delayed(GroupMoments.merge, pure=True)
         while len(tasks) > 1:

@@ -99,31 +99,51 @@ class LocalEngine:
 
     name = "local"
 
-    def summarise(self, data, *, sample_rows: int, random_state=0) -> DataSummary:
+    def summarise(self, data, *, sample_rows: int, random_state=0, weights=None, scaling=None) -> DataSummary:
+        """The moments (or, for wide data, the scaled rows) and a sample of at most
+        ``sample_rows`` rows (0: none).
+
+        ``weights`` (optional, one non-negative number per row) weight the rows: 0/1 for a part
+        of the data (the training rows of a held-out evaluation), the multinomial counts of a
+        bootstrap resample — which is never materialised. The scaling is then estimated from the
+        weighted rows, as the data's scaling would be on that sample, unless ``scaling`` =
+        ``(shift, scale)`` fixes it (held-out rows scaled as the training rows were). The sample
+        is drawn from the rows of positive weight.
+        """
         groups = data.groups
         X_raw = _exactly_prescaled(data)
         if X_raw.shape[1] > X_raw.shape[0]:  # wide: keep the rows, skip the d × d moments
-            shift, scale = scaling_transform(*_feature_statistics(X_raw, groups), data.scaling)
+            if scaling is None:
+                scaling = scaling_transform(*_feature_statistics(X_raw, groups, weights), data.scaling)
+            shift, scale = scaling
             rows = (X_raw - shift) * scale
-            return DataSummary(None, self._sample(data, sample_rows, random_state, shift, scale), shift, scale, rows, groups)
-        raw = self.raw_moments(X_raw, groups)
-        shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
-        return DataSummary(raw.affine(shift, scale), self._sample(data, sample_rows, random_state, shift, scale), shift, scale)
+            sample = self._sample(data, sample_rows, random_state, shift, scale, weights)
+            return DataSummary(None, sample, shift, scale, rows, groups)
+        raw = self.raw_moments(X_raw, groups, weights)
+        if scaling is None:
+            scaling = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
+        shift, scale = scaling
+        return DataSummary(raw.affine(shift, scale), self._sample(data, sample_rows, random_state, shift, scale, weights), shift, scale)
 
-    def raw_moments(self, X: np.ndarray, groups) -> GroupMoments:
-        """The group moments of the (prescaled, unscaled) rows: one pass in blocks, in process."""
-        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, labels=groups.labels)
+    def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
+        """The group moments of the (prescaled, unscaled, optionally weighted) rows: one pass in
+        blocks, in process."""
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels)
 
     @staticmethod
-    def _sample(data, max_rows: int, random_state, shift, scale) -> RowSample:
+    def _sample(data, max_rows: int, random_state, shift, scale, weights=None) -> RowSample:
         """At most ``max_rows`` scaled rows (all rows when there are fewer): every row of small
         groups, the large groups subsampled in proportion — the rows the leakage metric would
-        draw itself from the whole data with the same seed."""
+        draw itself from the whole data with the same seed. With ``weights``, among the rows of
+        positive weight (each once)."""
         from ..metrics import _stratified_subsample
 
         codes = data.groups.codes
-        n = codes.shape[0]
-        rows = np.arange(n) if n <= max_rows else _stratified_subsample(codes, max_rows, random_state)
+        eligible = np.arange(codes.shape[0]) if weights is None else np.flatnonzero(np.asarray(weights) > 0)
+        n = eligible.shape[0]
+        if max_rows <= 0:
+            return RowSample(np.empty((0, data.X_raw.shape[1])), codes[:0], n)
+        rows = eligible if n <= max_rows else eligible[_stratified_subsample(codes[eligible], max_rows, random_state)]
         return RowSample((_exactly_prescaled(data)[rows] - shift) * scale, codes[rows], n)
 
 
@@ -146,14 +166,19 @@ def _exactly_prescaled(data) -> np.ndarray:
     return np.ldexp(X_raw, -exponents)
 
 
-def _feature_statistics(X: np.ndarray, groups) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per-group counts, means and within-group sums of squares per feature (no ``d × d``)."""
+def _feature_statistics(X: np.ndarray, groups, weights=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per-group counts, means and within-group sums of squares per feature (no ``d × d``),
+    each row weighted by ``weights`` when given."""
     k, d = groups.n_groups, X.shape[1]
-    counts = np.bincount(groups.codes, minlength=k).astype(float)
+    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+    counts = np.bincount(groups.codes, weights=w, minlength=k)
     means = np.zeros((k, d))
     within = np.zeros((k, d))
     for g in range(k):
-        block = X[groups.codes == g]
-        means[g] = block.mean(axis=0)
-        within[g] = ((block - means[g]) ** 2).sum(axis=0)
+        mask = groups.codes == g
+        if counts[g] <= 0:
+            continue
+        block, wg = X[mask], w[mask]
+        means[g] = wg @ block / counts[g]
+        within[g] = wg @ (block - means[g]) ** 2
     return counts, means, within

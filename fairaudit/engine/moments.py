@@ -198,17 +198,18 @@ class GroupMoments:
         """``μ = Σ_g n_g μ_g / n``."""
         return self.counts @ self.means / max(self.total, np.finfo(float).tiny)
 
-    def covariances(self) -> np.ndarray:
+    def covariances(self, centre=None) -> np.ndarray:
         """``C_g = A_gᵀA_g / n_g`` for the rows of group ``g`` centred by the *global* mean
-        (the PCA family's convention, Samadi et al. 2018 §6): ``S_g / n_g + (μ_g − μ)(μ_g − μ)ᵀ``."""
-        offsets = self.centred_means()
+        (the PCA family's convention, Samadi et al. 2018 §6): ``S_g / n_g + (μ_g − μ)(μ_g − μ)ᵀ``;
+        by ``centre`` instead of ``μ`` when given (rows measured against a mean fitted elsewhere)."""
+        offsets = self.centred_means(centre)
         counts = np.where(self.counts > 0, self.counts, 1.0)
         C = self.scatter / counts[:, None, None] + offsets[:, :, None] * offsets[:, None, :]
         return (C + np.swapaxes(C, 1, 2)) / 2
 
-    def centred_means(self) -> np.ndarray:
-        """``μ_g − μ``: each group's mean relative to the global mean."""
-        return self.means - self.global_mean
+    def centred_means(self, centre=None) -> np.ndarray:
+        """``μ_g − μ``: each group's mean relative to the global mean (or to ``centre``)."""
+        return self.means - (self.global_mean if centre is None else np.asarray(centre, dtype=float))
 
     def affine(self, shift: np.ndarray, scale: np.ndarray) -> GroupMoments:
         """The moments of ``(x − shift) · scale`` (per-feature shift and scale)."""

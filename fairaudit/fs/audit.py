@@ -6,8 +6,9 @@ k-means on the selected columns repeated ``kmeans_runs`` times (default 50) →
 ``balance``/``balance_std``, ``proportion``/``proportion_std`` and, with a ground-truth label,
 ``acc``/``acc_std`` and ``nmi``/``nmi_std``; the centred kernel alignments of the selection's
 kernel with all features (``alignment_data``) and with the groups (``alignment_protected``);
-the shared representation metrics of the selected columns (``mmd2``, ``mmd2_rbf``,
-``unfairness``, ``unfairness_balanced``); ``seconds`` (the selector's fit). The selected column
+``relative_balance`` (``balance`` over the smallest group's share: 1 is parity); the shared
+representation metrics of the selected columns (``mmd2``, ``mmd2_rbf`` and the leakage test's
+records); ``seconds`` (the selector's fit). The selected column
 names, in selection order, go to ``AuditResult.details["fs"][variant][rank]["selected"]``; for
 FUFS also which formulation ran (``formulation``), its kernel computation (``kernel``) and the
 features its decomposition indicator / proxy stage singled out (``proxies``).
@@ -35,7 +36,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..audit import AuditConfig, RecordSink, representation_metrics
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
 from ..data import AuditData
 from ..errors import ParameterError
 from ..vocabulary import term
@@ -147,62 +148,131 @@ sample's audit took 5.5 s with the libraries' default threads and 2.1 s with one
 load average 10)."""
 
 
-def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Run every feature selector over the sweep and write records and details to ``sink``."""
-    with threadpool_limits(limits=THREADS):
-        _audit_fs(data, config, sink)
+REPLICATE_KMEANS_RUNS = 10
+"""k-means runs per selection inside a bootstrap replicate (the audit itself uses
+``kmeans_runs``, default 50). The cluster metrics are means over runs: fewer runs give each
+replicate a little more k-means noise, which widens the intervals (never narrows them), at a
+fifth of the cost — the 50 runs were most of a replicate's time."""
 
 
-def _audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    options = dict(config.options.get("fs", {}))
-    scaling = options.get("scaling", "minmax")
-    if scaling not in ("minmax", "data"):
-        raise ParameterError(f"fs scaling must be 'minmax' or 'data', got {scaling!r}.")
-    X = minmax(data.X_raw) if scaling == "minmax" else data.X
-    d = data.n_features
-    ranks = default_ranks(d) if config.ranks is None else config.resolved_ranks(d)
-    codes, group_labels = data.groups.codes, data.groups.labels
-    labels = _labels(data)
-    K = _n_clusters(data, labels, options, sink)
-    runs = options.get("kmeans_runs", KMEANS_RUNS)
-    seed = config.random_state
-    names = np.asarray(data.feature_names, dtype=object)
-    alignment = _alignment_backend(X, options, seed)
-    targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(group_labels))[codes])]
-    chosen = [v for v in VARIANTS if config.wants("fs", v)]
-    sink.expect(len(chosen) * len(ranks))
-    for name in chosen:
-        with sink.collect_warnings(name) as converge:
-            for m, estimator, order, seconds in _selections(name, ranks, X, codes, K, options, seed):
+class FSAudit(FamilyAudit):
+    """The feature-selection family's side of the audit protocol
+    (:class:`fairaudit.audit.FamilyAudit`). A fit is the selected columns of every selector and
+    size; a measurement clusters and aligns those columns on the rows it is given (the fit's
+    rows, resampled rows, or held-out rows).
+
+    Besides the family's metrics, ``relative_balance`` = ``balance`` / (the smallest group's
+    share of the rows): 1 when the least-represented group is as present in its worst cluster as
+    in the data, 0 when some cluster lacks a group entirely — the parity scale of the ``gap``
+    verdict (``balance`` itself cannot exceed the smallest share, so its parity depends on the
+    group sizes). ``*_std`` (the spread over k-means runs, fewer runs in a replicate) get no
+    interval.
+    """
+
+    method = "fs"
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        super().__init__(data, config, sink)
+        self.options = options = dict(config.options.get("fs", {}))
+        scaling = options.get("scaling", "minmax")
+        if scaling not in ("minmax", "data"):
+            raise ParameterError(f"fs scaling must be 'minmax' or 'data', got {scaling!r}.")
+        self.X = minmax(data.X_raw) if scaling == "minmax" else data.X
+        d = data.n_features
+        self.ranks = default_ranks(d) if config.ranks is None else config.resolved_ranks(d)
+        self.codes, self.labels = data.groups.codes, tuple(data.groups.labels)
+        self.truth = _labels(data)
+        self.K = _n_clusters(data, self.truth, options, sink)
+        self.runs = options.get("kmeans_runs", KMEANS_RUNS)
+        self.names = np.asarray(data.feature_names, dtype=object)
+        self.chosen = [v for v in VARIANTS if config.wants("fs", v)]
+        self.not_bootstrapped = {
+            **self.not_bootstrapped,
+            **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
+        }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.chosen)
+
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        X, codes = self.X[rows], self.codes[rows]
+        seed = self.config.random_state if seed is None else int(np.random.default_rng(seed).integers(2**31 - 1))
+        fits = Fits(rows=rows, shared={"order": {}})
+        if not replicate:
+            self.sink.expect(len(self.chosen) * len(self.ranks))
+        with threadpool_limits(limits=THREADS):
+            for name in self.chosen:
+                with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
+                    for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed):
+                        fits.models[(name, m)], fits.seconds[(name, m)] = estimator, seconds
+                        fits.shared["order"][(name, m)] = order
+                        if not replicate:
+                            self._details(name, m, estimator, order)
+                            self.sink.progress(name, m, seconds)
+                if replicate:
+                    continue
+                if name == "fufs" and getattr(estimator, "approximation_", "").startswith(("Nyström", "exact RBF kernels on a")):
+                    self.sink.warn(f"fs/fufs: the data have {len(rows)} rows, so FUFS computed its kernels with an approximation "
+                                   f"({estimator.approximation_}).")
+                if converge:
+                    self.sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
+        return fits
+
+    def _details(self, name: str, m: int, estimator, order) -> None:
+        self.sink.detail(name, m, "selected", [str(n) for n in self.names[order]])
+        if name == "fufs":
+            self.sink.detail(name, m, "formulation", FORMULATION_NAMES[estimator.formulation])
+            self.sink.detail(name, m, "proxies", [str(n) for n in self.names[_proxies(estimator, m)]])
+            self.sink.detail(name, m, "kernel", estimator.approximation_)
+        if name == "spec":
+            self.sink.detail(name, m, "graph", estimator.graph_)
+
+    def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        X, codes = self.X[rows], self.codes[rows]
+        truth = None if self.truth is None else self.truth[rows]
+        d = X.shape[1]
+        with threadpool_limits(limits=THREADS):
+            alignment = _alignment_backend(X, self.options, self.config.random_state)
+            if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
+                self.sink.warn(
+                    f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
+                    f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
+                )
+            targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
+            smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
+            runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
+            for (name, m) in fits.models:
+                order = fits.shared["order"][(name, m)]
                 Z = X[:, order]
-                sink.add_all(name, m, cluster_scores(Z, codes, n_clusters=K, labels=labels, runs=runs, random_state=seed))
+                scores = cluster_scores(Z, codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
+                out.add_all(name, m, scores)
+                out.add(name, m, "relative_balance", scores["balance"] / smallest_share)
                 mask = np.zeros(d)
                 mask[order] = 1.0
                 _, _, aligned = alignment.value_grad(mask, m, np.zeros(2), targets, gradient=False)
-                sink.add(name, m, "alignment_data", aligned[0])
-                sink.add(name, m, "alignment_protected", aligned[1])
-                sink.add_all(name, m, representation_metrics(Z, codes, config))
-                sink.add(name, m, "seconds", seconds)
-                sink.keep(name, m, SweepSelection(estimator, order).fit())  # this size's columns, not the fit's largest
-                sink.detail(name, m, "selected", [str(n) for n in names[order]])
-                if name == "fufs":
-                    sink.detail(name, m, "formulation", FORMULATION_NAMES[estimator.formulation])
-                    sink.detail(name, m, "proxies", [str(n) for n in names[_proxies(estimator, m)]])
-                    sink.detail(name, m, "kernel", estimator.approximation_)
-                    sink.add(name, m, "n_iter", estimator.n_iter_)
-                if name == "spec":
-                    sink.detail(name, m, "graph", estimator.graph_)
-                sink.progress(name, m, seconds)
-        if name == "fufs" and getattr(estimator, "approximation_", "").startswith(("Nyström", "exact RBF kernels on a")):
-            sink.warn(f"fs/fufs: the data have {data.n_rows} rows, so FUFS computed its kernels with an approximation "
-                      f"({estimator.approximation_}).")
-        if converge:
-            sink.warn(f"fs/{name}: {len(converge)} convergence warning(s), e.g.: {converge[0].message}")
-    if isinstance(alignment, NystroemRBF):
-        sink.warn(
-            f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
-            f"because the data have more than {options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
-        )
+                out.add(name, m, "alignment_data", aligned[0])
+                out.add(name, m, "alignment_protected", aligned[1])
+                out.add_all(name, m, self.representation(Z, codes, replicate=replicate))
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (name, m), estimator in fits.models.items():
+            out.add(name, m, "seconds", fits.seconds[(name, m)])
+            if name == "fufs":
+                out.add(name, m, "n_iter", estimator.n_iter_)
+
+    def models_of(self, fits: Fits) -> dict[tuple[str, int], object]:
+        """Each size's own selection (:class:`SweepSelection`: that size's columns in order), not
+        the fitted selector, which one fit may share with every size of the sweep."""
+        return {(name, m): SweepSelection(estimator, fits.shared["order"][(name, m)]).fit() for (name, m), estimator in fits.models.items()}
+
+
+def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Run every feature selector over the sweep and write records and details to ``sink``
+    (:func:`fairaudit.audit.run_family` on an :class:`FSAudit`)."""
+    from ..audit import run_family
+
+    run_family(FSAudit(data, config, sink))
 
 
 def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int):

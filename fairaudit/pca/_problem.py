@@ -103,15 +103,19 @@ class GroupProblem:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_moments(cls, moments: GroupMoments, *, mean=None, basis=None) -> GroupProblem:
+    def from_moments(cls, moments: GroupMoments, *, mean=None, basis=None, centre=None) -> GroupProblem:
         """The problem of data summarised by ``moments`` (rows centred by their global mean).
 
         ``mean`` and ``basis`` are for moments of row-space coordinates (see :meth:`from_data`).
+        ``centre`` (in the moments' coordinates) centres the rows at that point instead of their
+        own global mean: new rows measured as a map fitted elsewhere sees them, centred at its
+        training mean (the audit's held-out rows); without ``mean`` it is also the problem's
+        ``mean``.
         """
         if (moments.counts <= 0).any():
             empty = [label for label, n in zip(moments.labels, moments.counts, strict=True) if n <= 0]
             raise ValueError(f"group(s) {', '.join(map(repr, empty))} have no rows")
-        covariances = moments.covariances()
+        covariances = moments.covariances(centre)
         k, s, _ = covariances.shape
         spectra = np.empty((k, s))
         eigenvectors = np.empty((k, s, s))
@@ -125,15 +129,17 @@ class GroupProblem:
             spectra,
             eigenvectors,
             moments.counts.astype(float),
-            moments.global_mean if mean is None else np.asarray(mean, dtype=float),
+            np.asarray(mean if mean is not None else moments.global_mean if centre is None else centre, dtype=float),
             tuple(moments.labels),
-            offsets=moments.centred_means(),
+            offsets=moments.centred_means(centre),
             basis=basis,
         )
 
     @classmethod
-    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None) -> GroupProblem:
-        """The problem of the rows of ``X`` (optionally weighted, e.g. bootstrap counts).
+    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, centre=None) -> GroupProblem:
+        """The problem of the rows of ``X`` (optionally weighted, e.g. bootstrap counts; a weight
+        of 0 leaves a row out), centred at their (weighted) mean or at ``centre``
+        (:meth:`from_moments`).
 
         With fewer rows than features the problem is set up in the row space (module docstring).
         """
@@ -142,13 +148,17 @@ class GroupProblem:
         k = groups.n_groups
         if d <= n:
             moments = GroupMoments.from_rows(X, groups.codes, n_groups=k, weights=weights, labels=groups.labels)
-            return cls.from_moments(moments)
+            return cls.from_moments(moments, centre=centre)
         w = None if weights is None else np.asarray(weights, dtype=float)
-        mean = X.mean(axis=0) if w is None else w @ X / w.sum()
+        if centre is not None:
+            mean = np.asarray(centre, dtype=float)
+        else:
+            mean = X.mean(axis=0) if w is None else w @ X / w.sum()
         centred = X - mean
         basis = row_space(centred)
         moments = GroupMoments.from_rows(centred @ basis, groups.codes, n_groups=k, weights=w, labels=groups.labels)
-        return cls.from_moments(moments, mean=mean, basis=basis)
+        origin = None if centre is None else np.zeros(basis.shape[1])  # coordinates of rows already centred at ``centre``
+        return cls.from_moments(moments, mean=mean, basis=basis, centre=origin)
 
     # ------------------------------------------------------------------ sizes
     @property

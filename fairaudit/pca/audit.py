@@ -1,17 +1,28 @@
 """The PCA family in an audit: every variant over the rank sweep, as tidy records.
 
 Records per (variant, rank): per group ``error`` and ``loss``; whole-data ``max_loss``,
-``loss_gap`` (largest minus smallest group loss), ``variance_explained``, ``mmd2``,
-``mmd2_rbf``, ``unfairness``, ``unfairness_balanced``, ``effective_rank``, ``seconds``, and
-for the dual solvers ``dual_gap``. Definitions: :mod:`fairaudit.metrics`.
+``loss_gap``, ``loss_ratio`` and ``error_ratio`` (worst and best group, added by the audit
+driver), ``loss_gap_pvalue`` (the gap against random groups of the same sizes, :func:`_gap_pvalues`),
+``variance_explained``, ``mmd2``, ``mmd2_rbf``, the leakage test's ``unfairness``,
+``unfairness_balanced``, ``balanced_accuracy``, ``chance_balanced_accuracy`` and
+``leakage_pvalue``, ``effective_rank``, ``seconds``, and for the dual solvers ``dual_gap``.
+Definitions: :mod:`fairaudit.metrics`.
 
 How the data reach the fits: the engine (``AuditConfig.engine``, :mod:`fairaudit.engine`) makes
 one pass over the rows for the per-group moments, from which every fit and its ``error``,
 ``loss``, ``variance_explained`` and ``mmd2`` are computed exactly; the metrics that need rows
-(``unfairness``, ``unfairness_balanced``, ``mmd2_rbf``) read the representation of a stratified
-sample of at most ``leakage_max_rows`` rows (every row when there are fewer; its size is stated
-in the audit's notes when it is a sample). Wide data (fewer rows than features) are fitted in
-the row space (:class:`~fairaudit.pca.GroupProblem`).
+(the leakage test, ``mmd2_rbf``, ``loss_gap_pvalue``) read the representation of a
+stratified sample of at most ``leakage_max_rows`` rows (every row when there are fewer; its size
+is stated in the audit's notes when it is a sample). Wide data (fewer rows than features) are
+fitted in the row space (:class:`~fairaudit.pca.GroupProblem`).
+
+Intervals: a bootstrap replicate reweights the rows (multinomial counts within each group) and
+asks the engine for the weighted moments — ``GroupMoments.from_rows(..., weights=...)``, the
+resample never materialised, the scaling re-estimated on it as the data boundary would — then
+refits each variant warm-started from the audit's own fit at the same rank (Fair PCA's dual
+weights). Held-out rows (``AuditConfig(holdout=…)``) are scaled as the training rows were and
+measured with the fitted map, centred at the training mean, against their own group's best
+rank-``d`` error.
 """
 
 from __future__ import annotations
@@ -19,11 +30,21 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import clone
 
-from ..audit import AuditConfig, RecordSink, merged_options, representation_metrics
+from ..audit import (
+    AuditConfig,
+    FamilyAudit,
+    Fits,
+    Recorder,
+    RecordSink,
+    merged_options,
+    representation_metrics,
+)
 from ..data import AuditData
-from ..engine import get_engine
+from ..engine import RowSample, get_engine
 from ..errors import ParameterError
+from ..groups import GroupCodes
 from ..linalg import blas_threads
+from ..uncertainty import Disparity
 from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import BLAS_THREADS, GroupProblem
@@ -58,6 +79,25 @@ JEVD_SOLVER_NOTES = {
     "jacobi": "jacobi (orthogonal Jacobi sweeps; our deviation — the paper's Algorithm 1 diverges on real data)",
 }
 
+NOT_REPLICATED = {
+    "fair_sdp": "fair_sdp solves the same problem as fair_eig (the tests hold them to the same optimum) with an "
+    "interior-point SDP, 0.03–0.4 s per fit: its intervals are fair_eig's and are not recomputed",
+    "fair_mw": "fair_mw solves the same problem as fair_eig by multiplicative weights, 0.3 s per fit at most "
+    "ranks: its intervals are fair_eig's and are not recomputed",
+}
+"""Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
+
+GAP_PERMUTATIONS = 200
+"""Random regroupings behind ``loss_gap_pvalue``: enough for a p-value of 0.005 (a 5 % test
+shared by ten ranks)."""
+
+GAP_TEST_BUDGET = 2e10
+"""Largest ``GAP_PERMUTATIONS × (rows × features × s + groups × s³)`` (``s`` the problem's
+dimension: the features, or the sample's rows for wide data) for which vanilla's ``loss_gap_pvalue`` is
+computed: the group moments and spectra of every regrouping. Above it (e.g. 10,000 rows × 300
+features) the test is left out, with the reason in the notes, and the gap verdicts rest on the
+interval and the tolerance alone."""
+
 
 def pca_options(config: AuditConfig) -> dict:
     """``config.options["pca"]`` with defaults filled in, checked."""
@@ -90,70 +130,206 @@ def _estimator(name: str, options: dict) -> GroupPCABase:
     return VARIANTS[name]
 
 
-def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
-    """Fit the PCA family on the data (scaled as the data say) and write records to ``sink``."""
-    options = pca_options(config)
-    ranks = config.resolved_ranks(data.n_features)
-    summary = get_engine(config.engine).summarise(data, sample_rows=config.leakage_max_rows, random_state=config.random_state)
-    if summary.rows is None:
-        problem = GroupProblem.from_moments(summary.moments)
-    else:  # wide data: the rows themselves, fitted in their row space
-        problem = GroupProblem.from_data(summary.rows, summary.row_groups)
-    sample = summary.sample
-    centred_sample = sample.X - problem.mean
-    if not sample.is_complete:
-        sink.warn(
-            f"pca: unfairness, unfairness_balanced and mmd2_rbf were computed on {sample.describe(data.groups.labels)}; "
-            "error, loss, variance_explained and mmd2 use every row (group moments)."
+def gap_test_cost(sample: RowSample, n_groups: int) -> float:
+    """The arithmetic of ``loss_gap_pvalue`` on ``sample`` (see :data:`GAP_TEST_BUDGET`)."""
+    n, d = sample.X.shape
+    s = min(n, d)
+    return GAP_PERMUTATIONS * (n * d * s + n_groups * s**3)
+
+
+def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[tuple[str, int], float]:
+    """Permutation p-values of every fit's loss gap: how often groups of the same sizes drawn at
+    random from the same rows show, under vanilla PCA's map at that rank, a gap (between the same
+    two labels) at least as large.
+
+    A group's loss is measured against that group's own best rank-``d`` fit *on the same rows*,
+    which fits noise: on identically distributed rows a 120-row group's loss is several times a
+    480-row group's, whatever the map. Vanilla PCA's map does not depend on the groups, so a
+    regrouping needs only new group moments (no refit), and the gaps it shows are the noise floor
+    of every variant's gap at that rank (a fair variant fitted to random groups would shrink
+    them, so the test is conservative for it). Observed and permuted gaps are both measured on
+    the rows of ``sample`` (every row when the data have at most ``leakage_max_rows``), centred at
+    the audit's mean. ``models`` maps ``(variant, rank)`` to a fitted model; vanilla's map at
+    every rank is computed here.
+    """
+    ranks = sorted({rank for _, rank in models})
+
+    def problem_of(codes: np.ndarray) -> GroupProblem:
+        return GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre)
+
+    observed_problem = problem_of(sample.codes)
+    references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
+    for rank in ranks:
+        if rank not in references:
+            references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(observed_problem)
+    observed = {}
+    for key, model in models.items():
+        found = observed_problem.losses(observed_problem.reduce(model.map_), key[1])
+        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
+    rng = np.random.default_rng(random_state)
+    exceed = dict.fromkeys(models, 0)
+    with blas_threads(BLAS_THREADS):
+        for _ in range(GAP_PERMUTATIONS):
+            permuted = problem_of(rng.permutation(sample.codes))
+            null = {rank: permuted.losses(permuted.reduce(model.map_), rank) for rank, model in references.items()}
+            for key, (worst, best, gap) in observed.items():
+                losses = null[key[1]]
+                exceed[key] += losses[worst] - losses[best] >= gap - 1e-12 * max(abs(gap), 1.0)
+    return {key: (1 + count) / (1 + GAP_PERMUTATIONS) for key, count in exceed.items()}
+
+
+class PCAAudit(FamilyAudit):
+    """The PCA family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`); see
+    the module docstring."""
+
+    method = "pca"
+    disparities = (Disparity("loss", "max_loss", "loss_gap", "loss_ratio", error="error", error_ratio="error_ratio"),)
+    replicate_variants_skipped = NOT_REPLICATED
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
+        super().__init__(data, config, sink)
+        self.options = pca_options(config)
+        self.engine = get_engine(config.engine)
+        self.groups = data.groups
+        self.codes = data.groups.codes
+        self.labels = tuple(data.groups.labels)
+        self.ranks = config.resolved_ranks(data.n_features)
+        self.chosen = []
+        for name in VARIANTS:
+            if not config.wants("pca", name):
+                continue
+            reason = _too_slow(name, data.n_features, config)
+            if reason and config.variants == "all":
+                sink.skip(name, reason)
+                continue
+            self.chosen.append(name)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.chosen)
+
+    def degenerate_ranks(self) -> dict[int, str]:
+        n, d = self.data.n_rows, self.data.n_features
+        exact = min(d, n - 1)  # centred rows span at most n − 1 directions
+        what = f"keeps all {d} features" if exact == d else f"spans the {n} rows' {exact} centred directions"
+        return {rank: f"rank {rank} {what}: every group is reconstructed exactly" for rank in self.ranks if rank >= exact}
+
+    # ------------------------------------------------------------------ the engine
+    def _summary(self, rows: np.ndarray, *, sample: bool, scaling=None):
+        """The engine's summary of ``rows`` (repeats counted: bootstrap weights) and the row
+        weights (``None``: every row once, the engine's plain pass)."""
+        n = len(self.codes)
+        weights = None
+        if scaling is not None or len(rows) != n or not np.array_equal(rows, np.arange(n)):
+            weights = np.bincount(rows, minlength=n).astype(float)
+        summary = self.engine.summarise(
+            self.data, sample_rows=self.config.leakage_max_rows if sample else 0, random_state=self.config.random_state,
+            weights=weights, scaling=scaling,
         )
-    chosen = []
-    for name in VARIANTS:
-        if not config.wants("pca", name):
-            continue
-        reason = _too_slow(name, data.n_features, config)
-        if reason and config.variants == "all":
-            sink.skip(name, reason)
-            continue
-        chosen.append(name)
-    sink.expect(len(chosen) * len(ranks))
-    for name in chosen:
-        template = _estimator(name, options)
-        unconverged: list[tuple[int, float]] = []
-        with sink.collect_warnings(name) as caps:
-            for rank, fitted, seconds in rank_sweep_problem(template, problem, ranks):
-                _record_fit(sink, name, rank, fitted, seconds, problem, centred_sample, sample.codes, config)
-                sink.keep(name, rank, fitted)
-                if name == "jevd":
-                    sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
-                if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
-                    unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
-                sink.progress(name, rank, seconds)
-        if unconverged:
-            ranks_text = ", ".join(str(r) for r, _ in unconverged)
-            worst = max(gap for _, gap in unconverged)
+        return summary, weights
+
+    def _problem(self, summary, weights, centre=None) -> GroupProblem:
+        if summary.rows is None:
+            return GroupProblem.from_moments(summary.moments, centre=centre)
+        return GroupProblem.from_data(summary.rows, self.groups, weights=weights, centre=centre)  # wide: the row space
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        summary, weights = self._summary(rows, sample=not replicate)
+        problem = self._problem(summary, weights)
+        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        if replicate:
+            for name in self.chosen:
+                if name in NOT_REPLICATED:
+                    continue
+                template = _estimator(name, self.options)
+                for rank in self.ranks:
+                    model = clone(template).set_params(n_components=rank)
+                    model._fit_problem(problem, warm.models[(name, rank)]._warm_state())
+                    model.n_features_in_ = problem.n_features
+                    fits.models[(name, rank)] = model
+            return fits
+        sink = self.sink
+        if not summary.sample.is_complete:
             sink.warn(
-                f"pca/{name}: stopped at its iteration cap before reaching its tolerance at rank(s) "
-                f"{ranks_text}; its worst-group loss is within {100 * worst:.2g} % of the optimum "
-                "(certified gap; the dual_gap metric gives each rank's)."
+                f"pca: unfairness, unfairness_balanced, mmd2_rbf and loss_gap_pvalue were computed on "
+                f"{summary.sample.describe(self.labels)}; error, loss, variance_explained and mmd2 use every row (group moments)."
             )
-        elif name not in ("fair_eig", "fair_mw"):  # no certified gap: pass the solver's own words on
-            sink.capture_warnings(name, caps)
+        sink.expect(len(self.chosen) * len(self.ranks))
+        for name in self.chosen:
+            unconverged: list[tuple[int, float]] = []
+            with sink.collect_warnings(name) as caps:
+                for rank, fitted, seconds in rank_sweep_problem(_estimator(name, self.options), problem, self.ranks):
+                    fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
+                    if name == "jevd":
+                        sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
+                    if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
+                        unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
+                    sink.progress(name, rank, seconds)
+            if unconverged:
+                ranks_text = ", ".join(str(r) for r, _ in unconverged)
+                worst = max(gap for _, gap in unconverged)
+                sink.warn(
+                    f"pca/{name}: stopped at its iteration cap before reaching its tolerance at rank(s) "
+                    f"{ranks_text}; its worst-group loss is within {100 * worst:.2g} % of the optimum "
+                    "(certified gap; the dual_gap metric gives each rank's)."
+                )
+            elif name not in ("fair_eig", "fair_mw"):  # no certified gap: pass the solver's own words on
+                sink.capture_warnings(name, caps)
+        return fits
+
+    # ------------------------------------------------------------------ measuring
+    def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        trained, summary = fits.shared["problem"], fits.shared["summary"]
+        problem = trained
+        if heldout:  # scaled as the training rows were, centred at the training mean
+            summary, weights = self._summary(rows, sample=not replicate, scaling=(summary.shift, summary.scale))
+            problem = self._problem(summary, weights, centre=trained.mean)
+        centred_sample = summary.sample.X - trained.mean
+        for (name, rank), model in fits.models.items():
+            projection = model.map_
+            in_problem = problem.reduce(projection)
+            if heldout:
+                errors = problem.errors(in_problem)
+                losses = errors - problem.best_errors(rank)
+            else:
+                errors, losses = model.group_errors_, model.group_losses_
+            out.add_groups(name, rank, "error", self.labels, errors)
+            out.add_groups(name, rank, "loss", self.labels, losses)
+            out.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
+            values = {}
+            if not replicate:
+                with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
+                    values = representation_metrics(self.coordinates(model, centred_sample), summary.sample.codes, self.config)
+            values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
+            out.add_all(name, rank, values)
+        if fits.models and not (replicate or heldout):
+            if gap_test_cost(summary.sample, len(self.labels)) > GAP_TEST_BUDGET:
+                self.sink.warn(
+                    f"pca: loss_gap_pvalue (each gap against {GAP_PERMUTATIONS} random regroupings) was not computed: "
+                    f"{summary.sample.size:,} rows × {summary.sample.X.shape[1]:,} features would take minutes; the gap "
+                    "verdicts rest on the bootstrap interval and the tolerance alone."
+                )
+                return
+            for (name, rank), p in _gap_pvalues(summary.sample, self.labels, trained.mean, fits.models, self.config.random_state).items():
+                out.add(name, rank, "loss_gap_pvalue", p)
+
+    def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
+        """The representation of centred rows that the leakage test and the RBF MMD² read."""
+        return model.map_.coordinates(centred)
+
+    def facts(self, fits: Fits, out: Recorder) -> None:
+        for (name, rank), model in fits.models.items():
+            out.add(name, rank, "effective_rank", model.n_components_)
+            out.add(name, rank, "seconds", fits.seconds[(name, rank)])
+            gap = getattr(model, "dual_gap_", None)
+            if gap is not None and np.isfinite(gap):
+                out.add(name, rank, "dual_gap", gap)
 
 
-def _record_fit(sink, name, rank, fitted, seconds, problem, centred_sample, sample_codes, config) -> None:
-    sink.add_groups(name, rank, "error", fitted.groups_, fitted.group_errors_)
-    sink.add_groups(name, rank, "loss", fitted.groups_, fitted.group_losses_)
-    sink.add(name, rank, "max_loss", float(np.max(fitted.group_losses_)))
-    sink.add(name, rank, "loss_gap", float(np.ptp(fitted.group_losses_)))
-    projection = fitted.map_
-    in_problem = problem.reduce(projection)
-    sink.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
-    with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
-        row_metrics = representation_metrics(projection.coordinates(centred_sample), sample_codes, config)
-    row_metrics["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
-    sink.add_all(name, rank, row_metrics)
-    sink.add(name, rank, "effective_rank", fitted.n_components_)
-    sink.add(name, rank, "seconds", seconds)
-    gap = getattr(fitted, "dual_gap_", None)
-    if gap is not None and np.isfinite(gap):
-        sink.add(name, rank, "dual_gap", gap)
+def audit_pca(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
+    """Fit the PCA family on the data (scaled as the data say) and write records to ``sink``
+    (:func:`fairaudit.audit.run_family` on a :class:`PCAAudit`)."""
+    from ..audit import run_family
+
+    run_family(PCAAudit(data, config, sink))

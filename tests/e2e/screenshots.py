@@ -1,11 +1,14 @@
 """Screenshots of every dashboard page in the light and the dark theme (not a test: run it by hand
 after changing a page, and look at the images).
 
-    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd]
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--data-only]
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
 page (the way a user does: one session, sidebar links, the Run button), then photographs every
 page with Debian's chromium, once per theme (Streamlit follows the browser's colour scheme).
+Then the Data page in use, per theme: a survey upload whose dropped rows fall mostly on one group
+(the accounting and the unequal-drop warning), an ID-like column kept as a feature, and credit-like
+data with EDUCATION 1 and 2 merged against the rest (``--data-only``: these alone).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # the test modules' sample files
 PAGES = {"data": "Data", "pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor", "report": "Report",
          "models": "Models", "compare": "Compare"}
 MODELS_TABS = {"fitted": "Fitted models", "transform": "Transform new rows", "yours": "Your representation"}
@@ -99,6 +103,82 @@ def _take_it_further(page, files: dict[str, Path]) -> None:
     _idle(page)
 
 
+def _settle(page, seconds: float = 1.5) -> None:
+    page.wait_for_load_state("networkidle")
+    time.sleep(seconds)
+    for _ in range(120):
+        if not page.get_by_test_id("stStatusWidget").count():
+            break
+        time.sleep(0.5)
+
+
+def _pick(page, label: str, values: list[str]) -> None:
+    """Add ``values`` (option text starting so) to the multiselect labelled ``label``."""
+    box = page.get_by_test_id("stMultiSelect").filter(has_text=label).first
+    for value in values:
+        box.locator("input").click()
+        box.locator("input").fill(value)
+        time.sleep(0.7)
+        option = page.get_by_role("option", name=value)
+        if option.count():  # not there when already chosen
+            option.first.click()
+            _settle(page, 1.0)
+    page.mouse.click(5, 5)  # close the list
+
+
+def _data_files(folder: Path) -> dict[str, Path]:
+    """A survey whose missing cells fall mostly on one group, and credit-like EDUCATION codes."""
+    from tests.app.test_data_page import credit_like
+    from tests.test_accounting import survey
+
+    files = {"survey": folder / "survey.csv", "credit": folder / "credit.csv"}
+    files["survey"].write_bytes(survey())
+    files["credit"].write_bytes(credit_like())
+    return files
+
+
+def _data_states(page, out: Path, scheme: str, files: dict[str, Path]) -> None:
+    """The Data page as a user works on it (a fresh session per theme)."""
+    _open(page, "Data")
+    page.get_by_text("Upload a CSV file").click()
+    _settle(page)
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(str(files["survey"]))
+    _settle(page, 3)
+    _pick(page, "Sensitive attribute", ["sex"])
+    page.get_by_test_id("stSelectbox").filter(has_text="Missing cells").first.click()
+    page.get_by_role("option", name="drop rows with a missing cell").first.click()
+    _settle(page)
+    _shoot(page, out / f"data-unequal-drop-{scheme}.png")
+    _pick(page, "Use ID-like columns as features", ["school_id"])
+    _shoot(page, out / f"data-id-like-{scheme}.png")
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(str(files["credit"]))
+    _settle(page, 3)
+    _pick(page, "Sensitive attribute", ["EDUCATION"])
+    page.get_by_text("Merge values into groups").first.click()
+    _settle(page)
+    _pick(page, "Group 1: values", ["1 (", "2 ("])
+    page.get_by_label("Group 1: name").fill("high")
+    page.keyboard.press("Enter")
+    _settle(page)
+    page.get_by_text("Gather the other").click()
+    _settle(page)
+    page.get_by_label("Its name").fill("low")
+    page.keyboard.press("Enter")
+    _settle(page)
+    _shoot(page, out / f"data-merge-{scheme}.png")
+
+
+def _goto(page, port: int) -> None:
+    """Open the dashboard (retrying while the server starts) and wait for the Data page."""
+    for _ in range(120):
+        try:
+            page.goto(f"http://localhost:{port}")
+            break
+        except Exception:  # noqa: BLE001 - the server is still starting
+            time.sleep(0.5)
+    page.get_by_role("heading", name="Data").first.wait_for()
+
+
 def _shoot(page, path: Path) -> None:
     page.screenshot(path=str(path))
     print(path, flush=True)
@@ -108,6 +188,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--families", default="pca,nmf,fs,cpd")
+    parser.add_argument("--data-only", action="store_true", help="only the Data page's states")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -116,15 +197,18 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+            files = _data_files(args.out)
+            for scheme in ("light", "dark"):  # a session per theme, so each starts from the sample
+                data_page = browser.new_page(viewport={"width": 1400, "height": 3200}, color_scheme=scheme)
+                data_page.set_default_timeout(120_000)
+                _goto(data_page, port)
+                _data_states(data_page, args.out, scheme, files)
+                data_page.close()
+            if args.data_only:
+                return 0
             page = browser.new_page(viewport={"width": 1400, "height": 3200})
             page.set_default_timeout(600_000)
-            for _ in range(120):
-                try:
-                    page.goto(f"http://localhost:{port}")
-                    break
-                except Exception:  # noqa: BLE001 - the server is still starting
-                    time.sleep(0.5)
-            page.get_by_role("heading", name="Data").first.wait_for()
+            _goto(page, port)
             families = args.families.split(",")
             for family in families:
                 _open(page, PAGES[family])

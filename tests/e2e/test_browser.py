@@ -114,12 +114,14 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     upload.write_bytes(sample_bytes("diabetes"))
     page.locator("input[type=file]").set_input_files(str(upload))
     page.get_by_text("Preview of patients.csv").wait_for()
+    page.get_by_role("heading", name="What these roles keep").wait_for()  # the accounting, before confirming
+    page.get_by_text("Features used (").first.wait_for()
     page.get_by_role("button", name="Use this data").click()
     page.get_by_text("Data ready").wait_for()
 
     page.get_by_role("link", name="Audit it with PCA").click()  # the next step offered after "Use this data"
     page.get_by_text("patients.csv", exact=False).first.wait_for()
-    page.get_by_text("vanilla PCA's reconstruction loss for sex=").wait_for()
+    page.get_by_text("vanilla PCA's reconstruction loss is").wait_for()
     chart = page.locator(".js-plotly-plot:has(.scatterlayer .trace)").first  # the first audit curve
     chart.locator(".scatterlayer .trace").first.wait_for()
     assert chart.locator("text.gtitle").first.text_content().startswith("Reconstruction loss")

@@ -1,0 +1,113 @@
+"""Numbers for people: one place that writes every number a sentence, table or chart shows.
+
+Three significant figures, no e-notation, thousands separators, correct plurals::
+
+    >>> number(0.000031416), number(1234567.0), number(2.0), number(0.5)
+    ('0.0000314', '1,230,000', '2.00', '0.500')
+    >>> interval(0.371, 0.455), times(2.6198), plural(1, "row"), plural(3, "replicate")
+    ('0.371–0.455', '2.62×', '1 row', '3 replicates')
+"""
+
+from __future__ import annotations
+
+import math
+
+SIGNIFICANT = 3
+TINY = 1e-9
+"""Non-zero values below this in size are rounding noise for people (a loss of 3e-16 at full
+rank): written ``≈0`` rather than as a string of zeros."""
+
+
+def number(value, significant: int = SIGNIFICANT) -> str:
+    """``value`` to ``significant`` figures, in positional notation (never ``1e-05``).
+
+    NaN (or ``None``) is ``"n/a"``, infinities ``"∞"`` / ``"−∞"``, sizes below :data:`TINY`
+    ``"≈0"``; integers keep every digit (``1,234``); large values get thousands separators; a
+    minus sign is U+2212.
+    """
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return _sign(value) + f"{abs(value):,}"
+    value = float(value)
+    if math.isnan(value):
+        return "n/a"
+    if math.isinf(value):
+        return "∞" if value > 0 else "−∞"
+    if value == 0:
+        return "0"
+    if abs(value) < TINY:
+        return "≈0"
+    magnitude = math.floor(math.log10(abs(value)))
+    rounded = round(value, significant - 1 - magnitude)
+    if rounded != 0 and math.floor(math.log10(abs(rounded))) > magnitude:  # 9.996 → 10.0
+        magnitude += 1
+    decimals = significant - 1 - magnitude
+    if decimals > 0:
+        return _sign(rounded) + f"{abs(rounded):.{decimals}f}"
+    return _sign(rounded) + f"{abs(round(rounded, decimals)):,.0f}"
+
+
+def _sign(value) -> str:
+    return "−" if value < 0 else ""
+
+
+def signed(value, significant: int = SIGNIFICANT) -> str:
+    """``number`` with an explicit ``+`` for positive values (changes)."""
+    text = number(value, significant)
+    return text if text.startswith(("−", "n/a", "≈")) or value == 0 else "+" + text
+
+
+def percent(fraction, significant: int = SIGNIFICANT, sign: bool = False) -> str:
+    """A fraction as a percentage: ``percent(0.1823) == "18.2 %"`` (``sign``: ``"+18.2 %"``)."""
+    if fraction is None or (isinstance(fraction, float) and math.isnan(fraction)):
+        return "n/a"
+    text = (signed if sign else number)(100.0 * fraction, significant)
+    return f"{text} %"
+
+
+def times(ratio, significant: int = SIGNIFICANT) -> str:
+    """A ratio as a multiple: ``"2.62×"``."""
+    return f"{number(ratio, significant)}×"
+
+
+def interval(low, high, significant: int = SIGNIFICANT) -> str:
+    """``"low–high"`` (``"n/a"`` when either end is missing); an end a million times smaller than
+    the other is rounding noise around 0 and written ``0``."""
+    if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (low, high)):
+        return "n/a"
+    low, high = float(low), float(high)
+    scale = max(abs(low), abs(high))
+    ends = [0.0 if math.isfinite(scale) and abs(v) < 1e-6 * scale else v for v in (low, high)]
+    return f"{number(ends[0], significant)}–{number(ends[1], significant)}"
+
+
+def level(confidence: float) -> str:
+    """A confidence level as people write it: ``level(0.95) == "95 %"``, ``level(0.975) == "97.5 %"``."""
+    return f"{round(100 * float(confidence), 6):g} %"
+
+
+def with_interval(value, low, high, confidence: float | None = None, significant: int = SIGNIFICANT) -> str:
+    """``"0.412 (95 % interval 0.371–0.455)"``, or just the value when there is no interval."""
+    text = number(value, significant)
+    span = interval(low, high, significant)
+    if span == "n/a":
+        return text
+    return f"{text} ({level(confidence) + ' ' if confidence else ''}interval {span})"
+
+
+def plural(count, singular: str, plural_form: str | None = None) -> str:
+    """``"1 row"``, ``"2 rows"``, ``"1,204 replicates"`` (``plural_form`` for irregular words)."""
+    word = singular if count == 1 else (plural_form or singular + "s")
+    return f"{number(int(count)) if float(count).is_integer() else number(count)} {word}"
+
+
+def pvalue(p) -> str:
+    """A p-value for a sentence: ``"p = 0.0099"`` (two significant figures), ``"p < 0.001"``."""
+    if p is None or (isinstance(p, float) and math.isnan(p)):
+        return "p n/a"
+    if p < 0.001:
+        return "p < 0.001"
+    return f"p = {number(p, 2)}"
