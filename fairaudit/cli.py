@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -526,6 +527,10 @@ REFUSE_SECONDS = 600
 def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
     rows = min(data.n_rows, getattr(data, "sample_rows", data.n_rows))  # the dask engine fits the PCA family from moments, the rest on its sample
     seconds, cause = expected_seconds(rows, data.n_features, config)
+    if hasattr(data, "sample_rows"):  # the dask engine: no bootstrap replicates for the PCA family
+        if "pca" in config.methods:
+            seconds -= expected_seconds(rows, data.n_features, replace(config, methods=("pca",)))[0]
+            seconds += expected_seconds(rows, data.n_features, replace(config, methods=("pca",), bootstrap=0))[0]
     if seconds > REFUSE_SECONDS and not allow_slow:
         raise ParameterError(
             f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
