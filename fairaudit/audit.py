@@ -144,7 +144,10 @@ class AuditConfig:
         cross-validation interval).
     engine : str
         How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
-        default, in-process) computes the group moments in one pass over the in-memory rows.
+        default, in-process) computes the group moments in one pass over the in-memory rows;
+        ``"dask"`` audits data read partition by partition
+        (:func:`fairaudit.engine.read_partitioned`), or computes the moments of in-memory data in
+        dask chunks (the optional extra ``fairaudit[dask]``).
     """
 
     methods: Sequence[str] = ("pca",)
@@ -880,9 +883,10 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
 
     Parameters
     ----------
-    data : AuditData
+    data : AuditData or PartitionedData
         Validated input (:func:`fairaudit.load`, :func:`fairaudit.prepare` or
-        :meth:`AuditData.from_arrays`).
+        :meth:`AuditData.from_arrays`), or data read partition by partition by the dask engine
+        (:func:`fairaudit.engine.read_partitioned`, with ``config.engine="dask"``).
     config : AuditConfig, optional
     progress : callable, optional
         Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds",
@@ -890,6 +894,8 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         (``done``/``total`` counting replicates). Raising from it (e.g. :class:`AuditCancelled`)
         stops the run; the exception propagates.
     """
+    from .engine import family_input
+
     config = config or AuditConfig()
     config.check_variants()
     started = time.perf_counter()
@@ -909,8 +915,12 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
             f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
         )
     for method in config.methods:
+        given = family_input(data, method, config)  # data read by the dask engine: its moments, or its sample
+        notes.extend(note for note in given.notes if note not in notes)
         sink = RecordSink(method, progress, keep_models=config.keep_models)
-        summaries[method] = audit_family(method, data, config, sink)
+        summaries[method] = audit_family(method, given.data, given.config, sink)
+        if given.no_intervals:
+            summaries[method]["why"] = given.no_intervals
         models.update(sink.models)
         rows.extend(sink.rows)
         skipped.extend(sink.skipped)

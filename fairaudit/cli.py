@@ -14,11 +14,13 @@ the data make it a matter of minutes. Outputs are written whole or not at all.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import time
 import warnings
+from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
@@ -140,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
     _add_action_options(audit)
+    _add_engine_options(audit)
 
     columns = commands.add_parser("columns", help="list a CSV file's columns", description="Show how a CSV file is read.")
     columns.add_argument("data")
@@ -421,6 +424,7 @@ def config_from_args(args) -> AuditConfig:
         leakage_classifier=args.leakage_classifier,
         sdp_max_features=args.sdp_max_features,
         mw_max_features=args.mw_max_features,
+        engine=args.engine,
         options={name: given for name, given in (("pca", _pca_options(args)), ("nmf", _nmf_options(args)), ("fs", _fs_options(args)), ("cpd", _cpd_options(args))) if given},
         **_uncertainty_options(args),
     )
@@ -521,7 +525,12 @@ REFUSE_SECONDS = 600
 
 
 def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
-    seconds, cause = expected_seconds(data.n_rows, data.n_features, config)
+    rows = min(data.n_rows, getattr(data, "sample_rows", data.n_rows))  # the dask engine fits the PCA family from moments, the rest on its sample
+    seconds, cause = expected_seconds(rows, data.n_features, config)
+    if hasattr(data, "sample_rows"):  # the dask engine: no bootstrap replicates for the PCA family
+        if "pca" in config.methods:
+            seconds -= expected_seconds(rows, data.n_features, replace(config, methods=("pca",)))[0]
+            seconds += expected_seconds(rows, data.n_features, replace(config, methods=("pca",), bootstrap=0))[0]
     if seconds > REFUSE_SECONDS and not allow_slow:
         raise ParameterError(
             f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
@@ -602,6 +611,8 @@ def _print_summary(result, out) -> None:
     groups = ", ".join(f"{g} ({n})" for g, n in data["group_sizes"].items())
     print(f"{data['name']}: {data['rows']} rows, {data['n_features']} features; groups: {groups}", file=out)
     _print_accounting(data, out)
+    if data.get("engine"):
+        print(f"engine: {data['engine']['text']}", file=out)
     for method in dict.fromkeys(result.records.method):
         table = summary_table(result, method)
         keep = [
@@ -673,7 +684,12 @@ def _print_details(result, method: str, out, limit: int = 12) -> None:
 
 
 def _run_audit(args) -> int:
-    check_input(args.data)
+    with _engine_session(args) as session:  # the dask engine's cluster lives until the outputs are written
+        return _audit(args, session)
+
+
+def _audit(args, session) -> int:
+    session.check(args)
     _check_action_inputs(args)
     outputs = dict(check_outputs(args))
     check_export_directory(args, outputs)
@@ -682,7 +698,7 @@ def _run_audit(args) -> int:
     if args.export_model:
         config.keep_models = True
     progress = None if args.quiet else ProgressReporter(sys.stderr)
-    data = load_from_args(args)
+    data = session.load(args, progress)
     yours = _read_yours(args, data)  # before the audit: a bad file or option stops at once
     _check_expectation(data, config, args.allow_slow, progress.say if progress else lambda text: None)
     if progress:  # printed with the first fit: a bad option found before any fit leaves one line on stderr
@@ -954,6 +970,131 @@ def _run_compare(args) -> int:
         for path in written:
             print(f"wrote {path}")
     return 0
+
+
+
+# ---------------------------------------------------------------------------- engines
+DASK_REFUSED = (
+    ("tensor_index", "tensor_index", "a long-format tensor is assembled in memory"),
+    ("tensor_value", "tensor_value", "a long-format tensor is assembled in memory"),
+    ("one_hot", "one_hot", "the levels of every partition are needed before the first row is used"),
+    ("bins", "bins", "exact quantiles need every partition first"),
+    ("export_model", "keep_models", "models are exported from in-memory data"),
+    ("components", "components", "your representation is audited on in-memory data"),
+    ("embedding", "embedding", "your representation is audited on in-memory data"),
+)
+"""Flags the dask engine refuses (attribute, vocabulary name, why), before any work."""
+
+
+def _add_engine_options(audit: argparse.ArgumentParser) -> None:
+    """``--engine`` and the dask engine's cluster (``AuditConfig.engine``; :mod:`fairaudit.engine`)."""
+    engine = audit.add_argument_group("engine (data larger than memory: pip install 'fairaudit[dask]')")
+    engine.add_argument("--engine", choices=("local", "dask"), default=AuditConfig.engine,
+                        help="local (default): read the file into memory; dask: read CSV/Parquet partitions (a path, a glob, a "
+                             "folder or an fsspec URL such as s3://bucket/data/*.parquet) on a dask cluster — the PCA family "
+                             "from group moments of every row, leakage, RBF MMD² and the other families on a stratified sample")
+    engine.add_argument("--scheduler", metavar="ADDRESS", help="with --engine dask: an existing cluster's scheduler (tcp://host:8786); "
+                        "default: start a local cluster of worker processes")
+    engine.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="with --engine dask and no --scheduler: worker processes of the local cluster (default: one per core)")
+    engine.add_argument("--worker-memory", default=None, metavar="SIZE",
+                        help="with --engine dask and no --scheduler: memory limit per worker, e.g. 2GiB (default: dask's share of this machine's memory)")
+
+
+class _LocalSession:
+    """The default engine: the file is checked, then read into memory by the data boundary."""
+
+    @staticmethod
+    def check(args) -> None:
+        check_input(args.data)
+
+    @staticmethod
+    def load(args, progress):
+        return load_from_args(args)
+
+
+class _DaskSession:
+    """``--engine dask``: the source is checked (path or URL, no cluster yet); the cluster starts
+    when the data are read, after every other check, and stops when the command ends."""
+
+    def __init__(self, stack):
+        self.stack = stack
+
+    @staticmethod
+    def check(args) -> None:
+        from .engine._sources import filesystem, require_dask
+
+        require_dask()
+        filesystem(args.data)
+
+    def load(self, args, progress):
+        from .engine import dask_session, read_partitioned
+
+        say = progress.say if progress else (lambda text: None)
+        memory = args.worker_memory
+        client, where = self.stack.enter_context(dask_session(args.scheduler, n_workers=args.workers, memory_limit=memory))
+        say(f"dask engine: {where}")
+        return read_partitioned(
+            args.data,
+            sensitive=args.sensitive,
+            features=_split(args.features),
+            ignore=_split(args.ignore) or (),
+            label=args.label,
+            binarize=_pairs(args.binarize, "binarize", float),
+            merge=parse_merge(args.merge),
+            missing=args.missing,
+            scaling=_scaling(args),
+            min_group_size=args.min_group_size,
+            small_groups="drop" if args.drop_small_groups else "error",
+            skip_rows=args.skip_rows,
+            header=False if args.no_header else None,
+            scheduler=client,
+            sample_rows=AuditConfig.leakage_max_rows,
+            random_state=args.seed,
+            say=say,
+        )
+
+
+@contextlib.contextmanager
+def _engine_session(args):
+    """The engine the flags choose, its incompatible flags refused before any work."""
+    if args.engine != "dask":
+        for flag, value in (("scheduler", args.scheduler), ("dask_workers", args.workers), ("dask_worker_memory", args.worker_memory)):
+            if value is not None:
+                raise ParameterError(f"{term(flag)} applies to the dask engine; add {term('engine', 'dask')} or leave it out.")
+        yield _LocalSession()
+        return
+    for attribute, option, why in DASK_REFUSED:
+        if getattr(args, attribute, None):
+            raise ParameterError(
+                f"{term(option)} is not available with {term('engine', 'dask')} ({why}); leave it out, or audit with "
+                f"{term('engine', 'local')}."
+            )
+    if args.missing in ("mean", "median"):
+        raise ParameterError(
+            f"{term('missing', args.missing)} is not available with {term('engine', 'dask')} (the fill value needs every partition "
+            f"first); drop those rows ({term('missing', 'drop')}) or audit with {term('engine', 'local')}."
+        )
+    if args.workers is not None and args.workers < 1:
+        raise ParameterError(f"{term('dask_workers')} must be at least 1; got {args.workers}.")
+    if args.scheduler and (args.workers is not None or args.worker_memory):
+        raise ParameterError(f"{term('dask_workers')} and {term('dask_worker_memory')} size a local cluster; an existing one "
+                             f"({term('scheduler')}) has its own. Leave one out.")
+    if args.worker_memory:
+        _check_memory(args.worker_memory)
+    with contextlib.ExitStack() as stack:
+        yield _DaskSession(stack)
+
+
+def _check_memory(text: str) -> None:
+    try:
+        from dask.utils import parse_bytes
+
+        value = parse_bytes(text)
+    except (ImportError, ValueError, TypeError):
+        value = 0
+    if not value or value <= 0:
+        raise ParameterError(f"{term('dask_worker_memory', text)} is not a size; write it like 2GiB or 512MB.")
 
 
 if __name__ == "__main__":  # pragma: no cover

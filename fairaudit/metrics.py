@@ -365,21 +365,30 @@ class LeakageEstimate:
         }
 
 
+def stratified_quotas(sizes: np.ndarray, max_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """How many rows to draw from groups of ``sizes`` for a stratified sample of at most about
+    ``max_rows``, and which groups are taken whole: every row of small groups, the large ones in
+    proportion to their size (at least :data:`LEAKAGE_MIN_GROUP_ROWS` each). Shared by
+    :func:`_stratified_subsample` and the dask engine's sample (:mod:`fairaudit.engine`)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    keep_whole = sizes <= max(2 * LEAKAGE_MIN_GROUP_ROWS, int(0.02 * max_rows))
+    budget = max_rows - int(sizes[keep_whole].sum())
+    large_total = int(sizes[~keep_whole].sum())
+    whole = keep_whole | (large_total <= budget)
+    takes = [size if entire else min(size, max(LEAKAGE_MIN_GROUP_ROWS, int(round(budget * size / large_total))))
+             for size, entire in zip(sizes.tolist(), whole.tolist(), strict=True)]
+    return np.asarray(takes, dtype=np.int64), whole
+
+
 def _stratified_subsample(groups: np.ndarray, max_rows: int, random_state) -> np.ndarray:
     """Row indices: every row of small groups, the large ones subsampled evenly to ``max_rows``."""
     rng = np.random.default_rng(random_state)
     labels, sizes = np.unique(groups, return_counts=True)
-    keep_whole = sizes <= max(2 * LEAKAGE_MIN_GROUP_ROWS, int(0.02 * max_rows))
-    budget = max_rows - int(sizes[keep_whole].sum())
-    large_total = int(sizes[~keep_whole].sum())
+    takes, whole = stratified_quotas(sizes, max_rows)
     chosen = []
-    for label, size, whole in zip(labels, sizes, keep_whole, strict=True):
+    for label, take, entire in zip(labels, takes, whole, strict=True):
         members = np.flatnonzero(groups == label)
-        if whole or large_total <= budget:
-            chosen.append(members)
-        else:
-            take = max(LEAKAGE_MIN_GROUP_ROWS, int(round(budget * size / large_total)))
-            chosen.append(rng.choice(members, size=min(take, size), replace=False))
+        chosen.append(members if entire else rng.choice(members, size=int(take), replace=False))
     return np.sort(np.concatenate(chosen))
 
 

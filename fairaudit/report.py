@@ -295,6 +295,8 @@ def _data_section(result: AuditResult) -> str:
     ]
     if data.get("label"):
         rows.append(("label", data.get("label")))
+    if data.get("engine"):  # read partition by partition (fairaudit.engine.dask_engine)
+        rows.append(("engine", data["engine"].get("text", data["engine"].get("name"))))
     return "<h2>Data</h2>" + _table(rows) + _accounting_html(data)
 
 

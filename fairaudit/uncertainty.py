@@ -97,10 +97,13 @@ def _pca_fit_seconds(n_rows: int, n_features: int) -> float:
     s = min(n_rows, n_features)
     return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3 + 2e-9 * n_rows * n_features * s
 
-DEFAULT_BUDGET_SECONDS = 300
+DEFAULT_BUDGET_SECONDS = 60
 """The default intervals of one family may take about this long (predicted from the data's size):
 beyond it the default number of replicates shrinks, and below :data:`MIN_DEFAULT_REPLICATES` the
-default is no intervals (with the reason stated); an explicit ``bootstrap=N`` always runs."""
+default is no intervals (with the reason stated); an explicit ``bootstrap=N`` always runs.
+A minute, not more: measured with five minutes, the feature-selection audit of the 30,000-row
+credit file took 597 s by default (fits 8.5 s) and the PCA audit of 50 × 5,000 rows 123 s
+(without intervals 12.7 s) — a default that keeps a user waiting ten minutes is not one."""
 
 MIN_DEFAULT_REPLICATES = 10
 
@@ -109,6 +112,11 @@ HOLDOUT_RANGE = (0.05, 0.5)
 
 HOLDOUT_SUGGESTED = 0.3
 """The held-out share offered when a user turns held-out evaluation on (the dashboard's toggle)."""
+
+
+def _duration(seconds: float) -> str:
+    minutes = seconds / 60
+    return f"{seconds:.0f} seconds" if seconds < 60 else f"{minutes:g} minute{'s' if minutes != 1 else ''}"
 
 
 def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
@@ -150,7 +158,7 @@ def default_replicates(method: str, n_rows: int | None = None, n_features: int |
             else:
                 count = affordable
                 why = (
-                    f"default shortened to fit about {DEFAULT_BUDGET_SECONDS // 60} minutes on data this size (a replicate "
+                    f"default shortened to fit about {_duration(DEFAULT_BUDGET_SECONDS)} on data this size (a replicate "
                     f"about {each:.1f} s); ask for more with {_term('bootstrap')}"
                 )
     cap = os.environ.get(DEFAULT_CAP_VARIABLE)

@@ -386,3 +386,22 @@ register("flag_ratio", Option(
     "flag_ratio", "--flag-ratio", "Gap tolerance (×)", "each method",
     dashboard=lambda v: f"“Gap tolerance (×)” → “{v}” ({_RUN_PAGES})",
 ))
+
+# The engine (command line and library): the dashboard always audits in process, with no dask.
+_ENGINE = "Engine (command line and library)"
+
+
+def _engine_only(flag: str, what: str) -> Callable[[str], str]:
+    return lambda v: f"{flag}{'' if v in (None, 'true') else ' ' + v} on the command line ({what}; the dashboard audits in process)"
+
+
+register("engine", Option(
+    "engine", "--engine", "Engine", _ENGINE, choices={"local": "in process (the default)", "dask": "dask (optional extra)"},
+    dashboard=_engine_only("--engine", "the engine"),
+))
+register("scheduler", Option("scheduler", "--scheduler", "Dask scheduler", _ENGINE,
+                             dashboard=_engine_only("--scheduler", "an existing dask cluster")))
+register("dask_workers", Option("n_workers", "--workers", "Dask workers", _ENGINE,
+                                dashboard=_engine_only("--workers", "the local dask cluster's worker processes")))
+register("dask_worker_memory", Option("memory_limit", "--worker-memory", "Dask worker memory", _ENGINE,
+                                      dashboard=_engine_only("--worker-memory", "each local dask worker's memory limit")))

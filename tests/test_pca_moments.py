@@ -290,3 +290,21 @@ def test_fit_moments_refuses_an_empty_group(rng):
     moments = GroupMoments.from_rows(rng.normal(size=(10, 3)), np.zeros(10, dtype=int), n_groups=2, labels=["a", "b"])
     with pytest.raises(SmallGroupError, match="'b' \\(0 rows\\)"):
         PCA(1).fit_moments(moments)
+
+
+def test_a_regrouped_wide_problem_can_reuse_the_row_space(rng):
+    """The gap test regroups the same rows many times: reusing the row space (``basis=``) gives
+    the problem built from scratch."""
+    X = rng.normal(size=(30, 200))
+    codes = rng.permutation(np.repeat([0, 1], [18, 12]))
+    labels = ("a", "b")
+    from fairaudit.groups import GroupCodes
+
+    centre = X.mean(axis=0)
+    first = GroupProblem.from_data(X, GroupCodes(rng.permutation(codes), labels), centre=centre)
+    fresh = GroupProblem.from_data(X, GroupCodes(codes, labels), centre=centre)
+    reused = GroupProblem.from_data(X, GroupCodes(codes, labels), centre=centre, basis=first.basis)
+    for rank in (1, 3, 7):
+        model = FairPCA(rank)._fit_problem(fresh)
+        np.testing.assert_allclose(reused.losses(reused.reduce(model.map_), rank),
+                                   fresh.losses(fresh.reduce(model.map_), rank), rtol=1e-9, atol=1e-12)

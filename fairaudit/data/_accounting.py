@@ -53,18 +53,21 @@ DROP_GAP_POINTS = 10.0
 DROP_RATIO = 1.5
 
 
-def group_entries(read_codes: np.ndarray, read_labels: list[str], reasons: np.ndarray) -> list[dict]:
+def group_entries(read_codes: np.ndarray, read_labels: list[str], reasons: np.ndarray, weights: np.ndarray | None = None) -> list[dict]:
     """Per group: rows read, rows used and rows dropped by reason.
 
     ``read_codes`` gives each row read its group (-1: no group value), ``reasons`` each row's
-    drop reason as an index into :data:`DROP_REASONS` plus one (0: kept)."""
+    drop reason as an index into :data:`DROP_REASONS` plus one (0: kept). ``weights`` (optional)
+    is the number of rows each entry stands for (the dask engine counts rows per partition and
+    hands over one entry per group value and reason)."""
     entries = []
     for g, label in enumerate(list(read_labels) + [NO_GROUP]):
         rows = read_codes == (g if g < len(read_labels) else -1)
-        n = int(rows.sum())
+        w = None if weights is None else weights[rows]
+        n = int(rows.sum() if w is None else w.sum())
         if n == 0:
             continue
-        counts = np.bincount(reasons[rows], minlength=len(DROP_REASONS) + 1)
+        counts = np.rint(np.bincount(reasons[rows], weights=w, minlength=len(DROP_REASONS) + 1)).astype(np.int64)
         dropped = {reason: int(counts[i + 1]) for i, reason in enumerate(DROP_REASONS) if counts[i + 1]}
         entries.append({"group": label, "rows_read": n, "rows_used": int(counts[0]), "dropped": dropped})
     return entries

@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import threading
 from array import array
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -68,13 +69,25 @@ _CONVERSION_ERROR = re.compile(r"In CSV column #(\d+): CSV conversion error")
 @contextmanager
 def no_field_limit():
     """Let the ``csv`` module read fields of any length while we read (Arrow has no limit; the
-    module's default of 131,072 characters would reject a long text cell only on some paths)."""
-    previous = csv.field_size_limit()
-    csv.field_size_limit(2**31 - 1)
+    module's default of 131,072 characters would reject a long text cell only on some paths).
+
+    The limit is process-wide and files may be read on several threads at once (the dask engine
+    reads partitions on dask's threads): the first reader in lifts it, the last one out restores it."""
+    with _FIELD_LIMIT_LOCK:
+        if _FIELD_LIMIT["readers"] == 0:
+            _FIELD_LIMIT["saved"] = csv.field_size_limit(2**31 - 1)  # returns the limit it replaces
+        _FIELD_LIMIT["readers"] += 1
     try:
         yield
     finally:
-        csv.field_size_limit(previous)
+        with _FIELD_LIMIT_LOCK:
+            _FIELD_LIMIT["readers"] -= 1
+            if _FIELD_LIMIT["readers"] == 0:
+                csv.field_size_limit(_FIELD_LIMIT["saved"])
+
+
+_FIELD_LIMIT_LOCK = threading.Lock()
+_FIELD_LIMIT = {"readers": 0, "saved": 131072}
 
 
 class Fallback(Exception):

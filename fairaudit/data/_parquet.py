@@ -47,13 +47,7 @@ def read_parquet(source: Source, name: str) -> TextColumns:
     except (pa.ArrowException, OSError) as exc:
         raise InputFileError(f"{name} cannot be read as Parquet ({exc}); export it again, or as CSV (UTF-8).") from None
     log: list[str] = []
-    names = clean_header([str(n) for n in schema.names], name, log)
-    for field_, shown in zip(schema, names, strict=True):
-        kind = field_.type
-        if pa.types.is_nested(kind):
-            raise InputFileError(
-                f"{name}: column {shown!r} holds nested values ({kind}); a table for an audit has one value per cell."
-            )
+    names = _checked_names(schema, name, log)
     n_rows = handle.metadata.num_rows
     if n_rows == 0:
         raise EmptyFileError(f"{name} has no data rows.")
@@ -71,7 +65,7 @@ def read_parquet(source: Source, name: str) -> TextColumns:
                 if j is None:
                     strings[shown].append(_as_text(column))
                     continue
-                values = np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+                values = _floats(column)
                 if np.isinf(values).any():
                     infinite.add(shown)
                 block[row : row + m, j] = values
@@ -82,8 +76,7 @@ def read_parquet(source: Source, name: str) -> TextColumns:
     block.flags.writeable = False
     text = {n: pa.chunked_array(parts, pa.string()) for n, parts in strings.items()}
     for shown in infinite:  # an infinite value is text where a number belongs, as in a CSV
-        values = block[:, position[shown]]
-        text[shown] = pa.chunked_array([pa.array(np.where(np.isnan(values), "", values.astype(str)), pa.string())])
+        text[shown] = _infinite_as_text(block[:, position[shown]])
     return TextColumns(
         names=names,
         numeric={n: block[:, j] for n, j in position.items() if n not in infinite},
@@ -95,3 +88,43 @@ def read_parquet(source: Source, name: str) -> TextColumns:
         has_header=True,
         log=log,
     )
+
+
+def _checked_names(schema: pa.Schema, name: str, log: list[str]) -> list[str]:
+    names = clean_header([str(n) for n in schema.names], name, log)
+    for field_, shown in zip(schema, names, strict=True):
+        kind = field_.type
+        if pa.types.is_nested(kind):
+            raise InputFileError(
+                f"{name}: column {shown!r} holds nested values ({kind}); a table for an audit has one value per cell."
+            )
+    return names
+
+
+def _floats(column) -> np.ndarray:
+    return np.asarray(column.cast(pa.float64()).to_numpy(zero_copy_only=False), dtype=float)
+
+
+def _infinite_as_text(values: np.ndarray) -> pa.ChunkedArray:
+    return pa.chunked_array([pa.array(np.where(np.isnan(values), "", values.astype(str)), pa.string())])
+
+
+def columns_from_arrow(table: pa.Table, name: str, first_row: int = 1) -> TextColumns:
+    """An in-memory Arrow table — one partition of a data set too large to read at once (the dask
+    engine, :mod:`fairaudit.engine`) — as a reader's columns, by this module's rules; its rows are
+    numbered from ``first_row``."""
+    log: list[str] = []
+    names = _checked_names(table.schema, name, log)
+    numeric: dict[str, np.ndarray] = {}
+    text: dict[str, pa.ChunkedArray] = {}
+    for shown, column in zip(names, table.columns, strict=True):
+        if not _is_number(column.type):
+            text[shown] = pa.chunked_array([_as_text(chunk) for chunk in column.chunks], pa.string())
+            continue
+        values = _floats(column)
+        if np.isinf(values).any():
+            text[shown] = _infinite_as_text(values)
+        else:
+            values.flags.writeable = False
+            numeric[shown] = values
+    return TextColumns(names=names, numeric=numeric, text=text, n_rows=table.num_rows, first_line=first_row, has_header=True, log=log)

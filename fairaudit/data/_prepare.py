@@ -154,12 +154,18 @@ def _fixed_roles(sensitive, label, ignore, binarize, bins, merge) -> dict[str, t
 
 
 def describe_missing(table: RawTable, names: list[str], masks: list[np.ndarray]) -> str:
-    parts = []
-    for name, mask in zip(names, masks, strict=True):
-        count = int(mask.sum())
-        if count:
-            first = table.line_of(int(np.argmax(mask)))
-            parts.append(f"{name!r} ({count} row{'s' if count != 1 else ''}, first at {table.line_word} {first})")
+    counts = [int(mask.sum()) for mask in masks]
+    firsts = [f"{table.line_word} {table.line_of(int(np.argmax(mask)))}" if n else "" for mask, n in zip(masks, counts, strict=True)]
+    return missing_summary(names, counts, firsts)
+
+
+def missing_summary(names: list[str], counts: list[int], firsts: list[str]) -> str:
+    """``'age' (3 rows, first at line 17), …``: the columns with missing cells, at most six."""
+    parts = [
+        f"{name!r} ({count} row{'s' if count != 1 else ''}, first at {first})"
+        for name, count, first in zip(names, counts, firsts, strict=True)
+        if count
+    ]
     return ", ".join(parts[:6]) + (" …" if len(parts) > 6 else "")
 
 
@@ -180,14 +186,17 @@ def encode_read_groups(sensitive: list[str], per_column: list[tuple[np.ndarray, 
 
 
 def drop_small_groups(
-    read_codes: np.ndarray, labels: tuple[str, ...], reasons: np.ndarray, min_size: int, small_groups: str, unit: str, log: list[str]
+    read_codes: np.ndarray, labels: tuple[str, ...], reasons: np.ndarray, min_size: int, small_groups: str, unit: str, log: list[str],
+    weights: np.ndarray | None = None,
 ) -> None:
     """With ``small_groups="drop"``: mark the rows of groups with fewer than ``min_size`` kept
-    rows as dropped (reason ``small group``), and log it."""
+    rows as dropped (reason ``small group``), and log it. ``weights``: rows per entry (as in
+    :func:`~fairaudit.data._accounting.group_entries`)."""
     if small_groups != "drop":
         return
     kept = reasons == 0
-    sizes = np.bincount(read_codes[kept & (read_codes >= 0)], minlength=len(labels))
+    chosen = kept & (read_codes >= 0)
+    sizes = np.rint(np.bincount(read_codes[chosen], weights=None if weights is None else weights[chosen], minlength=len(labels))).astype(np.int64)
     small = [g for g, n in enumerate(sizes) if 0 < n < min_size]
     if small:
         reasons[kept & np.isin(read_codes, small)] = _REASON["small group"]

@@ -100,8 +100,14 @@ def check_magnitude(M: np.ndarray, names, scaling: str) -> np.ndarray:
     """``M`` if the sums of squares every method computes stay finite, else a ParameterError."""
     if M.size == 0:
         return M
-    limit = np.sqrt(np.finfo(float).max / max(M.size, 1)) / 4
-    peak = np.max(np.abs(M), axis=0)
+    check_peaks(np.max(np.abs(M), axis=0), names, scaling, M.size)
+    return M
+
+
+def check_peaks(peak: np.ndarray, names, scaling: str, size: int) -> None:
+    """:func:`check_magnitude` from each column's largest magnitude ``peak`` and the matrix's
+    number of cells ``size`` (what the dask engine knows without the matrix)."""
+    limit = np.sqrt(np.finfo(float).max / max(size, 1)) / 4
     bad = ~(peak <= limit)
     if bad.any():
         columns = [str(n) for n, b in zip(names, bad, strict=True) if b]
@@ -111,4 +117,3 @@ def check_magnitude(M: np.ndarray, names, scaling: str) -> np.ndarray:
             f"the methods compute would overflow double precision (limit about {limit:.3g} for this table). "
             f"Use {term('scaling', 'standardize')} (exact for any magnitude), or rescale those columns."
         )
-    return M

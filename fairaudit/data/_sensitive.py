@@ -196,15 +196,27 @@ def sensitive_codes(
     if column in binarize or column in bins:
         return _numeric_groups(table, column, binarize, bins, log)
     codes, values = value_codes(table, column)
+    numeric = table.is_numeric(column)
+    sizes = np.bincount(codes[codes >= 0], minlength=len(values))
+    return grouped_values(column, codes, values, sizes, numeric=numeric, merge=merge, log=log)
+
+
+def grouped_values(
+    column: str, codes: np.ndarray, values: list[str], sizes: np.ndarray, *, numeric: bool, merge: Mapping[str, dict], log: list[str]
+) -> tuple[np.ndarray, list[str]]:
+    """Group labels (``column=value``) from a column's distinct ``values`` (as :func:`value_codes`
+    orders them) with their row counts ``sizes``: values merged as ``merge`` says, and the limit
+    on the number of groups. ``codes`` index ``values`` (-1 where missing) — per row, or per
+    distinct key of a partitioned data set (:mod:`fairaudit.engine`), which is why the sizes are
+    given rather than counted."""
+    distinct = values
     if column in merge:
-        sizes = np.bincount(codes[codes >= 0], minlength=len(values))
         mapping, values = _merge_codes(column, values, sizes, merge[column], log)
         codes = np.where(codes >= 0, mapping[np.maximum(codes, 0)], -1)
-    numeric = table.is_numeric(column)
     limit = MAX_CATEGORIES if numeric else MAX_TEXT_GROUPS
     if len(values) > limit:
         if numeric:
-            example = format_number(float(np.median(np.unique(table.numbers(column)[~np.isnan(table.numbers(column))]))))
+            example = format_number(float(np.median([float(v) for v in distinct])))
             raise SensitiveColumnError(
                 f"sensitive column {column!r} is numeric with {len(values)} distinct values, too many to use as groups; "
                 f"binarise it ({term('binarize', f'{column}={example}')}), cut it into quantile bins "

@@ -326,7 +326,7 @@ def read_table(
     scanned = scan(opened, max_bytes)
     if _parquet.is_parquet(scanned.head, scanned.tail):
         columns = _parquet.read_parquet(opened, name)
-        return _build(columns, name, scanned, encoding=None, delimiter=None, extra_log=[], format="parquet")
+        return _build(columns, name, scanned.sha256, scanned.n_bytes, encoding=None, delimiter=None, extra_log=[], format="parquet")
     encoding = _csv.text_encoding(scanned, name)
     extra_log = [] if encoding in ("utf-8", "utf-8-sig") else [f"read as {encoding} text (not valid UTF-8)"]
     with _csv.no_field_limit():
@@ -339,10 +339,19 @@ def read_table(
                 columns = None
         if columns is None:
             columns = _csv.read_diagnostic(opened, layout, skip_rows=skip_rows, header=header, name=name)
-    return _build(columns, name, scanned, encoding=encoding, delimiter=layout.delimiter, extra_log=extra_log)
+    return _build(columns, name, scanned.sha256, scanned.n_bytes, encoding=encoding, delimiter=layout.delimiter, extra_log=extra_log)
 
 
-def _build(columns, name, scanned, *, encoding, delimiter, extra_log, format: str = "csv") -> RawTable:
+def table_from_arrow(table: pa.Table, *, name: str, sha256: str = "", first_row: int = 1) -> RawTable:
+    """A :class:`RawTable` of an in-memory Arrow table (a Parquet row group, a pandas partition),
+    read by the Parquet rules: numbers become float64 columns, everything else text, and text
+    columns that hold numbers become numeric, as in a file. Rows are numbered from ``first_row``.
+    The dask engine (:mod:`fairaudit.engine`) reads each partition of a large data set with it."""
+    columns = _parquet.columns_from_arrow(table, name, first_row)
+    return _build(columns, name, sha256, int(table.nbytes), encoding=None, delimiter=None, extra_log=[], format="parquet")
+
+
+def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, format: str = "csv") -> RawTable:
     """A RawTable from a reader's columns: text columns that are numbers become numeric."""
     numeric = dict(columns.numeric)
     text = {}
@@ -354,8 +363,8 @@ def _build(columns, name, scanned, *, encoding, delimiter, extra_log, format: st
             text[column] = strings
     return RawTable(
         name=name,
-        sha256=scanned.sha256,
-        n_bytes=scanned.n_bytes,
+        sha256=sha256,
+        n_bytes=n_bytes,
         encoding=encoding,
         delimiter=delimiter,
         has_header=bool(columns.has_header),

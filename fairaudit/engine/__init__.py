@@ -1,30 +1,108 @@
-"""Engines: how the data reaches the PCA family — group moments and a stratified row sample.
+"""Engines: how the data reach the PCA family — group moments and a stratified row sample.
 
 ``GroupMoments`` (per-group count, mean and centred scatter, merged exactly chunk by chunk) is the
 PCA family's currency: every estimator of the family can be fitted from it
 (:meth:`fairaudit.pca.GroupProblem.from_moments`, ``estimator.fit_moments``) and its per-group
 error, loss, variance explained and linear MMD² are computed from it. An engine
 (:data:`ENGINES`, chosen by ``AuditConfig.engine``) produces the moments and a stratified sample
-of rows for the metrics that need rows.
+of rows for the metrics that need rows:
+
+* ``"local"`` (:class:`LocalEngine`, the default): in-memory :class:`~fairaudit.data.AuditData`,
+  one pass in blocks, in process;
+* ``"dask"`` (:class:`DaskEngine`, the optional extra ``fairaudit[dask]``): data read partition by
+  partition on a dask scheduler (:func:`read_partitioned` → :class:`PartitionedData`), never
+  held in memory; see :mod:`fairaudit.engine.dask_engine`.
+
+Importing this package does not import dask.
 """
 
+from dataclasses import dataclass, replace
+
+from ..errors import ParameterError
+from ..vocabulary import term
+from .dask_engine import DaskEngine, PartitionedData, dask_session, read_partitioned
 from .local import (
-    ENGINES,
     DataSummary,
     LocalEngine,
     RowSample,
-    get_engine,
     scaling_transform,
 )
 from .moments import CHUNK_ROWS, GroupMoments
 
+ENGINES: dict[str, type] = {"local": LocalEngine, "dask": DaskEngine}
+"""Engine name (``AuditConfig.engine``) → class."""
+
+
+def get_engine(name: str):
+    try:
+        return ENGINES[name]()
+    except KeyError:
+        raise ValueError(f"unknown engine {name!r}; available: {', '.join(ENGINES)}") from None
+
+
+@dataclass(frozen=True)
+class FamilyInput:
+    """What one family audits (:func:`family_input`): the data, the configuration, notes for the
+    result, and — when the engine cannot give intervals — why (the family's uncertainty summary
+    says it instead of "turned off")."""
+
+    data: object
+    config: object
+    notes: tuple[str, ...] = ()
+    no_intervals: str | None = None
+
+
+NO_INTERVALS = (
+    "no bootstrap intervals on the dask engine: its group moments cover every row, but a replicate "
+    "needs the rows themselves; audit a sample with the default engine ({local}) for intervals"
+)
+
+
+def family_input(data, method: str, config) -> FamilyInput:
+    """What family ``method`` audits under ``config``.
+
+    In-memory data: the data and the configuration as given. Data read partition by partition
+    (:class:`PartitionedData`, ``engine="dask"``): the PCA family audits them from the group moments
+    of every row — point estimates without bootstrap intervals (a replicate needs the rows), and no
+    held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
+    with their usual intervals, and a note says so."""
+    if not isinstance(data, PartitionedData):
+        return FamilyInput(data, config)
+    if config.engine != "dask":
+        raise ParameterError(
+            f"these data were read partition by partition (read_partitioned); audit them with {term('engine', 'dask')}."
+        )
+    if method == "pca":  # moments of every row; the family notes its own row sample (fairaudit.pca.audit)
+        if config.holdout:
+            raise ParameterError(
+                f"{term('holdout', config.holdout)} is not available for the PCA family with {term('engine', 'dask')}: the engine "
+                f"holds the group moments of every row, not the rows to hold out. Leave it out, or audit with {term('engine', 'local')}."
+            )
+        reason = NO_INTERVALS.format(local=term("engine", "local"))
+        return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
+    sample = data.sample_data()
+    if sample.n_rows == data.n_rows:
+        return FamilyInput(sample, config, (f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all).",))
+    return FamilyInput(sample, config, (
+        f"{method}: audited on a stratified sample of {sample.n_rows:,} of {data.n_rows:,} rows drawn by the dask engine "
+        f"({', '.join(f'{g}: {n:,}' for g, n in sample.group_sizes().items())}); its records describe that sample. Audit every "
+        f"row with the default engine ({term('engine', 'local')}) where the data fit in memory.",
+    ))
+
+
 __all__ = [
     "CHUNK_ROWS",
     "ENGINES",
+    "DaskEngine",
     "DataSummary",
+    "FamilyInput",
     "GroupMoments",
     "LocalEngine",
+    "PartitionedData",
     "RowSample",
+    "dask_session",
+    "family_input",
     "get_engine",
+    "read_partitioned",
     "scaling_transform",
 ]

@@ -89,6 +89,8 @@ class DataSummary:
     shift: np.ndarray
     scale: np.ndarray
     rows: np.ndarray | None = None
+    row_groups: object | None = None
+    """The groups of ``rows`` (a :class:`~fairaudit.groups.GroupCodes`), when ``rows`` is set."""
 
 
 class LocalEngine:
@@ -116,12 +118,17 @@ class LocalEngine:
             shift, scale = scaling
             rows = (X_raw - shift) * scale
             sample = self._sample(data, sample_rows, random_state, shift, scale, weights)
-            return DataSummary(None, sample, shift, scale, rows)
-        raw = GroupMoments.from_rows(X_raw, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels)
+            return DataSummary(None, sample, shift, scale, rows, groups)
+        raw = self.raw_moments(X_raw, groups, weights)
         if scaling is None:
             scaling = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
         shift, scale = scaling
         return DataSummary(raw.affine(shift, scale), self._sample(data, sample_rows, random_state, shift, scale, weights), shift, scale)
+
+    def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
+        """The group moments of the (prescaled, unscaled, optionally weighted) rows: one pass in
+        blocks, in process."""
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels)
 
     @staticmethod
     def _sample(data, max_rows: int, random_state, shift, scale, weights=None) -> RowSample:
@@ -175,14 +182,3 @@ def _feature_statistics(X: np.ndarray, groups, weights=None) -> tuple[np.ndarray
         means[g] = wg @ block / counts[g]
         within[g] = wg @ (block - means[g]) ** 2
     return counts, means, within
-
-
-ENGINES: dict[str, type] = {"local": LocalEngine}
-"""Engine name (``AuditConfig.engine``) → class."""
-
-
-def get_engine(name: str):
-    try:
-        return ENGINES[name]()
-    except KeyError:
-        raise ValueError(f"unknown engine {name!r}; available: {', '.join(ENGINES)}") from None

@@ -122,6 +122,28 @@ class GroupMoments:
         return cls(counts, means, scatter, _labels(labels, k))
 
     @classmethod
+    def from_grouped(cls, X, bounds, *, labels=None) -> GroupMoments:
+        """The moments of rows already sorted by group: group ``g`` is ``X[bounds[g]:bounds[g + 1]]``.
+
+        The same two-pass blocks of :data:`CHUNK_ROWS` rows merged exactly as :meth:`from_rows`,
+        on views of ``X`` (no gathered copy of each group's rows)."""
+        X = np.asarray(X, dtype=float)
+        k, d = len(bounds) - 1, X.shape[1]
+        counts, means, scatter = np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d))
+        for g in range(k):
+            parts = []
+            for start in range(int(bounds[g]), int(bounds[g + 1]), CHUNK_ROWS):
+                block = X[start : min(start + CHUNK_ROWS, int(bounds[g + 1]))]
+                mean = block.mean(axis=0)
+                centred = block - mean
+                product = centred.T @ centred
+                parts.append(cls(np.array([float(block.shape[0])]), mean[None, :], ((product + product.T) / 2)[None], ("0",)))
+            if parts:
+                merged = cls.merge_all(parts)
+                counts[g], means[g], scatter[g] = merged.counts[0], merged.means[0], merged.scatter[0]
+        return cls(counts, means, scatter, _labels(labels, k))
+
+    @classmethod
     def from_chunks(cls, chunks: Iterable[tuple], *, n_groups: int, labels=None) -> GroupMoments:
         """Moments of a stream of ``(X_chunk, codes_chunk)`` or ``(X_chunk, codes_chunk, weights)``."""
         parts = [cls.from_rows(*chunk[:2], n_groups=n_groups, weights=chunk[2] if len(chunk) > 2 else None, labels=labels)

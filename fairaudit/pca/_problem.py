@@ -136,12 +136,14 @@ class GroupProblem:
         )
 
     @classmethod
-    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, centre=None) -> GroupProblem:
+    def from_data(cls, X: np.ndarray, groups: GroupCodes, *, weights=None, centre=None, basis=None) -> GroupProblem:
         """The problem of the rows of ``X`` (optionally weighted, e.g. bootstrap counts; a weight
         of 0 leaves a row out), centred at their (weighted) mean or at ``centre``
         (:meth:`from_moments`).
 
-        With fewer rows than features the problem is set up in the row space (module docstring).
+        With fewer rows than features the problem is set up in the row space (module docstring);
+        ``basis`` reuses the row space of another problem of the *same rows and centre* (e.g. the
+        same rows regrouped: only the group moments change), skipping its ``O(n²d)`` rebuild.
         """
         X = np.asarray(X, dtype=float)
         n, d = X.shape
@@ -155,7 +157,7 @@ class GroupProblem:
         else:
             mean = X.mean(axis=0) if w is None else w @ X / w.sum()
         centred = X - mean
-        basis = row_space(centred)
+        basis = row_space(centred) if basis is None else basis
         moments = GroupMoments.from_rows(centred @ basis, groups.codes, n_groups=k, weights=w, labels=groups.labels)
         origin = None if centre is None else np.zeros(basis.shape[1])  # coordinates of rows already centred at ``centre``
         return cls.from_moments(moments, mean=mean, basis=basis, centre=origin)

@@ -154,8 +154,8 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     """
     ranks = sorted({rank for _, rank in models})
 
-    def problem_of(codes: np.ndarray) -> GroupProblem:
-        return GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre)
+    def problem_of(codes: np.ndarray, basis=None) -> GroupProblem:
+        return GroupProblem.from_data(sample.X, GroupCodes(codes, labels), centre=centre, basis=basis)
 
     observed_problem = problem_of(sample.codes)
     references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
@@ -170,7 +170,7 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     exceed = dict.fromkeys(models, 0)
     with blas_threads(BLAS_THREADS):
         for _ in range(GAP_PERMUTATIONS):
-            permuted = problem_of(rng.permutation(sample.codes))
+            permuted = problem_of(rng.permutation(sample.codes), basis=observed_problem.basis)  # same rows: same row space
             null = {rank: permuted.losses(permuted.reduce(model.map_), rank) for rank, model in references.items()}
             for key, (worst, best, gap) in observed.items():
                 losses = null[key[1]]
