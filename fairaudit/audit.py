@@ -299,7 +299,7 @@ class AuditResult:
             "config": self.config,
             "data": worded(self.data),
             "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
-            "findings": [{**f.to_dict(), "text": render(f.text)} for found in findings(self).values() for f in found],
+            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for found in findings(self).values() for f in found],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
             "warnings": [render(str(w)) for w in self.warnings],

@@ -662,7 +662,7 @@ def _print_findings(result, found: dict, out) -> None:
         rules = verdict_rules(float(runs[0].get("flag_ratio", 1.25)), float(runs[0].get("confidence", 0.95)))
         print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
         for text in rules.values():
-            print(f"  {text}", file=out)
+            print(f"  {render(text, 'cli')}", file=out)
 def _print_accounting(data: dict, out) -> None:
     """Rows read and used per group, the features used, the columns left out and why, and the
     data warnings (e.g. a drop that removed a much larger share of one group)."""

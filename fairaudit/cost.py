@@ -13,6 +13,8 @@ of ranks asked for; family options are not modelled.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .audit import FAMILY_TITLES, AuditConfig
 
 FAMILY_COST = {
@@ -24,19 +26,42 @@ FAMILY_COST = {
 """Per family, seconds of its default audit of ``n`` rows × ``d`` features (see the module docstring)."""
 
 
-def expected_seconds(n_rows: int, n_features: int, config: AuditConfig) -> tuple[float, str]:
-    """``(seconds, what dominates)`` for auditing ``n_rows × n_features`` data as ``config`` says
-    (the bootstrap replicates of its intervals included)."""
+@dataclass(frozen=True)
+class Expected:
+    """One family's expected time: its fits, and its bootstrap replicates (the intervals)."""
+
+    fits: float
+    replicates: int
+    bootstrap: float
+
+    @property
+    def seconds(self) -> float:
+        return self.fits + self.bootstrap
+
+
+def expected_parts(n_rows: int, n_features: int, config: AuditConfig) -> dict[str, Expected]:
+    """Per family of ``config``, the expected seconds of auditing ``n_rows × n_features`` data:
+    the fits (:data:`FAMILY_COST`, scaled by the number of ranks) and the bootstrap replicates of
+    the intervals (as many as ``config.bootstrap`` resolves to, each
+    :func:`fairaudit.uncertainty.replicate_seconds`)."""
     from .uncertainty import replicate_seconds, resolve_replicates
 
     ranks = None if config.ranks is None else len(config.ranks)
     scale = 1.0 if ranks is None else max(1, ranks) / 10
-
-    def family(m: str) -> float:
+    parts = {}
+    for m in config.methods:
+        if m not in FAMILY_COST:
+            continue
         replicates = resolve_replicates(m, config.bootstrap, n_rows, n_features, ranks)[0]
-        return FAMILY_COST[m](n_rows, n_features) * scale + replicates * replicate_seconds(m, n_rows, n_features, ranks)
+        each = replicate_seconds(m, n_rows, n_features, ranks)
+        parts[m] = Expected(FAMILY_COST[m](n_rows, n_features) * scale, replicates, replicates * each)
+    return parts
 
-    chosen = {m: family(m) for m in config.methods if m in FAMILY_COST}
+
+def expected_seconds(n_rows: int, n_features: int, config: AuditConfig) -> tuple[float, str]:
+    """``(seconds, what dominates)`` for auditing ``n_rows × n_features`` data as ``config`` says
+    (the bootstrap replicates of its intervals included)."""
+    chosen = {m: part.seconds for m, part in expected_parts(n_rows, n_features, config).items()}
     if not chosen:
         return 0.0, ""
     worst = max(chosen, key=chosen.get)

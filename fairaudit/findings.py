@@ -48,6 +48,7 @@ from .formatting import (
     with_interval,
 )
 from .plots import variant_title
+from .vocabulary import term
 
 VERDICTS = ("gap", "no_evidence", "mitigated", "worse", "info")
 
@@ -80,19 +81,30 @@ VERDICT_RULES: dict[str, str] = {
         "worst-group interval lies entirely above vanilla's, or it has a gap where vanilla has none, or its leakage "
         "interval lies entirely above vanilla's."
     ),
-    "info": "info: a statement of fact, not a verdict (with the intervals turned off, bootstrap=0, every disparity is info: there is no test).",
+    "info": "info: a statement of fact, not a verdict (with the intervals turned off, {off}, every disparity is info: there is no test).",
     "degenerate": (
         "Degenerate ranks (full rank or an exact fit, or every group's value numerically zero) and differences "
         "whose interval includes 0 are never reported as the largest gap."
     ),
 }
-"""The verdict rules, once; ``{flag_ratio}``, ``{confidence}`` and ``{alpha}`` are filled in by
+"""The verdict rules, once; ``{flag_ratio}``, ``{confidence}``, ``{alpha}`` and ``{off}`` (the
+option that turns the intervals off, a :func:`fairaudit.vocabulary.term`) are filled in by
 :func:`verdict_rules`."""
+
+VERDICT_LABELS: dict[str, str] = {
+    "gap": "gap",
+    "no_evidence": "no evidence",
+    "mitigated": "mitigated",
+    "worse": "worse: less fair",
+    "info": "info",
+}
+"""Each verdict as a label for people (the report's and the dashboard's badges)."""
 
 
 def verdict_rules(flag_ratio: float = 1.25, confidence: float = 0.95) -> dict[str, str]:
     """:data:`VERDICT_RULES` with the run's tolerance and confidence written in."""
-    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"), "alpha": f"{round(1 - confidence, 6):g}"}
+    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"), "alpha": f"{round(1 - confidence, 6):g}",
+              "off": term("bootstrap", 0)}
     return {name: rule.format(**values) for name, rule in VERDICT_RULES.items()}
 
 
@@ -380,7 +392,7 @@ def disparity_findings(
         )
     else:
         text = (
-            f"At rank {top.rank}, {sentence}. No verdict: the intervals were not computed (bootstrap=0), so this "
+            f"At rank {top.rank}, {sentence}. No verdict: the intervals were not computed ({term('bootstrap', 0)}), so this "
             "difference is not tested against sampling noise."
         )
     found = [records.finding(top.rank, "vanilla", top.verdict, text, top.evidence())]
@@ -690,7 +702,7 @@ def fs_findings(result) -> list[Finding]:
         )
         verdict = "gap"
     elif all(verdicts[b][0] == "info" for b in baselines):
-        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals (bootstrap=0).", "info"
+        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals ({term('bootstrap', 0)}).", "info"
     else:
         text, verdict = f"No evidence of unbalanced clusters with {plural(rank, 'selected feature')} by {names}: at worst, with {variant_title('fs', worst)}, {describe}.", "no_evidence"
     found.append(records.finding(rank, worst, verdict, text, {"relative_balance": list(est) if est else None}))

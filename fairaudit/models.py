@@ -785,7 +785,9 @@ def refit_model(result: AuditResult, data: AuditData, method: str, variant: str,
     if method in WARM_STARTED:  # replay the audit's path to this rank, warm starts included
         ranks = tuple(sorted(int(r) for r in set(audited[audited.variant == variant]["rank"]) if int(r) <= int(rank))) or ranks
     settings = {k: v for k, v in run.items() if k in fields}
-    settings.update(methods=(method,), variants=(split_variant(variant)[0],), ranks=ranks, keep_models=True, options={method: options})
+    # bootstrap=0: replicates come after the fit and never change it; a model needs none of them
+    settings.update(methods=(method,), variants=(split_variant(variant)[0],), ranks=ranks, keep_models=True, options={method: options},
+                    bootstrap=0)
     refit = run_audit(data, AuditConfig(**settings), progress=progress)
     if key not in refit.models:
         reasons = "; ".join(s["reason"] for s in refit.skipped) or "the audit did not fit it"

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
-from .metrics import METRIC_DEFINITIONS, better, metric_definition
+from .formatting import interval, number
+from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
 # black, which a dark theme would hide; every colour here reads on white and on a dark background.
@@ -25,6 +26,9 @@ OKABE_ITO = {
 GROUP_COLOURS = [OKABE_ITO[c] for c in ("blue", "orange", "bluish green", "reddish purple", "sky blue", "vermillion", "yellow")]
 GROUP_SYMBOLS = ["circle", "diamond", "square", "triangle-up", "x", "star", "cross", "triangle-down", "pentagon", "hexagon"]
 GROUP_DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+CHANCE_COLOUR = "#808080"
+"""The leakage chart's chance line: a grey with contrast 3.9:1 on white and 4.9:1 on the dark
+theme's background (the previous #555555 all but vanished on the dark theme)."""
 VANILLA_COLOUR = "#8C8C8C"
 """Vanilla is the neutral reference: a mid grey (contrast 3.4:1 on white, 5.9:1 on Streamlit's dark
 background), drawn thicker than the fair variants."""
@@ -112,8 +116,10 @@ def metric_label(metric: str) -> str:
 
 def metric_line(metric: str) -> str:
     """One plain line for next to a chart: the first sentence of the metric's plain definition."""
-    plain = METRIC_DEFINITIONS.get(metric, {}).get("plain", "")
+    plain = metric_definition(metric).get("plain", "")
     first = plain.split(". ")[0].rstrip(".")
+    if first and metric.startswith(HELDOUT_PREFIX):
+        return f"{first}, on the held-out rows (the model was fitted on the others)."
     return f"{first}." if first else ""
 
 
@@ -181,23 +187,28 @@ def group_curves(
     )
     title_lines = max([t.text.count("<br>") + 1 for t in fig.layout.annotations] or [1])
     fig.update_annotations(font_size=13 if len(ordered) <= 3 else 12)
+    bands = len(groups) <= INTERVAL_BANDS_MAX_SERIES
     for col, variant in enumerate(ordered, start=1):
         part = rows[rows.variant == variant]
         for index, group in enumerate(groups):
             line = part[part.group == group]
+            colour = GROUP_COLOURS[index % len(GROUP_COLOURS)]
             # distinct colour, marker and dash per group: coinciding lines (equal losses) stay visible
-            add_interval_band(fig, line, GROUP_COLOURS[index % len(GROUP_COLOURS)], safe(group), row=1, col=col)
+            if bands:
+                add_interval_band(fig, line, colour, safe(group), row=1, col=col)
             fig.add_trace(
                 go.Scatter(
-                    x=line["rank"],
+                    x=line["rank"] + (0 if bands else dodge(index, len(groups))),
                     y=line["value"],
                     mode="lines+markers",
                     name=safe(group),
                     legendgroup=safe(group),
                     showlegend=col == 1,
-                    line=dict(color=GROUP_COLOURS[index % len(GROUP_COLOURS)], dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
+                    line=dict(color=colour, dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
                     marker=dict(symbol=GROUP_SYMBOLS[index % len(GROUP_SYMBOLS)], size=9 - min(index, 3)),
-                    hovertemplate=f"{safe(group)}: %{{y:.4g}}<extra></extra>",
+                    error_y=None if bands else interval_bars(line, colour),
+                    text=hover_texts(line, safe(group)),
+                    hovertemplate="%{text}<extra></extra>",
                 ),
                 row=1,
                 col=col,
@@ -207,12 +218,26 @@ def group_curves(
         low, high = float(rows["rank"].min()), float(rows["rank"].max())
         fig.update_xaxes(range=[low - 0.5, high + 0.5])
     fig = _layout(fig, title or f"{metric_title(metric)} — vanilla and fair side by side", metric_label(metric))
+    if not bands:  # dodged points: one group's point at a time, its rank in the label
+        fig.update_layout(hovermode="closest")
     # the figure title pinned to the top, with room below it for the (possibly wrapped) panel titles
     extra = 16 * (title_lines - 1)
     fig.update_layout(
         title=dict(yref="container", y=1, yanchor="top", pad=dict(t=14)), margin=dict(t=64 + extra), height=380 + extra
     )
     return fig
+
+
+def series_style(variant: str, others: int) -> tuple[dict, dict]:
+    """``(line, marker)`` of a variant's curve: vanilla a thick grey line; the ``others``-th other
+    variant a colour, dash and marker of its own — all three differ, so variants that coincide
+    stay visible, and once the colours repeat (feature selection has seven variants) the dash
+    cycle shifts, so the seventh curve is not the first one's twin."""
+    if variant == "vanilla":
+        return dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
+    colours = len(VARIANT_COLOURS)
+    line = dict(color=VARIANT_COLOURS[others % colours], dash=VARIANT_DASHES[(others + others // colours) % len(VARIANT_DASHES)])
+    return line, dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
 
 
 def variant_curves(
@@ -228,29 +253,32 @@ def variant_curves(
     rows = rows[rows.group == ""]
     fig = make_subplots(rows=1, cols=1)
     others = 0
-    for variant in _ordered_variants(rows, variants):
+    ordered = _ordered_variants(rows, variants)
+    bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
+    for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
-        if variant == "vanilla":
-            style, marker = dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
-        else:
-            # colour, dash and marker all differ: variants that coincide (equal values) stay visible
-            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
-            marker = dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
-            others += 1
-        add_interval_band(fig, line, style["color"], safe(variant_title(method, variant)))
+        style, marker = series_style(variant, others)
+        others += variant != "vanilla"
+        name = safe(variant_title(method, variant))
+        if bands:
+            add_interval_band(fig, line, style["color"], name)
         fig.add_trace(
             go.Scatter(
-                x=line["rank"],
+                x=line["rank"] + (0 if bands else dodge(index, len(ordered))),
                 y=line["value"],
                 mode="lines+markers",
-                name=safe(variant_title(method, variant)),
+                name=name,
                 line=style,
                 marker=marker,
-                hovertemplate=f"{safe(variant)}: %{{y:.4g}}<extra></extra>",
+                error_y=None if bands else interval_bars(line, style["color"]),
+                text=hover_texts(line, name),
+                hovertemplate="%{text}<extra></extra>",
             )
         )
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     fig = _layout(fig, title or metric_title(metric), metric_label(metric) + (", log scale" if log_y else ""))
+    if not bands:  # dodged points: one variant's point at a time, its rank in the label
+        fig.update_layout(hovermode="closest")
     if log_y:
         # full numbers at every tick (0.002, 0.005, 0.01, 100), not plotly's bare mantissas (2, 5, 0.01)
         fig.update_yaxes(type="log", tickformat=".2~r")
@@ -283,17 +311,22 @@ def frontier(
     if not needed <= set(table.columns):
         return _layout(fig, title or "λ frontier (metrics missing)", metric_label(y_metric))
     table = table.dropna(subset=[x_metric, y_metric])
+    # the y metric's interval where the records carry one (leakage: its cross-validation interval)
+    lows, highs = (whole_metrics(records, method, rank, values=v).reindex(index=table.index) for v in ("ci_low", "ci_high"))
+    table = table.assign(ci_low=lows.get(y_metric), ci_high=highs.get(y_metric))
     bases = list(dict.fromkeys(split_variant(v)[0] for v in table.index if is_sweep_variant(v)))
     for index, base in enumerate(bases):
         points = table[[is_sweep_variant(v) and split_variant(v)[0] == base for v in table.index]]
         points = points.sort_values("lam")
+        colour = VARIANT_COLOURS[index % len(VARIANT_COLOURS)]
         fig.add_trace(
             go.Scatter(
                 x=points[x_metric],
                 y=points[y_metric],
                 mode="lines+markers",
                 name=safe(variant_title(method, base)),
-                line=dict(color=VARIANT_COLOURS[index % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                line=dict(color=colour, dash=VARIANT_DASHES[index % len(VARIANT_DASHES)]),
+                error_y=interval_bars(points.rename(columns={y_metric: "value"}), colour),
                 customdata=points["lam"],
                 hovertemplate=f"{safe(variant_title(method, base))}<br>λ = %{{customdata:.3g}}<br>"
                 f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
@@ -311,6 +344,8 @@ def frontier(
                 hovertemplate=f"{safe(variant_title(method, 'vanilla'))} (λ = 0)<br>%{{x:.4g}}, %{{y:.4g}}<extra></extra>",
             )
         )
+    if y_metric.removeprefix(HELDOUT_PREFIX) == "balanced_accuracy":
+        add_chance_line(fig, records, method, y_metric.removesuffix("balanced_accuracy"))
     fig.update_xaxes(title_text=axis_title(metric_label(x_metric), 60), tickformat=TICK_FORMAT, exponentformat="e")
     figure = _layout(fig, title or f"{metric_title(y_metric)} vs {metric_title(x_metric)} over λ (rank {rank})", metric_label(y_metric))
     figure.update_layout(hovermode="closest")
@@ -339,7 +374,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "seconds"),
     ],
     "cpd": [
-        ("frontier", "unfairness_balanced"),
+        ("frontier", "balanced_accuracy"),
         ("frontier", "nkhsic"),
         ("frontier", "unfairness"),
         ("group", "residual_fit"),
@@ -396,6 +431,45 @@ def family_figures(records: pd.DataFrame, method: str, variants: Sequence[str] |
 
 # ---------------------------------------------------------------- intervals and leakage
 INTERVAL_OPACITY = 0.15
+INTERVAL_BANDS_MAX_SERIES = 2
+"""Up to this many curves in one panel, intervals are translucent bands behind them; with more,
+bands stack into an opaque block that hides the curves (measured on the PCA page's MMD² chart:
+four variants' overlapping bands covered the whole plot), so each curve gets error bars instead,
+its points shifted a little sideways (:func:`dodge`) so that equal intervals stay apart."""
+
+DODGE_SPREAD = 0.3
+"""The total sideways shift, in ranks, of the curves of one panel drawn with error bars."""
+
+
+def dodge(index: int, count: int) -> float:
+    """The sideways shift of curve ``index`` of ``count`` (centred on the rank; at most
+    :data:`DODGE_SPREAD` across all of them, 0.1 between neighbours)."""
+    if count <= 1:
+        return 0.0
+    step = min(0.1, DODGE_SPREAD / (count - 1))
+    return (index - (count - 1) / 2) * step
+
+
+def interval_bars(line: pd.DataFrame, colour: str) -> dict | None:
+    """``line``'s ``ci_low``–``ci_high`` as plotly error bars (None without intervals)."""
+    if "ci_low" not in line or not line[["ci_low", "ci_high"]].notna().any(axis=None):
+        return None
+    return dict(
+        type="data", symmetric=False, array=(line["ci_high"] - line["value"]).clip(lower=0),
+        arrayminus=(line["value"] - line["ci_low"]).clip(lower=0), thickness=1.2, width=3, color=colour,
+    )
+
+
+def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
+    """Per point of ``line``: “name, rank 3: 0.412 (0.371–0.455)” (the interval where there is
+    one), written by :mod:`fairaudit.formatting` like every other number shown."""
+    lows = line["ci_low"] if "ci_low" in line else pd.Series(np.nan, index=line.index)
+    highs = line["ci_high"] if "ci_high" in line else pd.Series(np.nan, index=line.index)
+    spans = [interval(low, high) for low, high in zip(lows, highs, strict=True)]
+    return [
+        f"{name}, rank {int(rank)}: {number(value)}" + (f" ({span})" if span != "n/a" else "")
+        for rank, value, span in zip(line["rank"], line["value"], spans, strict=True)
+    ]
 
 
 def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:
@@ -433,6 +507,24 @@ def add_interval_band(fig: go.Figure, line: pd.DataFrame, colour: str, legendgro
     )
 
 
+def _chance_hline(fig: go.Figure, chance: float) -> None:
+    fig.add_hline(
+        y=chance, line=dict(color=CHANCE_COLOUR, dash="dash", width=2), annotation_position="bottom right",
+        annotation_text=f"chance {number(chance)}: at or below it, no detectable leakage",
+    )
+
+
+def add_chance_line(fig: go.Figure, records: pd.DataFrame, method: str, prefix: str = "") -> None:
+    """Chance for the balanced accuracy of predicting the group, ``1/k``, as a dashed line (the
+    line the leakage findings compare with), when the records say what ``k`` is."""
+    k = records.attrs.get("n_groups")
+    chance_rows = records[(records.method == method) & (records.metric == prefix + "chance_balanced_accuracy")]
+    if k is None and not chance_rows.empty:
+        k = max(2, round(1.0 / max(float(chance_rows["value"].median()), 1e-9)))
+    if k:
+        _chance_hline(fig, 1.0 / k)
+
+
 def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] | None = None, prefix: str = "") -> go.Figure:
     """The leakage test over rank: the balanced accuracy of predicting the group from each
     variant's representation (error bars: the cross-validation interval) against chance ``1/k``
@@ -453,32 +545,24 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
             x = list(band.index) + list(band.index)[::-1]
             fig.add_trace(
                 go.Scatter(
-                    x=x, y=list(band["ci_high"]) + list(band["ci_low"])[::-1], fill="toself", fillcolor="rgba(120,120,120,0.15)",
+                    x=x, y=list(band["ci_high"]) + list(band["ci_low"])[::-1], fill="toself", fillcolor=_translucent(CHANCE_COLOUR, 0.2),
                     line=dict(width=0), mode="lines", hoverinfo="skip", name="chance (permuted groups)",
                 )
             )
     others = 0
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant].sort_values("rank")
-        if variant == "vanilla":
-            style = dict(color=VANILLA_COLOUR, dash="solid", width=3)
-        else:
-            style = dict(color=VARIANT_COLOURS[others % len(VARIANT_COLOURS)], dash=VARIANT_DASHES[others % len(VARIANT_DASHES)])
-            others += 1
-        error = None
-        if line[["ci_low", "ci_high"]].notna().any(axis=None):
-            error = dict(
-                type="data", symmetric=False, array=(line["ci_high"] - line["value"]).clip(lower=0),
-                arrayminus=(line["value"] - line["ci_low"]).clip(lower=0), thickness=1, width=3, color=style["color"],
-            )
+        style, marker = series_style(variant, others)
+        others += variant != "vanilla"
+        name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(
-                x=line["rank"], y=line["value"], mode="lines+markers", name=safe(variant_title(method, variant)), line=style,
-                error_y=error, hovertemplate=f"{safe(variant_title(method, variant))}: %{{y:.3f}}<extra></extra>",
+                x=line["rank"], y=line["value"], mode="lines+markers", name=name, line=style, marker=marker,
+                error_y=interval_bars(line, style["color"]), text=hover_texts(line, name), hovertemplate="%{text}<extra></extra>",
             )
         )
     if chance is not None:
-        fig.add_hline(y=chance, line=dict(color="#555555", dash="dash", width=1.5), annotation_text=f"chance {chance:.3g}", annotation_position="bottom right")
+        _chance_hline(fig, chance)
     fig.update_xaxes(title_text=safe(rank_title(method)), dtick=1 if rows["rank"].nunique() <= 12 else None)
     where = " (held-out rows)" if prefix else ""
     figure = _layout(fig, f"Leakage: balanced accuracy of predicting the group{where}", metric_label("balanced_accuracy"))

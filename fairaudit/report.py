@@ -21,11 +21,11 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from .audit import FAMILY_TITLES, AuditResult, whole_metrics
-from .findings import Finding, findings, verdict_rules
+from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import interval, level, number, plural
 from .metrics import metric_definition
 from .plots import better_text, family_figures, metric_label, metric_line, variant_title
-from .vocabulary import render
+from .vocabulary import render, term
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
 
@@ -36,17 +36,22 @@ h1{font-size:1.7rem;margin-bottom:.2rem}h2{margin-top:2.2rem;border-bottom:1px s
 h3{margin-top:1.6rem}table{border-collapse:collapse;margin:.6rem 0;font-size:.9rem}
 td,th{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.finding{background:#fff8e1;border-left:4px solid #f0b400;padding:.5rem .9rem;margin:.4rem 0}
-.finding.gap,.finding.worse{background:#fdecea;border-left-color:#c62828}.finding.mitigated{background:#e8f5e9;border-left-color:#2e7d32}
-.finding.no_evidence{background:#eef3f8;border-left-color:#5b7083}.finding.info{background:#f6f8fa;border-left-color:#8c959f}
-.verdict{font-weight:600;font-size:.8rem;text-transform:uppercase;letter-spacing:.03em;margin-right:.5rem}
+.finding{background:#f6f8fa;border-left:5px solid #8c959f;padding:.5rem .9rem;margin:.4rem 0}
+.finding.gap{background:#fff4de;border-left-color:#b07800}.finding.worse{background:#fde8dc;border-left-color:#d55e00;border-left-style:double;border-left-width:7px}
+.finding.mitigated{background:#e3f0f8;border-left-color:#0072b2}.finding.no_evidence{background:#eef1f4;border-left-color:#5b7083;border-left-style:dashed}
+.verdict{display:inline-block;font-weight:700;font-size:.78rem;text-transform:uppercase;letter-spacing:.03em;margin-right:.5rem;
+padding:0 .45rem;border-radius:3px;border:1px solid currentColor}
+.gap .verdict{color:#8a5d00}.worse .verdict{color:#a64800}.mitigated .verdict{color:#005a8c}.no_evidence .verdict{color:#44515e}.info .verdict{color:#57606a}
+.finding details.rule{margin-top:.25rem;font-size:.85rem;color:#57606a}.finding details.rule summary{cursor:pointer}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 .figure .note{margin:2px 8px 6px}
 div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
 @media screen and (prefers-color-scheme: dark){/* print keeps the light theme */
 body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
-.finding{background:#2b2410;border-color:#d29922}.note{color:#9da7b3}code{background:#161b22}
+.finding{background:#161b22}.finding.gap{background:#2b2206}.finding.worse{background:#33190b}.finding.mitigated{background:#0b2233}
+.finding.no_evidence{background:#1a2028}.gap .verdict{color:#f0b400}.worse .verdict{color:#ff8a50}.mitigated .verdict{color:#56b4e9}
+.no_evidence .verdict,.info .verdict,.finding details.rule{color:#9da7b3}.note{color:#9da7b3}code{background:#161b22}
 .figure{border-color:#30363d}.figure .note{color:#57606a}
 }
 """
@@ -144,58 +149,92 @@ def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
     return whole_metrics(result.records, method).reset_index()
 
 
-def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
-    """The per-rank summary as text cells, each value with its interval: ``(header, rows)``."""
+def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
+    """The per-rank summary with every value written with its interval, ``"0.412 (0.371–0.455)"``
+    (just the value where no interval was computed): columns ``variant``, ``rank`` and one per
+    whole-data metric (the report's and the dashboard's tables)."""
     values = summary_table(result, method)
     if values.empty:
-        return (), []
+        return values
     records = result.records
     rows = records[(records.method == method) & (records.group == "")]
     lows = whole_metrics(rows, method, values="ci_low") if "ci_low" in rows else None
     highs = whole_metrics(rows, method, values="ci_high") if "ci_high" in rows else None
-    metrics = [c for c in values.columns if c not in ("variant", "rank")]
-    out = []
-    for _, row in values.iterrows():
-        key = (row["variant"], row["rank"])
-        cells = [variant_title(method, row["variant"]), int(row["rank"])]
-        for metric in metrics:
-            text = number(row[metric])
+    text = values.copy().astype(object)
+    for metric in (c for c in values.columns if c not in ("variant", "rank")):
+        cells = []
+        for variant, rank, value in zip(values["variant"], values["rank"], values[metric], strict=True):
+            cell, key = number(value), (variant, rank)
             if lows is not None and key in lows.index and metric in lows.columns:
                 span = interval(lows.loc[key, metric], highs.loc[key, metric])
                 if span != "n/a":
-                    text += f" ({span})"
-            cells.append(text)
-        out.append(tuple(cells))
+                    cell += f" ({span})"
+            cells.append(cell)
+        text[metric] = cells
+    text["rank"] = values["rank"].astype(int)
+    return text
+
+
+def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
+    """The per-rank summary as text cells, each value with its interval: ``(header, rows)``."""
+    text = summary_text(result, method)
+    if text.empty:
+        return (), []
+    metrics = [c for c in text.columns if c not in ("variant", "rank")]
+    out = [(variant_title(method, row[0]), int(row[1]), *row[2:]) for row in text[["variant", "rank", *metrics]].itertuples(index=False)]
     header = ("variant", "rank", *(metric_label(m) if metric_definition(m) else m for m in metrics))
     return header, out
 
 
 def _finding_html(finding, interface: str = "library") -> str:
-    """A finding as a block coloured by its verdict, the verdict as its label and the rule on hover."""
+    """A finding as a block marked by its verdict — a labelled badge (colour, border style and
+    words: never colour alone) — with its text and, for a verdict, the rule that produced it."""
     verdict = getattr(finding, "verdict", "info")
     rule = getattr(finding, "rule", "")
-    title = f' title="{_e(words(rule, interface))}"' if rule else ""
-    label = verdict.replace("_", " ")
-    return f'<div class="finding {_e(verdict)}"{title}><span class="verdict">{_e(label)}</span>{_e(words(finding, interface))}</div>'
+    label = VERDICT_LABELS.get(verdict, verdict.replace("_", " "))
+    why = (f'<details class="rule"><summary>Why “{_e(label)}”: the rule</summary>{_e(words(rule, interface))}</details>'
+           if rule and verdict != "info" else "")
+    return (f'<div class="finding {_e(verdict)}"><span class="verdict">{_e(label)}</span>'
+            f"{_e(words(finding, interface))}{why}</div>")
 
 
-def _verdicts_section(result: AuditResult) -> str:
-    """The verdict rules this run used (tolerance and confidence filled in)."""
+def verdict_settings(result: AuditResult) -> list[tuple[list[str], float, float]]:
+    """``[(families, flag_ratio, confidence)]``: the tolerance and confidence each family's
+    verdicts used, families with the same settings together (families audited separately, e.g.
+    from the dashboard's pages, may differ)."""
     runs = result.config.get("runs", [result.config])
-    flag = float(runs[0].get("flag_ratio", 1.25))
-    confidence = float(runs[0].get("confidence", 0.95))
-    rules = verdict_rules(flag, confidence)
-    items = "".join(f"<li>{_e(text)}</li>" for text in rules.values())
-    return (
-        "<h2>Verdicts and their rules</h2><p class=\"note\">Every finding above carries one verdict. "
-        f"Tolerance (flag_ratio) {_e(number(flag))}, confidence {_e(level(confidence))}.</p><ul>{items}</ul>"
-    )
+    methods = list(dict.fromkeys(result.records.method)) or [m for run in runs for m in run.get("methods", ())]
+    grouped: dict[tuple[float, float], list[str]] = {}
+    for method in methods:
+        run = next((r for r in runs if method in r.get("methods", ())), runs[0])
+        key = (float(run.get("flag_ratio", 1.25)), float(run.get("confidence", 0.95)))
+        grouped.setdefault(key, []).append(method)
+    return [(families, flag, confidence) for (flag, confidence), families in grouped.items()]
 
 
-def _uncertainty_section(result: AuditResult, interface: str = "library") -> str:
-    """How every interval was computed, per family: replicates and why, held-out rows, gaps."""
-    if not result.uncertainty:
-        return ""
+def _verdicts_section(result: AuditResult, interface: str = "library") -> str:
+    """The verdict rules this run used (tolerance and confidence filled in), once per setting."""
+    settings = verdict_settings(result) or [([], 1.25, 0.95)]
+    parts = ["<h2>Verdicts and their rules</h2><p class=\"note\">Every finding above carries one verdict.</p>"]
+    for families, flag, confidence in settings:
+        names = ", ".join(FAMILY_TITLES.get(m, m) for m in families)
+        if len(settings) > 1:
+            parts.append(f"<h3>{_e(names)}</h3>")
+        rules = verdict_rules(flag, confidence)
+        items = "".join(f"<li>{_e(words(text, interface))}</li>" for text in rules.values())
+        parts.append(
+            f'<p class="note">Tolerance ({_e(words(term("flag_ratio"), interface))}) {_e(number(flag))}, '
+            f"confidence {_e(level(confidence))}.</p><ul>{items}</ul>"
+        )
+    return "".join(parts)
+
+
+UNCERTAINTY_HEADER = ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals")
+
+
+def uncertainty_rows(result: AuditResult, interface: str = "library") -> list[tuple]:
+    """How every family's intervals were computed, one row per family (:data:`UNCERTAINTY_HEADER`):
+    replicates and why, confidence, held-out rows, the intervals' time."""
     rows = []
     for method, summary in result.uncertainty.items():
         parts = [(FAMILY_TITLES.get(method, method), summary)] if "replicates" in summary else []
@@ -214,7 +253,14 @@ def _uncertainty_section(result: AuditResult, interface: str = "library") -> str
                     f"{number(part['seconds'])} s" if part.get("seconds") is not None else "—",
                 )
             )
-    table = _table(rows, ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals"))
+    return rows
+
+
+def _uncertainty_section(result: AuditResult, interface: str = "library") -> str:
+    """How every interval was computed, per family: replicates and why, held-out rows, gaps."""
+    if not result.uncertainty:
+        return ""
+    table = _table(uncertainty_rows(result, interface), UNCERTAINTY_HEADER)
     notes = "".join(
         f"<li>{_e(FAMILY_TITLES.get(method, method))}: no interval for {_e(what)} — {_e(words(reason, interface))}</li>"
         for method, summary in result.uncertainty.items()
@@ -416,7 +462,7 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
         + ("<h2>Summary</h2>" + summary if summary else "")
         + _data_section(result)
         + families
-        + _verdicts_section(result)
+        + _verdicts_section(result, interface)
         + _uncertainty_section(result, interface)
         + _notes_section(result, interface)
         + _definitions_section(result)

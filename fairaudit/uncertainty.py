@@ -107,6 +107,12 @@ credit file took 597 s by default (fits 8.5 s) and the PCA audit of 50 × 5,000 
 
 MIN_DEFAULT_REPLICATES = 10
 
+HOLDOUT_RANGE = (0.05, 0.5)
+"""The held-out share ``AuditConfig(holdout=…)`` accepts (0 or None for none)."""
+
+HOLDOUT_SUGGESTED = 0.3
+"""The held-out share offered when a user turns held-out evaluation on (the dashboard's toggle)."""
+
 
 def _duration(seconds: float) -> str:
     minutes = seconds / 60
@@ -197,8 +203,9 @@ def check_bootstrap(bootstrap, confidence, holdout, flag_ratio) -> None:
         )
     if not isinstance(confidence, int | float) or not 0.5 <= float(confidence) < 1:
         raise ParameterError(f"{term('confidence')} must be a number from 0.5 to below 1, such as 0.95; got {confidence!r}.")
-    if holdout is not None and (not isinstance(holdout, int | float) or not (holdout == 0 or 0.05 <= float(holdout) <= 0.5)):
-        raise ParameterError(f"{term('holdout')} must be a share of the rows from 0.05 to 0.5 (or 0 for none); got {holdout!r}.")
+    low, high = HOLDOUT_RANGE
+    if holdout is not None and (not isinstance(holdout, int | float) or not (holdout == 0 or low <= float(holdout) <= high)):
+        raise ParameterError(f"{term('holdout')} must be a share of the rows from {low:g} to {high:g} (or 0 for none); got {holdout!r}.")
     if not isinstance(flag_ratio, int | float) or not float(flag_ratio) > 1:
         raise ParameterError(f"{term('flag_ratio')} must be a number above 1, such as 1.25; got {flag_ratio!r}.")
 

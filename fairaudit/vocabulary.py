@@ -356,23 +356,35 @@ register("jevd_solver", Option(
              "damped": "Algorithm 1 with a backtracking step"},
 ))
 
-# Uncertainty and verdicts (library: AuditConfig; the dashboard's controls come with the ui work —
-# until then the dashboard words them as the library's defaults).
+# Uncertainty and verdicts (AuditConfig's bootstrap, confidence, holdout, flag_ratio): the same four
+# controls on every method page and beside the Report page's run of every family. The dashboard
+# shows the confidence level and the held-out share in percent.
+_RUN_PAGES = "on the method's page, or the Report page"
+
+
+def _percent(value: str) -> str:
+    try:
+        return f"{round(100 * float(value), 6):g}"
+    except ValueError:
+        return value
+
+
 register("bootstrap", Option(
-    "bootstrap", "--bootstrap", "", "library defaults",
-    dashboard=lambda v: "the number of bootstrap replicates (the library's default per family in the dashboard for now)",
+    "bootstrap", "--bootstrap", "Bootstrap replicates", "each method",
+    dashboard=lambda v: f"“Bootstrap replicates” → “{v}” ({_RUN_PAGES})",
 ))
 register("confidence", Option(
-    "confidence", "--confidence", "", "library defaults",
-    dashboard=lambda v: "the confidence level (95 % in the dashboard for now)",
+    "confidence", "--confidence", "Confidence level (%)", "each method",
+    dashboard=lambda v: f"“Confidence level (%)” → “{_percent(v)}” ({_RUN_PAGES})",
 ))
 register("holdout", Option(
-    "holdout", "--holdout", "", "library defaults",
-    dashboard=lambda v: "a held-out share of the rows (not offered in the dashboard yet)",
+    "holdout", "--holdout", "Held-out rows (% of each group)", "each method",
+    dashboard=lambda v: (f"clear “Evaluate on held-out rows” ({_RUN_PAGES})" if v in ("0", "0.0", "none") else
+                         f"“Evaluate on held-out rows” with “Held-out rows (% of each group)” → “{_percent(v)}” ({_RUN_PAGES})"),
 ))
 register("flag_ratio", Option(
-    "flag_ratio", "--flag-ratio", "", "library defaults",
-    dashboard=lambda v: "the gap tolerance (1.25 in the dashboard for now)",
+    "flag_ratio", "--flag-ratio", "Gap tolerance (×)", "each method",
+    dashboard=lambda v: f"“Gap tolerance (×)” → “{v}” ({_RUN_PAGES})",
 ))
 
 # The engine (command line and library): the dashboard always audits in process, with no dask.

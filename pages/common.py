@@ -14,9 +14,10 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES, AuditConfig, AuditResult, default_variants
-from fairaudit.cost import duration, expected_seconds
-from fairaudit.findings import findings
+from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants
+from fairaudit.cost import duration, expected_parts
+from fairaudit.findings import VERDICT_LABELS, Finding, findings
+from fairaudit.formatting import level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
@@ -27,8 +28,9 @@ from fairaudit.plots import (
     metric_line,
     variant_title,
 )
-from fairaudit.report import details_rows_by_ranks, summary_table
+from fairaudit.report import details_rows_by_ranks, summary_text
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
+from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.vocabulary import render
 from pages.runs import ResultStore, Run, RunRegistry
 
@@ -193,11 +195,14 @@ def run_status(run: Run) -> tuple[float, str]:
     if event:
         job = next((j for j in run.jobs if j.method == event.get("method")), None)
         stage = event.get("stage")
-        doing = f"{variant_title(event['method'], str(event.get('variant', '')))} at rank {event.get('rank')}"
-        if stage and stage != "fit":
-            doing += f" ({stage})"
-        if job is not None and job.total:
-            doing += f", {job.done}/{job.total} fits"
+        if stage == "bootstrap":  # the intervals: replicates of every fit, after the fits
+            doing = f"{FAMILY_TITLES.get(event['method'], event['method'])} intervals"
+        else:
+            doing = f"{variant_title(event['method'], str(event.get('variant', '')))} at rank {event.get('rank')}"
+            if stage and stage != "fit":
+                doing += f" ({stage})"
+        if job is not None and job.counted():
+            doing += f", {job.counted()}"
         parts.append(doing)
     parts.append(f"{_clock(run.elapsed())} elapsed")
     left = run.seconds_left()
@@ -259,8 +264,8 @@ def show_run_messages(method: str) -> None:
         if job.state == "cancelled":
             title = FAMILY_TITLES.get(method, method)
             st.warning(
-                f"{title}: the last run was cancelled after {job.done} of {job.total} fits; nothing from it was kept."
-                if job.total else f"{title}: the last run was cancelled before this family started."
+                f"{title}: the last run was cancelled after {job.counted()}; nothing from it was kept."
+                if job.counted() else f"{title}: the last run was cancelled before this family started."
             )
         return
 
@@ -277,7 +282,7 @@ def show_last_run_messages() -> None:
     stopped = [j for j in run.jobs if j.state == "cancelled"]
     if stopped:
         parts = [
-            f"{FAMILY_TITLES.get(j.method, j.method)} after {j.done} of {j.total} fits" if j.total
+            f"{FAMILY_TITLES.get(j.method, j.method)} after {j.counted()}" if j.counted()
             else f"{FAMILY_TITLES.get(j.method, j.method)} before it started"
             for j in stopped
         ]
@@ -290,9 +295,76 @@ def results_for() -> dict[str, AuditResult]:
 
 
 # ---------------------------------------------------------------- rendering results
+VERDICT_BADGES = {
+    "gap": ("orange", ":material/warning:"),
+    "worse": ("red", ":material/block:"),
+    "mitigated": ("blue", ":material/check_circle:"),
+    "no_evidence": ("violet", ":material/do_not_disturb_on:"),
+    "info": ("gray", ":material/info:"),
+}
+"""Per verdict, the badge's colour and icon: the label (``fairaudit.findings.VERDICT_LABELS``), the
+icon's shape and the colour each tell the verdicts apart, so no reader depends on colour alone;
+Streamlit's badge colours are drawn for the light and the dark theme."""
+
+
+def verdict_badge(verdict: str) -> str:
+    """A finding's verdict as a Markdown badge: “:orange-badge[:material/warning: Gap]”."""
+    colour, icon = VERDICT_BADGES.get(verdict, VERDICT_BADGES["info"])
+    label = VERDICT_LABELS.get(verdict, verdict.replace("_", " "))
+    return f":{colour}-badge[{icon} {plain(label[:1].upper() + label[1:])}]"
+
+
+def show_findings_list(items: Sequence[Finding]) -> None:
+    """Findings, one line each: the verdict badge, the sentence, and the rule on the “?” beside it;
+    under them, once, the rules of the verdicts shown (the same verdict has the same rule within a
+    family's run, so one expander per finding would only repeat it)."""
+    if not items:
+        return
+    with st.container(border=True):
+        for finding in items:
+            rule = words(finding.rule) if finding.rule and finding.verdict != "info" else None
+            st.markdown(f"{verdict_badge(finding.verdict)} {words(finding)}", help=rule)
+        rules = {f.verdict: f.rule for f in items if f.rule and f.verdict != "info"}
+        if rules:
+            names = ", ".join(VERDICT_LABELS.get(v, v) for v in rules)
+            with st.expander(f"Why these verdicts: the rules ({names})"):
+                for verdict, rule in rules.items():
+                    st.markdown(f"{verdict_badge(verdict)} {words(rule)}")
+
+
 def show_findings(result: AuditResult, method: str) -> None:
-    for sentence in findings(result).get(method, []):
-        st.info(words(sentence))
+    show_findings_list(findings(result).get(method, []))
+
+
+def show_uncertainty(result: AuditResult, method: str) -> None:
+    """How this result's intervals were made (or why there are none), and its held-out rows."""
+    summary = (result.uncertainty or {}).get(method)
+    if not summary:
+        return
+    replicates = int(summary.get("replicates") or 0)
+    chosen = next((r for r in result.config.get("runs", [result.config]) if method in r.get("methods", ())), result.config)
+    why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
+    if replicates:
+        seconds = summary.get("seconds")
+        st.caption(
+            f"Intervals: {level(summary.get('confidence', AuditConfig.confidence))} percentile intervals from "
+            f"{plural(replicates, 'stratified bootstrap replicate')} ({why})"
+            + (f", {seconds:.1f} s" if seconds is not None else "")
+            + " — shaded bands and error bars on the charts, “value (low–high)” in the table."
+        )
+    else:
+        why = "“Bootstrap replicates” was 0" if chosen.get("bootstrap") == 0 else words(summary.get("why", ""))
+        st.info(
+            f"No intervals: {why}. Without them no finding carries a verdict (gap, mitigated, …): each is a plain "
+            "statement, untested against sampling noise. Set “Bootstrap replicates” above to compute them.",
+            icon=":material/info:",
+        )
+    split = summary.get("rows")
+    if split:
+        st.caption(
+            f"Held-out rows: {level(summary.get('holdout', 0))} of each group ({split['heldout']:,} rows) kept out of "
+            f"every fit (trained on {split['train']:,}); metrics measured on them are labelled “held-out rows”."
+        )
 
 
 def show_figures(result: AuditResult, method: str, variants=None) -> None:
@@ -300,8 +372,8 @@ def show_figures(result: AuditResult, method: str, variants=None) -> None:
     under each, its metric's one-line definition and which way is better."""
     figures = family_figures(result.records, method, variants)
     wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
-    group_figures = [(m, f) for m, f in figures if m in wide]
-    other = [(m, f) for m, f in figures if m not in wide]
+    group_figures = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) in wide]  # held-out twins too
+    other = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) not in wide]
     # Keys by position: a metric can have several figures (the CP family draws nkhsic both as a
     # frontier and over rank).
     for index, (metric, fig) in enumerate(group_figures):
@@ -323,29 +395,100 @@ def _definition(metric: str) -> None:
 
 
 TABLE_COLUMNS = {
-    "pca": ["max_loss", "loss_gap", "variance_explained", "unfairness_balanced", "seconds"],
-    "nmf": ["max_rel_loss", "rel_loss_gap", "total_rel_error", "unfairness_balanced", "seconds"],
-    "fs": ["balance", "proportion", "acc", "nmi", "alignment_protected", "unfairness_balanced", "seconds"],
-    "cpd": ["lam", "residual_fit", "nkhsic", "orthogonality", "unfairness_balanced", "seconds"],
+    "pca": ["max_loss", "loss_gap", "variance_explained", "balanced_accuracy"],
+    "nmf": ["max_rel_loss", "rel_loss_gap", "total_rel_error", "balanced_accuracy"],
+    "fs": ["relative_balance", "balance", "proportion", "acc", "nmi", "alignment_protected", "balanced_accuracy"],
+    "cpd": ["lam", "residual_fit", "nkhsic", "orthogonality", "balanced_accuracy"],
 }
-"""The per-rank table's columns by default (the rest are one click away): a table that fits."""
+"""The per-rank table's columns by default (the rest, fit times included, are one click away): a
+table that fits, now that every cell carries its interval. The leakage column is the balanced
+accuracy, the quantity of the leakage chart and its finding."""
+
+TABLE_LABELS = {"balanced_accuracy": "Leakage: balanced accuracy"}
+"""Shorter column titles where a metric's title is a sentence (the column's help has it whole)."""
+
+MEASURED_ON = {"": "training", HELDOUT_PREFIX: "held-out"}
+"""With held-out rows, the table's “rows” column: which rows a line of the table was measured on."""
+
+
+def table_label(metric: str) -> str:
+    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says)
+    and which way is better."""
+    if metric not in TABLE_LABELS:
+        return metric_label(metric)
+    arrow = better_text(metric)
+    return TABLE_LABELS[metric] + (f" ({arrow})" if arrow else "")
+
+
+def heldout_lines(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (``summary_text``: a column per metric, ``heldout_…`` twins included) with the
+    held-out measurements as lines of their own: each variant and rank measured on the training
+    rows, then right under it on the held-out rows, in the same columns (a “rows” column says
+    which) — the table keeps its width, and every held-out value sits next to its training one."""
+    metrics = [c for c in table.columns if c not in ("variant", "rank") and not c.startswith(HELDOUT_PREFIX)]
+    lines = []
+    for prefix, rows in MEASURED_ON.items():
+        part = table[["variant", "rank"]].copy()
+        part.insert(2, "rows", rows)
+        for metric in metrics:
+            part[metric] = table[prefix + metric] if prefix + metric in table else "—"
+        lines.append(part.set_axis(2 * table.index + len(lines)))
+    return pd.concat(lines).sort_index().reset_index(drop=True)
 
 
 def show_table(result: AuditResult, method: str) -> None:
-    table = summary_table(result, method)
+    table = summary_text(result, method)
     if table.empty:
         return
     table["variant"] = [variant_title(method, v) for v in table["variant"]]
-    numeric = [c for c in table.columns if c not in ("variant", "rank")]
-    default = [c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric
+    heldout = any(c.startswith(HELDOUT_PREFIX) for c in table.columns)
+    if heldout:
+        table = heldout_lines(table)
+    keys = ["variant", "rank", "rows"] if heldout else ["variant", "rank"]
+    numeric = [c for c in table.columns if c not in keys]
     st.subheader("Per-rank table")
     shown = st.multiselect(
-        "Columns", numeric, default=default, format_func=metric_label, key=f"{method}-table-columns",
+        "Columns", numeric, default=[c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric,
+        format_func=table_label, key=f"{method}-table-columns",
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
-    config = {c: st.column_config.NumberColumn(metric_label(c), format="%.4g", help=metric_line(c)) for c in shown}
-    config["variant"] = st.column_config.TextColumn("variant")
-    st.dataframe(table[["variant", "rank", *shown]], hide_index=True, width="stretch", column_config=config)
+    summary = (result.uncertainty or {}).get(method, {})
+    confidence = level(summary.get("confidence", AuditConfig.confidence))
+    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") else ""
+    config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
+    config["variant"] = st.column_config.TextColumn("variant", width="medium")
+    config["rank"] = st.column_config.NumberColumn("rank", format="%d", width="small")
+    config["rows"] = st.column_config.TextColumn("rows", width="small", help="Measured on the training rows, or on the "
+                                                 "held-out rows with the model fitted on the training rows.")
+    st.dataframe(table[[*keys, *shown]], hide_index=True, width="stretch", column_config=config)
+    notes = []
+    if spans:
+        notes.append(f"Each value with its {confidence} interval: “value (low–high)”; a value without brackets has no "
+                     "interval (below: which, and why).")
+    if heldout:
+        notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
+    if notes:
+        st.caption(" ".join(notes))
+    show_missing_intervals(result, method)
+
+
+def missing_interval_notes(result: AuditResult, method: str) -> dict[str, str]:
+    """``{warning: what}`` for the warnings that say why some numbers of ``method`` have no
+    interval (``AuditResult.uncertainty[method]["not_bootstrapped"]``, also in the warnings)."""
+    missing = (result.uncertainty or {}).get(method, {}).get("not_bootstrapped", {})
+    return {f"{method}: no interval for {what}: {reason}.": what for what, reason in missing.items()}
+
+
+def show_missing_intervals(result: AuditResult, method: str) -> None:
+    """The numbers left without an interval and why, folded away (one line each would bury the page)."""
+    missing = (result.uncertainty or {}).get(method, {}).get("not_bootstrapped", {})
+    if not missing:
+        return
+    with st.expander(f"Numbers without an interval, and why ({len(missing)})"):
+        st.dataframe(
+            pd.DataFrame({"what": [metric_label(what) for what in missing], "why": [render(r, "dashboard") for r in missing.values()]}),
+            hide_index=True, width="stretch",
+        )
 
 
 def show_details(result: AuditResult, method: str) -> None:
@@ -362,8 +505,10 @@ def show_notes(result: AuditResult, method: str | None = None) -> None:
     for skip in result.skipped:
         if method is None or skip.get("method") == method:
             st.warning(f"Skipped {plain(variant_title(skip['method'], skip['variant']))}: {words(skip['reason'])}")
+    folded = missing_interval_notes(result, method) if method else {}  # shown with the table
     for warning in result.warnings:
-        st.caption(f"⚠ {words(warning)}")
+        if warning not in folded:
+            st.caption(f"⚠ {words(warning)}")
 
 
 def show_explainers(result: AuditResult, method: str) -> None:
@@ -378,6 +523,7 @@ def show_explainers(result: AuditResult, method: str) -> None:
 
 
 def show_result(result: AuditResult, method: str, variants=None) -> None:
+    show_uncertainty(result, method)
     show_findings(result, method)
     show_figures(result, method, variants)
     show_table(result, method)
@@ -408,6 +554,90 @@ LEAKAGE_LABELS = {
     "hgb": "gradient boosting — nonlinear, slower",
     "mlp": "neural network (1,500 hidden units) — nonlinear, slowest",
 }
+
+
+UNCERTAINTY_SETTINGS = ("bootstrap", "confidence", "holdout", "flag_ratio")
+"""``AuditConfig``'s settings of a run's intervals, held-out rows and verdicts (the controls of
+:func:`uncertainty_controls`)."""
+
+
+def replicates_text(counts: dict[str, int]) -> str:
+    """The default replicates as the bootstrap box's placeholder: “100 (default)”, or one count
+    per family for a run of several."""
+    if len(counts) == 1:
+        count = next(iter(counts.values()))
+        return f"{count} (default)" if count else "0 (default here: no intervals)"
+    return "default: " + ", ".join(f"{FAMILY_TITLES.get(m, m)} {n}" for m, n in counts.items())
+
+
+def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, str]]) -> dict:
+    """The controls of a run's intervals, held-out rows and verdicts (the same on every method
+    page and beside the Report page's run of every family); returns ``AuditConfig`` keyword
+    arguments. ``defaults``: per family, the library's default replicates on this data and why
+    (``fairaudit.uncertainty.default_replicates``); an empty box means those defaults."""
+    st.markdown("**Intervals and verdicts**")
+    replicates, confidence_column, tolerance, heldout_column = st.columns(4)
+    reasons = " ".join(f"{FAMILY_TITLES.get(m, m)}: {count or 'none'} — {words(why)}." for m, (count, why) in defaults.items())
+    bootstrap = replicates.number_input(
+        "Bootstrap replicates", min_value=0, max_value=100_000, value=saved.get("bootstrap"), step=10,
+        placeholder=replicates_text({m: count for m, (count, _) in defaults.items()}), key=f"{key}-bootstrap",
+        help="Each replicate redraws every group's rows with replacement (group sizes fixed), refits every variant "
+        "and measures it again; the spread of the replicates gives every number its interval, and the intervals "
+        "decide the verdicts. 0 turns the intervals off (faster; the findings then carry no verdict). Leave the box "
+        f"empty for the library's default on data this size. {reasons}",
+    )
+    percent = confidence_column.number_input(
+        "Confidence level (%)", min_value=50.0, max_value=99.9, step=0.5, format="%.1f", key=f"{key}-confidence",
+        value=float(round(100 * float(saved.get("confidence", AuditConfig.confidence)), 6)),
+        help="Level of every interval; 100 % minus it is the significance level of the tests behind the verdicts "
+        "(the leakage permutation test, the PCA gap test).",
+    )
+    flag_ratio = tolerance.number_input(
+        "Gap tolerance (×)", min_value=1.0, max_value=100.0, step=0.05, format="%.2f", key=f"{key}-flag-ratio",
+        value=float(saved.get("flag_ratio", AuditConfig.flag_ratio)),
+        help="A gap verdict needs the worst-served group to fare at least this many times worse than the best-served "
+        "one, beyond the interval; smaller differences are “no evidence” at this tolerance.",
+    )
+    with heldout_column:
+        heldout = st.checkbox(
+            "Evaluate on held-out rows", value=bool(saved.get("holdout")), key=f"{key}-heldout",
+            help="Fit on the rest of the rows and measure every metric on the held-out ones too (labelled “held-out "
+            "rows”): a fair method that only fits its training rows shows it there.",
+        )
+        low, high = (round(100 * bound) for bound in HOLDOUT_RANGE)
+        share = st.number_input(
+            "Held-out rows (% of each group)", min_value=low, max_value=high, step=5, key=f"{key}-holdout",
+            value=round(100 * float(saved.get("holdout") or HOLDOUT_SUGGESTED)),
+            help="Drawn at random within each group (with the run's seed); used only with “Evaluate on held-out rows”.",
+        )
+    return {
+        "bootstrap": None if bootstrap is None else int(bootstrap),
+        "confidence": round(float(percent) / 100, 6),
+        "holdout": round(float(share) / 100, 6) if heldout else None,
+        "flag_ratio": float(flag_ratio),
+    }
+
+
+def expectation(data, config: AuditConfig) -> tuple[float, str]:
+    """``(seconds, words)``: what a run of ``config`` on ``data`` should take (``fairaudit.cost``,
+    the CLI's model), with the share of the bootstrap replicates said."""
+    parts = expected_parts(data.n_rows, data.n_features, config)
+    total = sum(part.seconds for part in parts.values())
+    replicates = sum(part.bootstrap for part in parts.values())
+    counts = [part.replicates for part in parts.values() if part.replicates]
+    text = f"roughly {duration(total)}"
+    if replicates >= 1:
+        many = f"the {plural(counts[0], 'bootstrap replicate')}" if len(set(counts)) == 1 else "the bootstrap replicates"
+        share = "most of it" if replicates >= 0.5 * total else f"about {duration(replicates)} of it"
+        text += f", {share} for {many} of the intervals"
+    return total, text
+
+
+AUTO_RUN_MAX_SECONDS = 5.0
+"""A page that may start its default audit on first open (the PCA page, on data small enough for
+its fits to take a few seconds) does so only when the intervals' bootstrap replicates are expected
+to add less than this (``fairaudit.cost``); otherwise the audit waits for *Run audit*, with the
+expected time said."""
 
 
 def saved_settings(method: str) -> dict:
@@ -478,12 +708,9 @@ def method_page(
             "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
+        n_ranks = len(ranks) if ranks else None
+        trust = uncertainty_controls(method, saved, {method: default_replicates(method, data.n_rows, data.n_features, n_ranks)})
         submitted = st.form_submit_button("Run audit", type="primary")
-    if chosen:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
-        seconds, _ = expected_seconds(data.n_rows, data.n_features, AuditConfig(methods=(method,), ranks=ranks or None))
-        if seconds >= 5:
-            st.caption(f"Expect roughly {duration(seconds)} for the default variants on data this size (two cores); "
-                       "the run goes on if you open other pages, and its progress stays in the sidebar.")
     for variant in variants:
         if variant in heavy and (variant in chosen or variant in skipped):
             note = "" if variant in chosen else " (not selected by default on data this size)"
@@ -501,17 +728,28 @@ def method_page(
                 leakage_classifier=leakage if not leakage_option else "qda",
                 options={method: {**options, leakage_option: leakage} if leakage_option else options}
                 if (options or leakage_option) else {},
+                **trust,
             )
         except FairAuditError as exc:
             show_error(exc)
+    intervals = 0.0
+    if config is not None:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
+        seconds, expected = expectation(data, config)
+        intervals = sum(part.bootstrap for part in expected_parts(data.n_rows, data.n_features, config).values())
+        if seconds >= AUTO_RUN_MAX_SECONDS:
+            st.caption(f"Expect {expected} on data this size (two cores); the run goes on if you open other pages, "
+                       "and its progress stays in the sidebar.")
     reg = registry()
     running = reg.running_for(method, token)
     first_visit = (method, token) not in st.session_state.setdefault("auto-started", set())
-    if config is not None and (submitted or (auto_run and first_visit and running is None and method not in results_for())):
+    # nothing slower than a few seconds starts unasked: the page's own size rule for the fits (measured),
+    # and the intervals' replicates must add less than a few seconds too
+    quick = auto_run and intervals < AUTO_RUN_MAX_SECONDS
+    if config is not None and (submitted or (quick and first_visit and running is None and method not in results_for())):
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
             "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,
-            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed,
+            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed, **trust,
         }
         start_run(FAMILY_TITLES.get(method, method), [(method, config)])
         running = reg.running_for(method, token)

@@ -17,6 +17,7 @@ import streamlit as st
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, family_options
 from fairaudit.data import read_table
+from fairaudit.findings import findings
 from fairaudit.models import (
     GAP_METRICS,
     exportable,
@@ -30,6 +31,7 @@ from fairaudit.plots import variant_title
 from fairaudit.report import spreadsheet_safe
 from fairaudit.yours import COMPONENT_METHODS, YOURS, attach, audit_yours, read_components, read_embedding, sentences
 from pages.common import (
+    UNCERTAINTY_SETTINGS,
     current_data,
     data_summary,
     data_token,
@@ -39,6 +41,7 @@ from pages.common import (
     runs_panel,
     show_error,
     show_figures,
+    show_findings_list,
     show_notes,
     start_work,
     words,
@@ -73,8 +76,10 @@ def collect(key, store: dict) -> None:
         st.warning(f"{plain(run.label)} was cancelled; nothing from it was kept.")
 
 
-def start(key, label: str, method: str, work) -> None:
-    runs[key] = start_work(label, method, AuditConfig(methods=(method,)), work)
+def start(key, label: str, method: str, work, config: AuditConfig | None = None) -> None:
+    """Start ``work`` as a session run; ``config`` is what it runs (for its time estimate): by
+    default one family's fits without intervals (a model's refit needs no replicates)."""
+    runs[key] = start_work(label, method, config or AuditConfig(methods=(method,), bootstrap=0), work)
 
 
 REFIT_TOLERANCE = 1e-9
@@ -217,9 +222,12 @@ with yours:
             reader = read_components if components else read_embedding
             representation = reader(raw, data, name=name)
             if base is not None:
+                # the audit's own settings, its intervals, held-out rows and tolerance included, so
+                # that yours is judged next to vanilla by the same rules
                 config = AuditConfig(methods=(family,), ranks=base.config.get("ranks"), random_state=base.config.get("random_state", 0),
                                      leakage_classifier=base.config.get("leakage_classifier", AuditConfig.leakage_classifier),
-                                     options={family: family_options(base.config, family)})
+                                     options={family: family_options(base.config, family)},
+                                     **{name: base.config.get(name, getattr(AuditConfig, name)) for name in UNCERTAINTY_SETTINGS})
             else:
                 config = AuditConfig(methods=(family,))
         except FairAuditError as exc:
@@ -230,7 +238,7 @@ with yours:
             label = f"Your representation ({FAMILY_TITLES.get(family, family)})"
 
             def audit_it():
-                start(key, label, family, lambda progress: audit_yours(data, representation, config, progress=progress))
+                start(key, label, family, lambda progress: audit_yours(data, representation, config, progress=progress), config)
                 collect(key, audited_yours)
 
             if key not in audited_yours and key not in runs:  # the upload is the request: audit it once
@@ -248,6 +256,8 @@ with yours:
                     st.info(f"Audit {FAMILY_TITLES.get(family, family)} on its page to see vanilla and fair next to yours.")
                 for sentence in sentences(shown, family):
                     st.info(words(sentence))
+                # its verdict next to vanilla, with the rule
+                show_findings_list([f for f in findings(shown).get(family, []) if f.variant == YOURS])
                 show_notes(audited, family)
                 show_figures(shown, family)
                 st.subheader("Your representation's records")

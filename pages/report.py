@@ -7,23 +7,30 @@ default audit of the families not audited yet, with one overall progress bar."""
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
-from fairaudit.findings import findings
-from fairaudit.report import report_files, zip_files
+from fairaudit.findings import findings, verdict_rules
+from fairaudit.formatting import level, number
+from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
+from fairaudit.uncertainty import default_replicates
 from pages.common import (
     current_data,
     data_summary,
     data_token,
+    expectation,
     plain,
     registry,
     results_for,
     runs_panel,
+    saved_settings,
     show_error,
+    show_findings_list,
     show_last_run_messages,
     start_run,
+    uncertainty_controls,
     words,
 )
 
@@ -33,8 +40,9 @@ st.caption(data_summary(data))
 
 st.markdown(
     "The report holds the data fingerprint (file name, sha256, rows, group sizes), the "
-    "configuration, library versions, every figure, the tidy records, plain-language findings and "
-    "the metric definitions with their sources. It is one HTML file with plotly.js inside: it opens "
+    "configuration, library versions, every figure with its intervals, the tidy records (each value with "
+    "its interval, ci_low–ci_high), the findings with their verdicts and the rules behind them, and the "
+    "metric definitions with their sources. It is one HTML file with plotly.js inside: it opens "
     "offline, in any browser, and can be handed to someone else as it is."
 )
 reg = registry()
@@ -47,18 +55,31 @@ if missing:
     names = ", ".join(FAMILY_TITLES.get(m, m) for m in missing)
     st.info(f"Not audited yet on this data: {names}. Run them on their pages, or all at once with the defaults here.")
     to_run = [m for m in missing if m not in pending]
-    if to_run and st.button(
-        "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
-        key="report-run-all",
-        help="One family after the other, in the background: you can look at other pages meanwhile and cancel it.",
-    ):
+    if to_run:
+        saved = saved_settings("report")
+        with st.form("report-run-all-settings"):
+            trust = uncertainty_controls(
+                "report", saved, {m: default_replicates(m, data.n_rows, data.n_features) for m in to_run}
+            )
+            submitted = st.form_submit_button(
+                "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
+                key="report-run-all", type="primary",
+                help="One family after the other, in the background: you can look at other pages meanwhile and cancel it.",
+            )
         try:
-            configs = [(method, AuditConfig(methods=(method,))) for method in to_run]
+            configs = [(method, AuditConfig(methods=(method,), **trust)) for method in to_run]
         except FairAuditError as exc:
             show_error(exc)
         else:
-            start_run("Default audit of every family", configs)
-            st.rerun()
+            _, expected = expectation(data, AuditConfig(methods=tuple(to_run), **trust))
+            st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks.")
+            if submitted:
+                settings = st.session_state.setdefault("settings", {})
+                settings["report"] = dict(trust)
+                for method in to_run:  # each family page then shows the settings that produced its result
+                    settings[method] = {**settings.get(method, {}), **trust}
+                start_run("Default audit of every family", configs)
+                st.rerun()
 runs_panel("report")
 show_last_run_messages()
 
@@ -88,10 +109,31 @@ columns[2].download_button("CSV records", files["records.csv"], file_name=f"fair
 columns[3].download_button("ZIP of all three", zipped, file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
 st.caption(
     f"{len(combined.records):,} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)} on "
-    f"{plain(combined.data.get('name'))}; HTML {len(html) / 1e6:.1f} MB."
+    f"{plain(combined.data.get('name'))}; HTML {len(html) / 1e6:.1f} MB. Every download carries the same "
+    "intervals (ci_low, ci_high) and verdicts as below."
 )
 
 st.subheader("Findings")
-for method, sentences in found.items():
-    for sentence in sentences:
-        st.info(f"**{FAMILY_TITLES.get(method, method)}** — {words(sentence)}")
+for method, items in found.items():
+    if items:
+        st.markdown(f"#### {FAMILY_TITLES.get(method, method)}")
+        show_findings_list(items)
+
+rows = uncertainty_rows(combined, "dashboard")
+if rows:
+    st.subheader("Intervals")
+    frame = pd.DataFrame(rows, columns=UNCERTAINTY_HEADER)
+    why = UNCERTAINTY_HEADER[2]
+    st.dataframe(  # the reasons last: they are sentences, the rest fits beside them
+        frame[[c for c in UNCERTAINTY_HEADER if c != why] + [why]], hide_index=True, width="stretch",
+        column_config={why: st.column_config.TextColumn(why, width="large")},
+    )
+with st.expander("Verdicts and their rules"):
+    settings = verdict_settings(combined)
+    for families, flag, confidence in settings:
+        st.markdown(
+            (f"**{', '.join(FAMILY_TITLES.get(m, m) for m in families)}** — " if len(settings) > 1 else "")
+            + f"gap tolerance {plain(number(flag))}×, confidence {plain(level(confidence))}:"
+        )
+        for rule in verdict_rules(flag, confidence).values():
+            st.markdown("- " + words(rule))

@@ -30,6 +30,7 @@ import numpy as np
 
 from fairaudit import FairAuditError
 from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, run_audit
+from fairaudit.cost import Expected, expected_parts
 
 log = logging.getLogger("fairaudit.app")
 
@@ -38,11 +39,9 @@ EXECUTION_LOCK = threading.Lock()
 than shared by two, and Python 3.11's warning filters (which the audits use to collect their
 notes) are process-wide, not per thread."""
 
-FAMILY_WEIGHTS = {"pca": 1.0, "nmf": 14.0, "fs": 100.0, "cpd": 15.0}
-"""Prior relative cost of each family's default audit, for the time-left estimate of a run over
-several families before any of them has run: the default audits of the default sample took 0.8 s,
-11.7 s, 90 s and 12.8 s (two shared cores, one run each; see
-docs/architecture.md). Once a family has run, its measured speed rescales the rest."""
+FALLBACK_SIZE = (600, 10)
+"""Rows × features a run's families are costed at when the run has no data to measure (the
+default sample's size)."""
 
 
 # ---------------------------------------------------------------- the shared numeric cache
@@ -97,6 +96,11 @@ class Job:
     started: float | None = None
     seconds: float | None = None
     state: str = "waiting"  # waiting, running, done, failed, cancelled, cached
+    replicates_done: int = 0
+    replicates_total: int = 0
+    """The bootstrap replicates of the family's intervals (``stage="bootstrap"`` progress), after its fits."""
+    expected: Expected | None = None
+    """What the job should take (:func:`fairaudit.cost.expected_parts`): its fits and its replicates."""
     work: Callable[[Callable[[dict], None]], object] | None = field(default=None, repr=False)
     """Work other than the family's audit (refitting one model for download, auditing the user's
     own representation — the Models page): called with the run's progress callback; what it
@@ -106,6 +110,30 @@ class Job:
     def audits(self) -> bool:
         """Whether this job is the family's audit (its result is the family's latest)."""
         return self.work is None
+
+    @property
+    def weight(self) -> float:
+        """The job's expected seconds (fits and replicates), its weight in a run's progress."""
+        return max(self.expected.seconds, 1e-3) if self.expected else 1.0
+
+    def share(self) -> float:
+        """How much of the job is done: its fits and its bootstrap replicates, each weighted by its
+        expected time (a family's intervals can take far longer than its fits)."""
+        if self.state in ("done", "cached", "failed"):
+            return 1.0
+        if self.state != "running":
+            return 0.0
+        fits = self.expected.fits if self.expected else 1.0
+        replicates = self.expected.bootstrap if self.expected else 0.0
+        fitted = 1.0 if self.replicates_total else (self.done / self.total if self.total else 0.0)
+        resampled = self.replicates_done / self.replicates_total if self.replicates_total else 0.0
+        return (fits * fitted + replicates * resampled) / max(fits + replicates, 1e-9)
+
+    def counted(self) -> str:
+        """Where the job is: “12 of 40 fits” or “7 of 100 bootstrap replicates” (empty before its first fit)."""
+        if self.replicates_total:
+            return f"{self.replicates_done} of {self.replicates_total} bootstrap replicates"
+        return f"{self.done} of {self.total} fits" if self.total else ""
 
 
 _ids = itertools.count(1)
@@ -157,36 +185,37 @@ class Run:
             return 0.0
         return (self.finished or now or time.monotonic()) - self.started
 
+    def __post_init__(self) -> None:
+        """Cost every job (its fits and its replicates) on the run's data, for the progress bar."""
+        rows, features = (self.data.n_rows, self.data.n_features) if self.data is not None else FALLBACK_SIZE
+        for job in self.jobs:
+            if job.expected is None:
+                job.expected = expected_parts(rows, features, dataclasses.replace(job.config, methods=(job.method,))).get(job.method)
+
     def fraction(self) -> float:
-        """Overall share done, each family weighted by its prior cost."""
-        weights = [FAMILY_WEIGHTS.get(job.method, 1.0) for job in self.jobs]
-        done = 0.0
-        for job, weight in zip(self.jobs, weights, strict=True):
-            if job.state in ("done", "cached", "failed"):
-                done += weight
-            elif job.state == "running" and job.total:
-                done += weight * job.done / job.total
-        return done / sum(weights)
+        """Overall share done, each family weighted by its expected time (fits and replicates)."""
+        weights = [job.weight for job in self.jobs]
+        return sum(weight * job.share() for job, weight in zip(self.jobs, weights, strict=True)) / sum(weights)
 
     def seconds_left(self, now: float | None = None) -> float | None:
         """An estimate of the time left, or None until there is something to estimate from.
 
         The running family's own pace gives its remaining time; families not started yet are
-        estimated from their prior weights scaled by the pace measured so far."""
+        estimated from their expected times scaled by the pace measured so far."""
         now = now or time.monotonic()
         measured_weight = measured_seconds = left = pending_weight = 0.0
         for job in self.jobs:
-            weight = FAMILY_WEIGHTS.get(job.method, 1.0)
+            weight = job.weight
+            share = job.share()
             if job.state in ("done", "failed") and job.seconds:
                 measured_weight += weight
                 measured_seconds += job.seconds
-            elif job.state == "running" and job.started is not None and job.done and job.total:
+            elif job.state == "running" and job.started is not None and share > 0:
                 spent = now - job.started
-                share = job.done / job.total
                 measured_weight += weight * share
                 measured_seconds += spent
                 left += spent / share - spent
-            elif job.state in ("waiting", "running"):  # not started, or no fit finished yet
+            elif job.state in ("waiting", "running"):  # not started, or nothing finished yet
                 pending_weight += weight
         if measured_weight == 0:
             return None
@@ -205,10 +234,13 @@ class Run:
 
     def _progress(self, event: dict) -> None:
         job = self._job
-        job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
+        if event.get("stage") == "bootstrap":
+            job.replicates_done, job.replicates_total = int(event.get("done", 0)), int(event.get("total", 0))
+        else:
+            job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
         self.last_event = dict(event)
         if self._cancel.is_set():
-            raise AuditCancelled(f"cancelled by the user after {job.done} of {job.total} fits")
+            raise AuditCancelled(f"cancelled by the user after {job.counted()}")
 
     def _execute(self) -> None:
         with EXECUTION_LOCK:

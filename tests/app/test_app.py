@@ -29,6 +29,11 @@ def choose(at: AppTest, label_start: str, values: list[str]) -> None:
     [w for w in at.multiselect if w.label.startswith(label_start)][0].set_value(values).run()
 
 
+def finding_texts(at: AppTest) -> list[str]:
+    """The findings on the page: each is Markdown with its verdict badge first."""
+    return [m.value for m in at.markdown if "-badge[" in m.value]
+
+
 def test_first_open_lands_on_the_data_page_and_starts_nothing_slow():
     at = app().run()
     assert not at.exception
@@ -40,7 +45,7 @@ def test_pca_page_runs_its_quick_default_audit_on_first_open():
     at = app().run()
     at.switch_page("pages/pca.py").run()
     assert not at.exception
-    assert any("vanilla PCA" in info.value for info in at.info)
+    assert any("vanilla PCA" in text for text in finding_texts(at))
     assert len(at.get("plotly_chart")) >= 5
 
 
@@ -71,7 +76,7 @@ def test_upload_a_csv_and_audit_it():
     assert any("Data ready" in s.value for s in at.success)
     at.switch_page("pages/pca.py").run()
     assert not at.exception
-    assert any("sex=" in info.value for info in at.info)
+    assert any("sex=" in text for text in finding_texts(at))
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert len(at.get("download_button")) == 4
@@ -133,7 +138,7 @@ def test_credit_upload_end_to_end(sensitive):
     wait_for_runs(at)  # 30,000 rows: the page's run may outlast its first wait on a loaded machine
     at.run()
     assert not at.exception
-    assert any("vanilla PCA's reconstruction loss is" in info.value and "SEX=" in info.value for info in at.info)
+    assert any("vanilla PCA's reconstruction loss is" in text and "SEX=" in text for text in finding_texts(at))
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert len(at.get("download_button")) == 4
@@ -162,12 +167,13 @@ def test_a_run_survives_switching_pages_and_lands_on_its_page_and_the_report(mon
     assert registry.runs[0].state == "done"
     at.switch_page("pages/nmf.py").run()
     assert not at.exception
-    assert any("relative loss" in info.value for info in at.info)  # the NMF findings
+    assert any("relative loss" in text for text in finding_texts(at))  # the NMF findings
     assert at.slider(key="nmf-ranks").value == (1, 2)  # the settings the run used, not the defaults
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert len(at.get("download_button")) == 4
-    assert any("NMF" in info.value for info in at.info if "Findings" not in info.value)
+    assert any(m.value == "#### NMF" for m in at.markdown)  # the NMF findings, each with its verdict badge
+    assert any("relative loss" in text for text in finding_texts(at))
     assert not any("Not audited yet" in info.value and "NMF" in info.value for info in at.info)
 
 

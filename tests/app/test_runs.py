@@ -7,7 +7,7 @@ import numpy as np
 
 from fairaudit.audit import AuditConfig
 from fairaudit.data import AuditData
-from pages.runs import FAMILY_WEIGHTS, Job, ResultStore, Run, RunRegistry
+from pages.runs import Job, ResultStore, Run, RunRegistry
 
 
 def tiny(name: str = "t.csv") -> AuditData:
@@ -22,15 +22,42 @@ def test_overall_fraction_weights_families_and_time_left_uses_the_measured_pace(
               jobs=[Job("pca", AuditConfig()), Job("nmf", AuditConfig()), Job("fs", AuditConfig())])
     assert run.fraction() == 0 and run.seconds_left() is None  # nothing to estimate from yet
     pca, nmf, fs = run.jobs
+    weight = {job.method: job.weight for job in run.jobs}  # expected seconds (fairaudit.cost)
+    assert weight["fs"] > weight["pca"]
     pca.state, pca.seconds = "done", 2.0
-    total = sum(FAMILY_WEIGHTS[m] for m in ("pca", "nmf", "fs"))
-    assert abs(run.fraction() - FAMILY_WEIGHTS["pca"] / total) < 1e-12
-    # PCA took 2 s for weight 1: the rest is estimated at the same pace
-    assert abs(run.seconds_left(now=0.0) - 2.0 * (FAMILY_WEIGHTS["nmf"] + FAMILY_WEIGHTS["fs"])) < 1e-9
+    total = sum(weight.values())
+    assert abs(run.fraction() - weight["pca"] / total) < 1e-12
+    # PCA took 2 s for its expected time: the rest is estimated at the same pace
+    assert abs(run.seconds_left(now=0.0) - 2.0 * (weight["nmf"] + weight["fs"]) / weight["pca"]) < 1e-9
     nmf.state, nmf.started, nmf.done, nmf.total = "running", 10.0, 5, 10
-    left = run.seconds_left(now=20.0)  # NMF half done in 10 s: 10 s more, FS at the combined pace
-    pace = (2.0 + 10.0) / (FAMILY_WEIGHTS["pca"] + FAMILY_WEIGHTS["nmf"] / 2)
-    assert abs(left - (10.0 + FAMILY_WEIGHTS["fs"] * pace)) < 1e-9
+    share = nmf.share()
+    left = run.seconds_left(now=20.0)  # NMF's share done in 10 s: its rest at that pace, FS at the combined pace
+    pace = (2.0 + 10.0) / (weight["pca"] + weight["nmf"] * share)
+    assert abs(left - (10.0 / share - 10.0 + weight["fs"] * pace)) < 1e-9
+
+
+def test_a_familys_intervals_count_in_its_progress_after_its_fits():
+    """The bootstrap replicates come after the fits and usually take longer: the bar does not
+    jump back when they start, and reaches the family's end only with the last replicate."""
+    job = Job("pca", AuditConfig(bootstrap=100))
+    run = Run(label="PCA", data=None, data_token=1, store=ResultStore(), jobs=[job])
+    assert job.expected.replicates == 100 and job.expected.bootstrap > job.expected.fits
+    job.state = "running"
+    run._job = job
+    run._progress({"method": "pca", "variant": "vanilla", "rank": 1, "done": 40, "total": 40, "stage": "fit"})
+    after_fits = run.fraction()
+    assert abs(after_fits - job.expected.fits / job.expected.seconds) < 1e-12
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 1, "total": 100, "stage": "bootstrap"})
+    assert run.fraction() > after_fits and job.counted() == "1 of 100 bootstrap replicates"
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 100, "total": 100, "stage": "bootstrap"})
+    assert abs(run.fraction() - 1.0) < 1e-12
+    run.cancel()
+    try:
+        run._progress({"method": "pca", "variant": "", "rank": None, "done": 100, "total": 100, "stage": "bootstrap"})
+    except Exception as exc:  # noqa: BLE001 - AuditCancelled, with where it stopped
+        assert "100 of 100 bootstrap replicates" in str(exc)
+    else:
+        raise AssertionError("a cancelled run must stop at its next progress report")
 
 
 def test_cached_results_are_bound_to_each_sessions_names():

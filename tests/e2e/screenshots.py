@@ -1,11 +1,13 @@
 """Screenshots of every dashboard page in the light and the dark theme (not a test: run it by hand
 after changing a page, and look at the images).
 
-    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--data-only]
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca] [--data-only]
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
-page (the way a user does: one session, sidebar links, the Run button), then photographs every
-page with Debian's chromium, once per theme (Streamlit follows the browser's colour scheme).
+page (the way a user does: one session, sidebar links, the controls and the Run button; the
+bootstrap replicates as given, else the library's default, and held-out rows on the pages named),
+then photographs every page with Debian's chromium, once per theme (Streamlit follows the
+browser's colour scheme), and the HTML report downloaded from the Report page.
 Then the Data page in use, per theme: a survey upload whose dropped rows fall mostly on one group
 (the accounting and the unequal-drop warning), an ID-like column kept as a feature, and credit-like
 data with EDUCATION 1 and 2 merged against the rest (``--data-only``: these alone).
@@ -103,6 +105,25 @@ def _take_it_further(page, files: dict[str, Path]) -> None:
     _idle(page)
 
 
+def _run(page, bootstrap: str, holdout: bool) -> None:
+    """On a method page: the intervals' controls as asked, then Run audit."""
+    if bootstrap:
+        page.get_by_role("spinbutton", name="Bootstrap replicates").fill(bootstrap)
+    if holdout:
+        page.get_by_text("Evaluate on held-out rows").click()
+    page.get_by_role("button", name="Run audit").click()
+
+
+def _report(page, folder: Path) -> Path:
+    """The HTML report as the Report page's download button gives it."""
+    _open(page, "Report")
+    with page.expect_download() as download:
+        page.get_by_role("button", name="HTML report").click()
+    path = folder / "report.html"
+    download.value.save_as(path)
+    return path
+
+
 def _settle(page, seconds: float = 1.5) -> None:
     page.wait_for_load_state("networkidle")
     time.sleep(seconds)
@@ -188,6 +209,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--families", default="pca,nmf,fs,cpd")
+    parser.add_argument("--bootstrap", default="", help="replicates on every page (default: the library's per family)")
+    parser.add_argument("--holdout", default="pca", help="families whose run evaluates on held-out rows")
+    parser.add_argument("--height", type=int, default=3200, help="viewport height in pixels (a page taller than it is cut)")
     parser.add_argument("--data-only", action="store_true", help="only the Data page's states")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -206,14 +230,14 @@ def main() -> int:
                 data_page.close()
             if args.data_only:
                 return 0
-            page = browser.new_page(viewport={"width": 1400, "height": 3200})
+            page = browser.new_page(viewport={"width": 1400, "height": args.height})
             page.set_default_timeout(600_000)
             _goto(page, port)
             families = args.families.split(",")
             for family in families:
                 _open(page, PAGES[family])
-                if family != "pca":
-                    page.get_by_role("button", name="Run audit").click()
+                _idle(page)  # a page's own first-open audit, if it started one
+                _run(page, args.bootstrap, family in args.holdout.split(","))
                 _idle(page)
             if "pca" in families:
                 _take_it_further(page, _inputs(args.out))
@@ -229,6 +253,18 @@ def main() -> int:
                         page.get_by_role("tab", name=label).click()
                         time.sleep(1.5)
                         _shoot(page, args.out / f"models-{tab}-{scheme}.png")
+            report = _report(page, args.out)
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                page.goto(report.as_uri())
+                page.wait_for_load_state("load")
+                time.sleep(2)
+                _shoot(page, args.out / f"report-html-summary-{scheme}.png")
+                for section in ("PCA", "Verdicts and their rules"):
+                    page.locator("h2", has_text=section).first.evaluate("heading => heading.scrollIntoView()")
+                    time.sleep(1)
+                    name = section.split()[0].lower()
+                    _shoot(page, args.out / f"report-html-{name}-{scheme}.png")
             browser.close()
     finally:
         server.terminate()

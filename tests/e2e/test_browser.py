@@ -126,6 +126,14 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     chart.locator(".scatterlayer .trace").first.wait_for()
     assert chart.locator("text.gtitle").first.text_content().startswith("Reconstruction loss")
 
+    # intervals and verdicts, as a user asks for them (20 replicates keep it quick)
+    page.get_by_role("spinbutton", name="Bootstrap replicates").fill("20")
+    page.get_by_role("button", name="Run audit").click()
+    page.get_by_text("20 stratified bootstrap replicates", exact=False).wait_for()
+    page.get_by_text("Why these verdicts: the rules", exact=False).first.wait_for()  # the verdicts' rules, one click away
+    assert page.locator("[data-testid=stMarkdownContainer] span", has_text="No evidence").count() >= 1  # the badge
+    assert page.locator(".js-plotly-plot path.js-fill").count() >= 1  # interval bands drawn in the charts
+
     page.get_by_test_id("stSidebarNavItems").get_by_role("link", name="Report").click()
     with page.expect_download() as download_info:
         page.get_by_role("button", name="HTML report").click()
@@ -133,4 +141,5 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     download_info.value.save_as(report)
     html = report.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "patients.csv" in html and "sex=1" in html
+    assert 'class="finding no_evidence"' in html and "Why “no evidence”: the rule" in html
     assert "cdn.plot.ly" not in html.split("<main>")[1]
