@@ -74,14 +74,16 @@ def times(ratio, significant: int = SIGNIFICANT) -> str:
 
 
 def interval(low, high, significant: int = SIGNIFICANT) -> str:
-    """``"low–high"`` (``"n/a"`` when either end is missing); an end a million times smaller than
+    """``"low–high"`` (``"n/a"`` when either end is missing; ``"−0.237 to 0.687"`` when an end is
+    negative, where a dash after a minus sign would misread); an end a million times smaller than
     the other is rounding noise around 0 and written ``0``."""
     if any(v is None or (isinstance(v, float) and math.isnan(v)) for v in (low, high)):
         return "n/a"
     low, high = float(low), float(high)
     scale = max(abs(low), abs(high))
     ends = [0.0 if math.isfinite(scale) and abs(v) < 1e-6 * scale else v for v in (low, high)]
-    return f"{number(ends[0], significant)}–{number(ends[1], significant)}"
+    separator = " to " if min(ends) < 0 else "–"
+    return f"{number(ends[0], significant)}{separator}{number(ends[1], significant)}"
 
 
 def level(confidence: float) -> str:

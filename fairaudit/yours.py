@@ -47,6 +47,7 @@ from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, a
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
+from .formatting import number
 from .linalg import LowRankMap, orthonormal_basis
 from .nmf import NMF
 from .nmf._core import GroupedData, group_errors
@@ -457,10 +458,10 @@ def sentences(result: AuditResult, method: str) -> list[str]:
     if method in _GAP_METRICS:
         worst, gap, fair_names = _GAP_METRICS[method]
         others = [v for v in ("vanilla", *fair_names) if v in table.index][:2]
-        compared = "; ".join(f"{variant_title(method, v)} {table.loc[v, worst]:.3g} (gap {table.loc[v, gap]:.3g})" for v in others)
+        compared = "; ".join(f"{variant_title(method, v)} {number(table.loc[v, worst])} (gap {number(table.loc[v, gap])})" for v in others)
         out.append(
             f"At rank {rank}, your representation's largest group {worst.removeprefix('max_').replace('_', ' ')} is "
-            f"{table.loc[YOURS, worst]:.3g} (gap {table.loc[YOURS, gap]:.3g})" + (f"; {compared}." if compared else ".")
+            f"{number(table.loc[YOURS, worst])} (gap {number(table.loc[YOURS, gap])})" + (f"; {compared}." if compared else ".")
         )
     if "unfairness_balanced" in table.columns and np.isfinite(table.loc[YOURS, "unfairness_balanced"]):
         line = f"From your rank-{rank} representation a classifier predicts the group with balanced accuracy {table.loc[YOURS, 'unfairness_balanced'] + 1.0 / k:.2f}"
