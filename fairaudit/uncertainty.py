@@ -73,14 +73,17 @@ can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN 
 
 REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
     "pca": ((600, 10, 0.45), (30000, 22, 0.19)),
-    "nmf": ((600, 10, 5.1), (30000, 22, 20.6)),
-    "fs": ((600, 10, 0.85), (30000, 22, 19.0)),
-    "cpd": ((600, 10, 2.4), (30000, 22, 32.4)),
+    "nmf": ((600, 10, 5.1), (4165, 12, 3.06), (30000, 22, 20.6)),
+    "fs": ((600, 10, 0.85), (4165, 12, 2.5), (30000, 22, 19.0)),
+    "cpd": ((600, 10, 2.4), (4165, 12, 12.5), (30000, 22, 32.4)),
 }
 """Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
-ranks, default variants), measured with ``benchmarks/bench_uncertainty.py`` on two cores shared
-with other work (load average 5–8): the default sample (600 × 10) and the credit file (30,000 ×
-22). :func:`replicate_seconds` predicts other sizes from them."""
+ranks, default variants), measured on two cores shared with other work: the default sample
+(600 × 10) and the credit file (30,000 × 22) with ``benchmarks/bench_uncertainty.py`` (load
+average 5–8), and the 4,165 × 12 credit table of ``benchmarks/bench_all_families.py`` (load
+2.7–4; its CP replicate took 12.5 s where the line through the other two predicted 4.4 s — the
+CP family's kernels grow faster than its cells). :func:`replicate_seconds` predicts other sizes
+from them."""
 
 REPLICATE_SECONDS = {method: found[0][2] for method, found in REPLICATE_MEASURED.items()}
 """The measured seconds of one replicate on the default sample (600 × 10)."""
@@ -121,21 +124,31 @@ def _duration(seconds: float) -> str:
 
 def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
     """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data,
-    from :data:`REPLICATE_MEASURED`: NMF, feature selection and CP grow with the cells (the line
-    through the two measurements, never below the smaller), the PCA family with its problem's
+    from :data:`REPLICATE_MEASURED`: NMF, feature selection and CP grow with the cells (the broken
+    line through the measurements, never below the smallest), the PCA family with its problem's
     dimension (:func:`_pca_fit_seconds` beyond its measured replicate, whose cost did not grow
     from the default sample to credit's 30,000 rows). Scaled by the number of ranks."""
     found = REPLICATE_MEASURED.get(method)
     if not found:
         return 0.0
     scale = 1.0 if n_ranks is None else max(1, n_ranks) / 10
-    (n0, d0, t0), (n1, d1, t1) = found
     if method == "pca":
-        base = max(t0, t1) + max(0.0, _pca_fit_seconds(n_rows, n_features) - _pca_fit_seconds(*ANCHOR))
+        base = max(t for _, _, t in found) + max(0.0, _pca_fit_seconds(n_rows, n_features) - _pca_fit_seconds(*ANCHOR))
     else:
-        slope = (t1 - t0) / (n1 * d1 - n0 * d0)
-        base = max(min(t0, t1), t0 + slope * (n_rows * n_features - n0 * d0))
+        base = _piecewise_in_cells(found, n_rows * n_features)
     return base * scale
+
+
+def _piecewise_in_cells(found, cells: int) -> float:
+    """Seconds at ``cells`` along the broken line through the measurements (sorted by cells),
+    the last segment extended beyond them, never below the smallest measured time."""
+    points = sorted((n * d, t) for n, d, t in found)
+    xs, ts = [x for x, _ in points], [t for _, t in points]
+    if cells <= xs[-1]:
+        value = float(np.interp(cells, xs, ts))
+    else:
+        value = ts[-1] + (ts[-1] - ts[-2]) / (xs[-1] - xs[-2]) * (cells - xs[-1])
+    return max(min(ts), value)
 
 
 def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None) -> tuple[int, str]:
