@@ -24,7 +24,7 @@ def check_scaling(scaling: str) -> None:
         raise ParameterError(f"scaling must be one of {', '.join(SCALINGS)}; got {scaling!r}.")
 
 
-def _exponents(X: np.ndarray) -> np.ndarray | None:
+def overflow_exponents(X: np.ndarray) -> np.ndarray | None:
     """Per column, the power of two that brings its largest magnitude below 1 — or None when
     no column is large enough to need it."""
     if X.size == 0:
@@ -49,7 +49,7 @@ def scaling_parameters(X: np.ndarray, scaling: str) -> tuple[np.ndarray, np.ndar
     n = X.shape[1]
     if scaling == "none":
         return np.zeros(n), np.ones(n)
-    exponents = _exponents(X)
+    exponents = overflow_exponents(X)
     Y = np.ldexp(X, -exponents) if exponents is not None else X
     back = (lambda v: np.ldexp(v, exponents)) if exponents is not None else (lambda v: v)
     if scaling == "unit_norm":
@@ -74,7 +74,7 @@ def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
     X = np.asarray(X, dtype=float)
     if scaling == "none":
         return X.copy()
-    exponents = _exponents(X) if scaling in ("standardize", "unit_norm") else None
+    exponents = overflow_exponents(X) if scaling in ("standardize", "unit_norm") else None
     Y = np.ldexp(X, -exponents) if exponents is not None else X
     if scaling == "unit_norm":
         norms = np.linalg.norm(Y, axis=0)
@@ -90,7 +90,7 @@ def scale_features(X: np.ndarray, scaling: str) -> np.ndarray:
 
 def robust_fill(X: np.ndarray, how: str) -> np.ndarray:
     """Per column, the mean or median of the present (non-NaN) values, without overflow."""
-    exponents = _exponents(X)
+    exponents = overflow_exponents(X)
     Y = np.ldexp(X, -exponents) if exponents is not None else X
     fill = np.nanmean(Y, axis=0) if how == "mean" else np.nanmedian(Y, axis=0)
     return np.ldexp(fill, exponents) if exponents is not None else fill

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..data._scaling import _exponents
+from ..data._scaling import overflow_exponents
 from ..data._sensitive import _numeric_groups, value_codes
 from ..errors import FairAuditError, UnknownColumnError
 from .moments import GroupMoments
@@ -268,7 +268,7 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
         if bounds[g + 1] > bounds[g]:
             block = Xs[bounds[g] : bounds[g + 1]]
             low[g], high[g] = block.min(axis=0), block.max(axis=0)
-    exponents = _exponents(peaks(low, high)[None, :])
+    exponents = overflow_exponents(peaks(low, high)[None, :])
     exponents = np.zeros(d, dtype=int) if exponents is None else exponents
     moments = GroupMoments.from_grouped(np.ldexp(Xs, -exponents) if exponents.any() else Xs, bounds)
 

@@ -59,7 +59,7 @@ from ..data._prepare import (
     missing_summary,
 )
 from ..data._roles import FeatureColumns, select_features
-from ..data._scaling import _exponents, check_peaks, check_scaling
+from ..data._scaling import check_peaks, check_scaling, overflow_exponents
 from ..data._sensitive import _numeric_groups, grouped_values
 from ..errors import (
     FairAuditError,
@@ -527,7 +527,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
 
     # --- moments, scaled as the data say
     peak = peaks(summary.low[kept_keys], summary.high[kept_keys])[columns]
-    exponents = _exponents(peak[None, :])
+    exponents = overflow_exponents(peak[None, :])
     if exponents is not None and options["scaling"] not in ("standardize", "unit_norm"):
         check_peaks(peak, final.names, options["scaling"], n_used * len(columns))
         exponents = None

@@ -165,10 +165,10 @@ def _exactly_prescaled(data) -> np.ndarray:
     :func:`fairaudit.data.scale_features` (the data boundary's rule, one place:
     ``fairaudit.data._scaling``). Under ``center``/``none`` such values keep their units and are
     refused with the data boundary's message (:meth:`AuditData.matrix`)."""
-    from ..data._scaling import _exponents, check_magnitude
+    from ..data._scaling import check_magnitude, overflow_exponents
 
     X_raw = data.X_raw
-    exponents = _exponents(X_raw)
+    exponents = overflow_exponents(X_raw)
     if exponents is None:
         return X_raw
     if data.scaling not in ("standardize", "unit_norm"):
