@@ -19,8 +19,9 @@ def _thread_controller():
     return ThreadpoolController()
 
 
-def blas_threads(limit: int | None):
-    """Context manager limiting BLAS to ``limit`` threads (``None``: leave BLAS alone).
+def blas_threads(limit: int | None, user_api: str | None = "blas"):
+    """Context manager limiting BLAS to ``limit`` threads (``None``: leave BLAS alone);
+    ``user_api=None`` limits every thread pool (BLAS and OpenMP alike).
 
     One cached controller: building one looks up the loaded libraries (~5 ms), too slow to
     repeat for every fit (measured 3.4–4.0 ms per call for a fresh ``threadpool_limits``
@@ -29,7 +30,7 @@ def blas_threads(limit: int | None):
     """
     if limit is None:
         return contextlib.nullcontext()
-    return _thread_controller().limit(limits=limit, user_api="blas")
+    return _thread_controller().limit(limits=limit, user_api=user_api)
 
 
 DENSE_EIGH_MAX_DIM = 400

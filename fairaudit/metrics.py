@@ -531,12 +531,12 @@ def leakage_test(
     C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
     M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
     """
-    from .linalg import _thread_controller
+    from .linalg import blas_threads
 
     # Small products and many small fits: one thread (BLAS and OpenMP alike) was 5× faster than
     # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed. (The
     # cached controller: a fresh threadpool_limits reads the loaded libraries, ~4 ms a call.)
-    with _thread_controller().limit(limits=1):
+    with blas_threads(1, user_api=None):
         return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
 
 

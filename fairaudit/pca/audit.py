@@ -231,7 +231,8 @@ class PCAAudit(FamilyAudit):
     def _problem(self, summary, weights, centre=None) -> GroupProblem:
         if summary.rows is None:
             return GroupProblem.from_moments(summary.moments, centre=centre)
-        return GroupProblem.from_data(summary.rows, self.groups, weights=weights, centre=centre)  # wide: the row space
+        groups = summary.row_groups if summary.row_groups is not None else self.groups  # the rows' own groups (dask: the sample's)
+        return GroupProblem.from_data(summary.rows, groups, weights=weights, centre=centre)  # wide: the row space
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
