@@ -289,9 +289,12 @@ class AuditResult:
         rows = self.records[self.records.metric == metric]
         return rows if method is None else rows[rows.method == method]
 
-    def to_dict(self) -> dict:
+    def to_dict(self, found: dict | None = None) -> dict:
+        """The result as JSON-ready data; ``found`` — :func:`fairaudit.findings.findings` of this
+        result when the caller has them already (they are worked out otherwise)."""
         from .findings import findings
 
+        found = findings(self) if found is None else found
         return {
             "fairaudit_version": self.fairaudit_version,
             "created": self.created,
@@ -299,7 +302,7 @@ class AuditResult:
             "config": self.config,
             "data": worded(self.data),
             "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
-            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for found in findings(self).values() for f in found],
+            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for family in found.values() for f in family],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
             "warnings": [render(str(w)) for w in self.warnings],
@@ -307,8 +310,8 @@ class AuditResult:
             "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
         }
 
-    def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+    def to_json(self, indent: int | None = 1, found: dict | None = None) -> str:
+        return json.dumps(self.to_dict(found), indent=indent, ensure_ascii=False, allow_nan=False)
 
     def to_csv(self) -> str:
         """The records as CSV, text cells a spreadsheet would run as formulas neutralised

@@ -16,9 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .audit import FAMILY_TITLES, AuditConfig
+from .formatting import duration, plural
+from .uncertainty import pca_dimension_seconds
+
+__all__ = ["FAMILY_COST", "Expected", "duration", "expected_parts", "expected_seconds", "expected_text"]
 
 FAMILY_COST = {
-    "pca": lambda n, d: 1.0 + 3e-7 * min(n, d) ** 3 + 1.2e-5 * min(n, d, 100) ** 3 + 6e-4 * min(n, 10_000),
+    "pca": lambda n, d: 1.0 + pca_dimension_seconds(min(n, d)) + 6e-4 * min(n, 10_000),
     "nmf": lambda n, d: 1.0 + 3e-3 * n * d,
     "fs": lambda n, d: 0.15 * n + 5e-7 * d**3,
     "cpd": lambda n, d: 0.02 * n + 3e-4 * n * d,
@@ -68,12 +72,17 @@ def expected_seconds(n_rows: int, n_features: int, config: AuditConfig) -> tuple
     return sum(chosen.values()), f"{FAMILY_TITLES.get(worst, worst)} on {n_rows:,} rows × {n_features:,} features"
 
 
-def duration(seconds: float) -> str:
-    """``seconds`` in words a person plans with: 40 seconds, 12 minutes, 3 hours, 2 days."""
-    if seconds < 90:
-        return f"{seconds:.0f} seconds"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} minutes"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.0f} hours"
-    return f"{seconds / 86400:.0f} days"
+def expected_text(n_rows: int, n_features: int, config: AuditConfig) -> tuple[float, float, str]:
+    """``(seconds, of them the bootstrap's, words)``: what a run of ``config`` should take, with the
+    replicates' share said ("roughly 46 seconds, most of it for the 100 bootstrap replicates of
+    the intervals") — the dashboard's expectation beside its Run buttons."""
+    parts = expected_parts(n_rows, n_features, config)
+    total = sum(part.seconds for part in parts.values())
+    replicates = sum(part.bootstrap for part in parts.values())
+    counts = [part.replicates for part in parts.values() if part.replicates]
+    text = f"roughly {duration(total)}"
+    if replicates >= 1:
+        many = f"the {plural(counts[0], 'bootstrap replicate')}" if len(set(counts)) == 1 else "the bootstrap replicates"
+        share = "most of it" if replicates >= 0.5 * total else f"about {duration(replicates)} of it"
+        text += f", {share} for {many} of the intervals"
+    return total, replicates, text

@@ -447,7 +447,7 @@ def leakage_finding(records: Records, variant: str, rank: int, prefix: str = "")
     chance = 1.0 / k
     p = records.value(variant, rank, prefix + "leakage_pvalue")
     level = records.level()
-    alpha = 1.0 - records.confidence
+    alpha = records.alpha
     tolerance = records.flag_ratio * chance
     name = ("vanilla " if variant == "vanilla" else "") + variant_title(records.method, variant)
     what = plural(rank, "selected feature") if records.method == "fs" else f"rank-{rank} representation"

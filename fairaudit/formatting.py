@@ -113,3 +113,14 @@ def pvalue(p) -> str:
     if p < 0.001:
         return "p < 0.001"
     return f"p = {number(p, 2)}"
+
+
+def duration(seconds: float) -> str:
+    """``seconds`` in words a person plans with: 40 seconds, 12 minutes, 3 hours, 2 days."""
+    if seconds < 90:
+        return f"{seconds:.0f} seconds"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} minutes"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} hours"
+    return f"{seconds / 86400:.0f} days"

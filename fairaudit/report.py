@@ -517,10 +517,12 @@ def records_csv(result: AuditResult) -> str:
 
 
 def report_files(result: AuditResult, found: dict[str, list[Finding]] | None = None, interface: str = "library") -> dict[str, str]:
-    """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``."""
+    """The three outputs by file name: ``report.html``, ``report.json``, ``records.csv``
+    (the findings worked out once for both reports)."""
+    found = findings(result) if found is None else found
     return {
         "report.html": render_html(result, found, interface),
-        "report.json": result.to_json(),
+        "report.json": result.to_json(found=found),
         "records.csv": records_csv(result),
     }
 
@@ -541,9 +543,11 @@ def report_zip(result: AuditResult) -> bytes:
 
 def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
     """Write whichever of the three outputs were asked for; returns the paths written (all or
-    nothing, :func:`write_outputs`)."""
+    nothing, :func:`write_outputs`); the findings are worked out once for both reports."""
+    found = findings(result) if html_path or json_path else None
     return write_outputs(
-        result, ((html_path, lambda r: render_html(r, interface=interface)), (json_path, AuditResult.to_json), (csv_path, records_csv))
+        result,
+        ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: r.to_json(found=found)), (csv_path, records_csv)),
     )
 
 

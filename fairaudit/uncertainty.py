@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterError
+from .formatting import duration
 
 # ---------------------------------------------------------------------------- defaults
 DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 100, "nmf": 20, "fs": 50, "cpd": 20}
@@ -98,13 +99,19 @@ ANCHOR = (600, 10)
 """The size :data:`REPLICATE_SECONDS` was measured at (the default sample)."""
 
 
+def pca_dimension_seconds(s: int) -> float:
+    """The PCA family's fits in its problem's dimension ``s = min(rows, features)``: the
+    eigen-decompositions (``s³``) and JEVD's Jacobi sweeps on at most 100 dimensions — the terms
+    of the audit's own time model (:data:`fairaudit.cost.FAMILY_COST`, measured up to
+    1,000 × 1,000), one place for both models."""
+    return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3
+
+
 def _pca_fit_seconds(n_rows: int, n_features: int) -> float:
-    """The PCA family's fits grow with the problem's dimension ``s = min(rows, features)`` (its
-    eigen-decompositions, JEVD's sweeps on at most 100 of them): the terms of the audit's own time
-    model (:data:`fairaudit.cost.FAMILY_COST`, measured up to 1,000 × 1,000), which a replicate
-    repeats; plus one weighted pass for the moments."""
+    """The PCA family's fits (:func:`pca_dimension_seconds`), which a replicate repeats; plus one
+    weighted pass for the moments."""
     s = min(n_rows, n_features)
-    return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3 + 2e-9 * n_rows * n_features * s
+    return pca_dimension_seconds(s) + 2e-9 * n_rows * n_features * s
 
 DEFAULT_BUDGET_SECONDS = 60
 """The default intervals of one family may take about this long (predicted from the data's size):
@@ -122,10 +129,6 @@ HOLDOUT_RANGE = (0.05, 0.5)
 HOLDOUT_SUGGESTED = 0.3
 """The held-out share offered when a user turns held-out evaluation on (the dashboard's toggle)."""
 
-
-def _duration(seconds: float) -> str:
-    minutes = seconds / 60
-    return f"{seconds:.0f} seconds" if seconds < 60 else f"{minutes:g} minute{'s' if minutes != 1 else ''}"
 
 
 def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
@@ -177,7 +180,7 @@ def default_replicates(method: str, n_rows: int | None = None, n_features: int |
             else:
                 count = affordable
                 why = (
-                    f"default shortened to fit about {_duration(DEFAULT_BUDGET_SECONDS)} on data this size (a replicate "
+                    f"default shortened to fit about {duration(DEFAULT_BUDGET_SECONDS)} on data this size (a replicate "
                     f"about {each:.1f} s); ask for more with {_term('bootstrap')}"
                 )
     cap = os.environ.get(DEFAULT_CAP_VARIABLE)
@@ -309,11 +312,6 @@ def bootstrap_interval(values: Iterable[float], confidence: float, point: float 
         raise ValueError(f"interval method must be one of {', '.join(INTERVAL_METHODS)}; got {method!r}")
     with np.errstate(invalid="ignore"):
         return 2.0 * point - high, 2.0 * point - low
-
-
-def percentile_interval(values: Iterable[float], confidence: float) -> tuple[float, float]:
-    """The percentile interval of the replicates (:func:`bootstrap_interval` with ``method="percentile"``)."""
-    return bootstrap_interval(values, confidence, method="percentile")
 
 
 Key = tuple[str, int, str, str]

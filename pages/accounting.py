@@ -17,7 +17,7 @@ import streamlit as st
 
 from fairaudit.data import DROP_REASONS, NO_GROUP, unequal_drop_warning
 from fairaudit.vocabulary import OPTIONS, render, term
-from pages.common import plain, words
+from pages.common import plain, sentence, words
 from pages.widgets import choose_many
 
 SMALL_GROUP_WARNING = 30
@@ -71,11 +71,6 @@ def excluded_frame(accounting: dict) -> pd.DataFrame:
 
 TABLE_ROWS = 40
 """Up to this many columns left out are a table with their whole detail (wrapped); more are a scrolling grid."""
-
-
-def sentence(text: str) -> str:
-    """A library note (lower case, for joining) as a sentence of its own."""
-    return text[:1].upper() + text[1:]
 
 
 def column_warning(warning: str, columns: list[str]) -> bool:
@@ -206,7 +201,7 @@ def small_group_warnings(accounting: dict, sensitive: list[str], mergeable: list
             continue
         st.warning(
             words(f"Group {entry['group']} has only {entry['rows_used']:,} {unit}: its per-group metrics will be noisy. "
-                  + advice[:1].upper() + advice[1:] + "."),
+                  + sentence(advice) + "."),
             icon=":material/group_remove:",
         )
 

@@ -15,7 +15,7 @@ import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants
-from fairaudit.cost import duration, expected_parts
+from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
@@ -45,6 +45,11 @@ PROGRESS_REFRESH_SECONDS = 0.7
 
 # ---------------------------------------------------------------- messages
 _MARKDOWN_SPECIAL = set("\\`*_{}[]()<>#+-.!|~$:&")
+
+
+def sentence(text: str) -> str:
+    """A library note (lower case, for joining) as a sentence of its own."""
+    return text[:1].upper() + text[1:]
 
 
 def plain(text) -> str:
@@ -311,7 +316,7 @@ def verdict_badge(verdict: str) -> str:
     """A finding's verdict as a Markdown badge: “:orange-badge[:material/warning: Gap]”."""
     colour, icon = VERDICT_BADGES.get(verdict, VERDICT_BADGES["info"])
     label = VERDICT_LABELS.get(verdict, verdict.replace("_", " "))
-    return f":{colour}-badge[{icon} {plain(label[:1].upper() + label[1:])}]"
+    return f":{colour}-badge[{icon} {plain(sentence(label))}]"
 
 
 def show_findings_list(items: Sequence[Finding]) -> None:
@@ -618,21 +623,6 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
     }
 
 
-def expectation(data, config: AuditConfig) -> tuple[float, str]:
-    """``(seconds, words)``: what a run of ``config`` on ``data`` should take (``fairaudit.cost``,
-    the CLI's model), with the share of the bootstrap replicates said."""
-    parts = expected_parts(data.n_rows, data.n_features, config)
-    total = sum(part.seconds for part in parts.values())
-    replicates = sum(part.bootstrap for part in parts.values())
-    counts = [part.replicates for part in parts.values() if part.replicates]
-    text = f"roughly {duration(total)}"
-    if replicates >= 1:
-        many = f"the {plural(counts[0], 'bootstrap replicate')}" if len(set(counts)) == 1 else "the bootstrap replicates"
-        share = "most of it" if replicates >= 0.5 * total else f"about {duration(replicates)} of it"
-        text += f", {share} for {many} of the intervals"
-    return total, text
-
-
 AUTO_RUN_MAX_SECONDS = 5.0
 """A page that may start its default audit on first open (the PCA page, on data small enough for
 its fits to take a few seconds) does so only when the intervals' bootstrap replicates are expected
@@ -734,8 +724,7 @@ def method_page(
             show_error(exc)
     intervals = 0.0
     if config is not None:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
-        seconds, expected = expectation(data, config)
-        intervals = sum(part.bootstrap for part in expected_parts(data.n_rows, data.n_features, config).values())
+        seconds, intervals, expected = expected_text(data.n_rows, data.n_features, config)
         if seconds >= AUTO_RUN_MAX_SECONDS:
             st.caption(f"Expect {expected} on data this size (two cores); the run goes on if you open other pages, "
                        "and its progress stays in the sidebar.")

@@ -12,6 +12,7 @@ import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.cost import expected_text
 from fairaudit.findings import findings, verdict_rules
 from fairaudit.formatting import level, number
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
@@ -20,7 +21,6 @@ from pages.common import (
     current_data,
     data_summary,
     data_token,
-    expectation,
     plain,
     registry,
     results_for,
@@ -71,7 +71,7 @@ if missing:
         except FairAuditError as exc:
             show_error(exc)
         else:
-            _, expected = expectation(data, AuditConfig(methods=tuple(to_run), **trust))
+            _, _, expected = expected_text(data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust))
             st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks.")
             if submitted:
                 settings = st.session_state.setdefault("settings", {})
