@@ -58,7 +58,7 @@ def nkhsic(A: np.ndarray, groups: np.ndarray, *, gamma: float | None = None, max
     with _kernels.blas_threads():
         for rows, K in _kernels.rbf_blocks(A, gamma):
             product[rows] = K @ right
-            sq_norm += float(np.sum(K * K))
+            sq_norm += float(np.vdot(K, K))
     row_sums = product[:, -1]
     norm_a = np.sqrt(max(sq_norm - 2.0 * float(row_sums @ row_sums) / n + float(row_sums.sum()) ** 2 / n**2, 0.0))
     norm_s = float(np.linalg.norm(S.T @ S))
