@@ -149,6 +149,16 @@ def _dot(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.vdot(a, b))
 
 
+def _symmetric_inverse(Q: np.ndarray) -> np.ndarray:
+    """``Q⁻¹`` of a small symmetric positive definite matrix (the pseudo-inverse if singular),
+    symmetrised."""
+    try:
+        inverse = np.linalg.inv(Q)
+    except np.linalg.LinAlgError:
+        inverse = np.linalg.pinv(Q, hermitian=True)
+    return (inverse + inverse.T) / 2.0
+
+
 def check_tensor(X, what: str = "X") -> np.ndarray:
     """``X`` as a finite float array with at least two modes, or a specific error."""
     X = np.asarray(X, dtype=float)
@@ -527,6 +537,9 @@ class FairCPD(TransformerMixin, BaseEstimator):
             state["penalty"] = None
             return _tensor.solve_right(M, G)
         Q = 2.0 * G / N + 2.0 * ridge * np.eye(G.shape[0])
+        # Q is R × R and fixed during the step: its inverse once, then products with it (0.03 ms
+        # against 0.44 ms for an LU solve with the 4,165 × 10 right-hand sides of the credit table).
+        Q_inverse = _symmetric_inverse(Q)
 
         def smooth(Z):
             ZG = Z @ G
@@ -547,12 +560,12 @@ class FairCPD(TransformerMixin, BaseEstimator):
         pairs = state.setdefault("pairs", [])
         curvature = [pair for pair in (self._curvature(s, y_pen, Q) for s, y_pen in pairs) if pair is not None]
         for _ in range(self.inner_steps_):
-            direction = self._lbfgs_direction(grad, Q, curvature)
+            direction = self._lbfgs_direction(grad, Q_inverse, curvature)
             slope = _dot(grad, direction)
             if not slope < 0:  # the memory misleads (or the point is stationary): plain preconditioning
                 pairs.clear()
                 curvature.clear()
-                direction = -_tensor.solve_right(grad, Q)
+                direction = -(grad @ Q_inverse)
                 slope = _dot(grad, direction)
                 if not slope < 0:
                     break
@@ -595,7 +608,7 @@ class FairCPD(TransformerMixin, BaseEstimator):
         return None
 
     @staticmethod
-    def _lbfgs_direction(grad, Q, curvature):
+    def _lbfgs_direction(grad, Q_inverse, curvature):
         """``−H ∇J`` by the two-loop recursion with ``H₀ = c Q⁻¹`` (Nocedal & Wright, Alg. 7.4)."""
         q = grad.copy()
         alphas = []
@@ -603,10 +616,10 @@ class FairCPD(TransformerMixin, BaseEstimator):
             alpha = rho * _dot(s, q)
             alphas.append(alpha)
             q -= alpha * y
-        r = _tensor.solve_right(q, Q)
+        r = q @ Q_inverse
         if curvature:
             s, y, rho = curvature[-1]
-            scale = (1.0 / rho) / max(_dot(y, _tensor.solve_right(y, Q)), 1e-300)
+            scale = (1.0 / rho) / max(_dot(y, y @ Q_inverse), 1e-300)
             r *= min(1.0, scale)
         for (s, y, rho), alpha in zip(curvature, reversed(alphas), strict=True):
             beta = rho * _dot(y, r)
