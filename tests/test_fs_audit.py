@@ -188,3 +188,15 @@ def test_cli_fufs_flags_reach_the_options_and_the_details(tmp_path, capsys):
     assert "formulation" in capsys.readouterr().out
     assert main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--fufs-alpha", "-1"]) == 2
     assert "--fufs-alpha must be a number ≥ 0" in capsys.readouterr().err
+
+
+def test_nearest_cluster_is_argmin_with_its_ties():
+    """k-means' assignment step (one comparison per cluster) picks what ``argmin`` picks, the
+    first of equally near clusters included."""
+    from fairaudit.fs.evaluation import _nearest
+
+    rng = np.random.default_rng(4)
+    distance = rng.integers(0, 4, size=(6, 5, 300)).astype(float)  # many ties
+    np.testing.assert_array_equal(_nearest(distance, np.int8), distance.argmin(axis=1))
+    distance = rng.normal(size=(3, 2, 1000))
+    np.testing.assert_array_equal(_nearest(distance, np.int16), distance.argmin(axis=1))

