@@ -53,17 +53,18 @@ as a warning when used; ``"exact"``, ``"nystrom"``) and ``khsic_landmarks`` (300
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
+from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options, split_variant
 from ..data import AuditData
 from ..errors import ParameterError
 from ..metrics import LEAKAGE_CLASSIFIERS
+from ..parallel import map_threads, worker_limits
 from ..uncertainty import Disparity
 from ..vocabulary import term
 from . import _kernels, _tensor
@@ -405,8 +406,9 @@ class CPDAudit(FamilyAudit):
         fitter = _Fitter(X, codes, options, config, sink, self.kernel)
         described: set[str] = set()
 
-        def collect(variants, method: str, lam: float, rank: int, fitted) -> None:
-            """One finished fit (as :meth:`_Fitter.account` returns it): kept, with its progress."""
+        def collect(variants, method: str, lam: float, rank: int, fitted) -> list:
+            """One finished fit (as :meth:`_Fitter.account` returns it): kept, with its progress;
+            returns the task measuring it."""
             for variant in variants:
                 if fitted is None:
                     sink.progress(variant, rank, 0.0)
@@ -418,14 +420,15 @@ class CPDAudit(FamilyAudit):
                 fits.models[(variant, rank)], fits.seconds[(variant, rank)] = model, seconds
                 fits.shared["lam"][(variant, rank)] = lam
                 sink.progress(variant, rank, seconds)
+            return [] if fitted is None else [self._measurement_task(fits, X, codes, fitted[0], rank, fitter.metric_gammas, False)]
 
         with _kernels.blas_threads():  # every product here is thin (fits, γ, λ_ref): one BLAS thread
-            starts, references = {}, {}
+            starts, references, tasks = {}, {}, []
             for rank in rank_list:
                 vanilla = fitter.account("none", 0.0, rank, fitter.fit("none", 0.0, rank))
-                if self.run_vanilla:
-                    collect(("vanilla",), "none", 0.0, rank, vanilla)
                 fitter.set_metric_gamma(rank, vanilla)
+                if self.run_vanilla:
+                    tasks += collect(("vanilla",), "none", 0.0, rank, vanilla)
                 if vanilla is not None:
                     fits.shared["vanilla"][rank] = vanilla[0]
                 elif not fitter.paper:
@@ -438,7 +441,8 @@ class CPDAudit(FamilyAudit):
                     )
             chains = _chains(options, fair, rank_list, self.ranks, self.sweep_rank, self.do_sweep, fitter, starts, references)
             _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: collect(
-                variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"])
+                variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"], tasks)
+        _in_report_order(fits)
         fits.shared["metric_gammas"] = dict(fitter.metric_gammas)
         for method, bad in fitter.unconverged.items():
             name = next(v for v, m in VARIANTS.items() if m == method)
@@ -462,12 +466,14 @@ class CPDAudit(FamilyAudit):
         def resampled(model: FairCPD) -> list[np.ndarray]:
             return [model.factors_[0][position]] + [F.copy() for F in model.factors_[1:]]
 
-        def keep(variants, method, lam, rank, fitted) -> None:
-            if not isinstance(fitted, DivergenceError):
-                fits.models[(variants[0], rank)] = fitted[0]
-                fits.shared["lam"][(variants[0], rank)] = lam
+        def keep(variants, method, lam, rank, fitted) -> list:
+            if isinstance(fitted, DivergenceError):
+                return []
+            fits.models[(variants[0], rank)] = fitted[0]
+            fits.shared["lam"][(variants[0], rank)] = lam
+            return [self._measurement_task(fits, X, codes, fitted[0], rank, fitter.metric_gammas, True)]
 
-        chains = []
+        chains, tasks = [], []
         with _kernels.blas_threads():
             for rank in self.ranks:
                 audited = warm.shared["vanilla"].get(rank)
@@ -476,9 +482,9 @@ class CPDAudit(FamilyAudit):
                 vanilla = fitter.fit("none", 0.0, rank, resampled(audited), warm=True)
                 if isinstance(vanilla, DivergenceError):
                     continue
-                if self.run_vanilla:
-                    keep(("vanilla",), "none", 0.0, rank, vanilla)
                 fitter.set_metric_gamma(rank, vanilla)
+                if self.run_vanilla:
+                    tasks += keep(("vanilla",), "none", 0.0, rank, vanilla)
                 for name in self.fair:
                     if (name, rank) not in warm.models:
                         continue
@@ -486,24 +492,55 @@ class CPDAudit(FamilyAudit):
                     reference = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
                     lam = _default_lambda(options, name, reference)
                     chains.append(_Chain(rank, resampled(warm.models[(name, rank)]), [((name,), name, lam)], warm=True))
-            _run_chains(fitter, chains, keep, options["n_jobs"])
+            _run_chains(fitter, chains, keep, options["n_jobs"], tasks)
+        _in_report_order(fits)
         return fits
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        X, codes = self.X[rows], self.codes[rows]
-        gammas = fits.shared["metric_gammas"]
+        """The records of every fit, in the fits' order. On the fit's own rows they were measured
+        while the other fits ran (:meth:`_measurement_task`); otherwise (held-out rows) every fitted
+        model is measured here, on ``n_jobs`` threads. A model that answers to two variants (a
+        sweep point that is also its rank's default-λ fit) is measured once."""
+        measured = fits.shared.get("measured")
+        if measured is None or rows is not fits.rows or heldout or measured[0] != replicate:
+            X, codes = self.X[rows], self.codes[rows]
+            models = list({id(model): (rank, model) for (_, rank), model in fits.models.items()}.values())
+            found = map_threads(
+                lambda item: self._measure_model(item[1], item[0], X, codes, fits.shared["metric_gammas"], heldout, replicate),
+                models,
+                self.options["n_jobs"],
+            )
+            measured = (replicate, {id(model): entries for (_, model), entries in zip(models, found, strict=True)})
+        for (variant, rank), model in fits.models.items():
+            for metric, value, group in measured[1][id(model)]:
+                out.add(variant, rank, metric, value, group)
+
+    def _measurement_task(self, fits: Fits, X, codes, model: FairCPD, rank: int, gammas: dict, replicate: bool):
+        """A task for :func:`_run_chains`: measure ``model`` on the fit's entities ``X`` (groups
+        ``codes``) into ``fits.shared["measured"]``, which :meth:`measure` then replays (the same
+        function on the same inputs, so the same records; tested)."""
+        measured = fits.shared.setdefault("measured", (replicate, {}))[1]
+
+        def task() -> None:
+            measured[id(model)] = self._measure_model(model, rank, X, codes, gammas, False, replicate)
+
+        return task
+
+    def _measure_model(self, model: FairCPD, rank: int, X, codes, gammas: dict, heldout: bool, replicate: bool) -> list:
+        """``[(metric, value, group), …]`` of one fitted model on the entities ``X`` (its own, or
+        held-out ones)."""
         with _kernels.blas_threads():  # the leakage classifiers' products are thin too (MLP: 7–15× faster)
-            for (variant, rank), model in fits.models.items():
-                if heldout:
-                    A, residual, groups = self._heldout(model, X, codes)
-                else:
-                    A, residual, groups = model.embedding_, model.residual_fit_, model.group_residual_fit_
-                out.add(variant, rank, "residual_fit", residual)
-                out.add_groups(variant, rank, "residual_fit", self.labels, groups)
-                out.add(variant, rank, "orthogonality", orthogonality(A, codes))
-                out.add(variant, rank, "nkhsic", nkhsic(A, codes, gamma=gammas.get(rank), random_state=self.config.random_state))
-                out.add_all(variant, rank, self.representation(A, codes, replicate=replicate, config=self.leak_config))
+            if heldout:
+                A, residual, groups = self._heldout(model, X, codes)
+            else:
+                A, residual, groups = model.embedding_, model.residual_fit_, model.group_residual_fit_
+            entries = [("residual_fit", residual, "")]
+            entries += [("residual_fit", value, label) for label, value in zip(self.labels, groups, strict=True)]
+            entries.append(("orthogonality", orthogonality(A, codes), ""))
+            entries.append(("nkhsic", nkhsic(A, codes, gamma=gammas.get(rank), random_state=self.config.random_state), ""))
+            found = self.representation(A, codes, replicate=replicate, config=self.leak_config)
+        return entries + [(metric, value, "") for metric, value in found.items()]
 
     def _heldout(self, model: FairCPD, X: np.ndarray, codes: np.ndarray):
         """Embedding, residual fit and per-group residual fits of new entities ``X``: their factor
@@ -538,35 +575,96 @@ def audit_cpd(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     run_family(CPDAudit(data, config, sink))
 
 
-def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int) -> None:
-    """Run ``chains`` on ``n_jobs`` worker threads (inline for 1), calling ``record`` here, in the
-    calling thread, for every fit as it finishes."""
+def _in_report_order(fits: Fits) -> None:
+    """Put the fits (collected as the worker threads finish them) in one order whatever the threads
+    did: by variant (:data:`VARIANTS`), the per-rank fit before the sweep's points, then by rank —
+    the order of the records and so of every chart's legend."""
+    order = list(VARIANTS)
+
+    def key(item):
+        (variant, rank), _ = item
+        base, index = split_variant(variant)
+        return order.index(base), -1 if index is None else index, rank
+
+    fits.models = dict(sorted(fits.models.items(), key=key))
+    fits.seconds = {key: fits.seconds[key] for key in fits.models if key in fits.seconds}
+
+
+_STOP, _CHAIN, _TASK = -1, 0, 1
+"""What a worker of :func:`_run_chains` takes first: a stop, then chains of fits, then other work."""
+
+
+def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int, tasks=()) -> None:
+    """Run ``chains`` and ``tasks`` (callables: the measurements of fits) on ``n_jobs`` worker
+    threads, calling ``record(variants, method, λ, rank, fitted)`` here, in the calling thread, for
+    every fit as it finishes; ``record`` returns more tasks (that fit's measurement). A worker takes
+    a chain while one is waiting and a task otherwise, so measurements fill the time a worker would
+    wait for the other's last chain, instead of all following the last fit. Inline for one job:
+    the tasks given first, then each fit's tasks right after it.
+
+    The first exception (a worker's, or ``record``'s — a cancel from the progress callback) stops
+    the workers after their current fit or task and is raised here."""
     stop = threading.Event()
-    if n_jobs <= 1 or len(chains) <= 1:
+    if n_jobs <= 1:
+        for task in tasks:
+            task()
+
+        def record_inline(*fit) -> None:
+            for task in record(*fit) or ():
+                task()
+
         for chain in chains:
-            _run_chain(fitter, chain, record, stop)
+            _run_chain(fitter, chain, record_inline, stop)
         return
+    work: queue.PriorityQueue = queue.PriorityQueue()
     finished: queue.Queue = queue.Queue()
-    expected = sum(len(chain.steps) for chain in chains)
+    order = itertools.count()  # first in, first out within a kind
 
-    def work(chain: _Chain) -> None:
+    def put(kind: int, item) -> None:
+        work.put((kind, next(order), item))
+
+    def worker() -> None:
+        while True:
+            kind, _, item = work.get()
+            if kind == _STOP or stop.is_set():
+                return
+            try:
+                if kind == _CHAIN:
+                    _run_chain(fitter, item, lambda *fit: finished.put((_CHAIN, fit)), stop)
+                else:
+                    item()
+                    finished.put((_TASK, None))
+            except BaseException as exc:  # handed to the calling thread, which raises it
+                finished.put((_STOP, exc))
+                return
+
+    for chain in chains:
+        put(_CHAIN, chain)
+    for task in tasks:
+        put(_TASK, task)
+    fits_left, tasks_left = sum(len(chain.steps) for chain in chains), len(tasks)
+    threads = [threading.Thread(target=worker, name=f"fairaudit-cpd-{i}", daemon=True) for i in range(n_jobs)]
+    with worker_limits():
+        for thread in threads:
+            thread.start()
         try:
-            _run_chain(fitter, chain, lambda *item: finished.put(item), stop)
-        except BaseException as exc:  # handed to the calling thread, which raises it
-            finished.put(exc)
-
-    pool = ThreadPoolExecutor(max_workers=n_jobs, thread_name_prefix="fairaudit-cpd")
-    try:
-        for chain in chains:
-            pool.submit(work, chain)
-        for _ in range(expected):
-            item = finished.get()
-            if isinstance(item, BaseException):
-                raise item
-            record(*item)
-    finally:
-        stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+            while fits_left or tasks_left:
+                kind, item = finished.get()
+                if kind == _STOP:
+                    raise item
+                if kind == _TASK:
+                    tasks_left -= 1
+                    continue
+                fits_left -= 1
+                for task in record(*item) or ():
+                    put(_TASK, task)
+                    tasks_left += 1
+        finally:
+            stop.set()
+            for _ in threads:
+                put(_STOP, None)
+            for thread in threads:
+                thread.join()
 
 
 def _khsic_too_large(n: int, options: dict) -> str:

@@ -32,6 +32,7 @@ from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
+from ..parallel import measure_each
 from ..uncertainty import Disparity
 from ..vocabulary import term
 from ._core import STOPPING_RULES, GroupedData, check_solver_parameters, group_errors
@@ -360,13 +361,20 @@ class NMFAudit(FamilyAudit):
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
+        """Every fit measured on two threads (:func:`fairaudit.parallel.measure_each`; records in
+        the fits' order). The held-out rows' ``E_ℓ`` are found first, once per rank, in this
+        thread (Algorithm 1 collects its NMFs' warnings, which one thread at a time may do)."""
         X = self.prepared.X[rows]
         codes = self.codes[rows]
-        for (name, rank), model in fits.models.items():
+        if heldout:
+            grouped = GroupedData.build(X, self._sensitive(rows))
+            estimates = {rank: self._heldout_E(rows, rank, replicate) for rank in sorted({rank for _, rank in fits.models})}
+
+        def measure_one(item, out: Recorder) -> None:
+            (name, rank), model = item
             if heldout:
                 W = model.transform(X)
-                E = self._heldout_E(rows, rank, replicate)
-                grouped = GroupedData.build(X, self._sensitive(rows))
+                E = estimates[rank]
                 errors = group_errors(grouped, W[grouped.order], model.components_)
                 rel_error, rel_loss, own = errors / grouped.norms, (errors - E) / grouped.norms, E / grouped.norms
                 total = float(np.linalg.norm(X - W @ model.components_)) / float(np.linalg.norm(X))
@@ -379,6 +387,8 @@ class NMFAudit(FamilyAudit):
             out.add_groups(name, rank, "own_rel_error", self.labels, own)
             out.add(name, rank, "total_rel_error", total)
             out.add_all(name, rank, self.representation(W, codes, replicate=replicate))
+
+        measure_each(measure_one, list(fits.models.items()), out)
 
     def _heldout_E(self, rows, rank: int, replicate: bool) -> np.ndarray:
         """``E_ℓ`` of the held-out rows' groups (Algorithm 1 on those rows): computed once for the
