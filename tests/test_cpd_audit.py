@@ -299,3 +299,28 @@ def test_cancel_from_the_progress_callback_stops_the_workers():
     assert len(seen) == 5
     with pytest.raises(ParameterError, match="n_jobs"):
         run_audit(data, AuditConfig(methods=("cpd",), ranks=(1,), options={"cpd": {"n_jobs": 0}}))
+
+
+def test_replicates_repeat_the_audit_procedure_on_the_resampled_entities():
+    """Under our formulation a bootstrap replicate fits vanilla CP from its SVD start and each fair
+    method from that vanilla fit, as the audit's own per-rank fits do (REPLICATE_STARTS): on a matrix
+    the SVD start is the optimum, reached in the audit's 2 epochs, where a start from the audit's own
+    (resampled) fit crawled for up to 37."""
+    from fairaudit.audit import RecordSink
+    from fairaudit.cpd.audit import CPDAudit
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(120, 6)) @ rng.normal(size=(6, 6))
+    groups = np.where(np.arange(120) % 3 == 0, "b", "a")
+    family = CPDAudit(AuditData.from_arrays(X, groups), AuditConfig(methods=("cpd",), ranks=(2, 3), options={"cpd": dict(FAST)}), RecordSink("cpd"))
+    fits = family.fit(np.arange(120))
+    rows = np.sort(rng.choice(120, 120))
+    refits = family.fit(rows, warm=fits, replicate=True, seed=np.random.SeedSequence(3))
+    for rank in (2, 3):
+        vanilla = refits.models[("vanilla", rank)]
+        assert vanilla.init == "svd" and vanilla.n_iter_ == fits.models[("vanilla", rank)].n_iter_ == 2
+        for name in ("fatr", "hsic", "khsic"):
+            if rank == family.sweep_rank:  # the sweep's point: from the audit's own fit, in its basin
+                assert refits.models[(name, rank)].init is not vanilla.factors_
+            else:
+                assert refits.models[(name, rank)].init is vanilla.factors_
