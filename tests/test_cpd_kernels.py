@@ -265,22 +265,3 @@ def test_frontier_continuation_and_restarts():
         if row == 1:
             assert path.residual_fit[row] == pytest.approx(direct.residual_fit_, rel=1e-9)
 
-
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_rbf_in_cache_sized_blocks_equals_the_distance_formula(dtype, monkeypatch):
-    """:func:`_kernels.rbf` (one augmented product per row block, clip, exp) against
-    ``exp(−γ · cdist²)``: within 1e-12 in float64 and 2e-6 in float32, whatever the block size,
-    with 1 on the diagonal of a kernel with itself."""
-    from scipy.spatial.distance import cdist
-
-    rng = np.random.default_rng(11)
-    X, Y = rng.normal(size=(257, 7)), rng.normal(size=(33, 7))
-    reference = np.exp(-0.3 * cdist(X, Y, "sqeuclidean"))
-    for block_bytes in (1, 4096, 2**18):
-        monkeypatch.setattr(_kernels, "RBF_BLOCK_BYTES", block_bytes)
-        K = _kernels.rbf(X.astype(dtype), Y.astype(dtype), 0.3)
-        assert K.dtype == dtype
-        np.testing.assert_allclose(K, reference, rtol=0, atol=1e-12 if dtype == np.float64 else 2e-6)
-        own = _kernels.rbf(X.astype(dtype), X.astype(dtype), 0.3)
-        np.testing.assert_allclose(np.diag(own), 1.0, rtol=0, atol=1e-12 if dtype == np.float64 else 2e-6)
-        assert own.max() <= 1.0

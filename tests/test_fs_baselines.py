@@ -91,6 +91,30 @@ def test_spec_matches_the_dense_formula(criterion):
     assert set(np.flatnonzero(fitted.get_support())) == set(order[:2])
 
 
+def test_dense_spec_in_kernel_blocks_equals_holding_the_similarity(monkeypatch):
+    """The dense graph's width (closed form) and SPEC's products from the kernel's row blocks, never
+    holding S (:func:`dense_heat_products`), against S written out: equal to rounding, whatever
+    the block size."""
+    from fairaudit import kernels
+    from fairaudit.fs.baselines import dense_width
+
+    X = _data(5, n=60)
+    distances = ((X[:, None] - X[None]) ** 2).sum(axis=2)
+    t = distances.sum() / (60 * 59)
+    assert dense_width(X) == pytest.approx(t, rel=1e-13)
+    np.testing.assert_allclose(heat_graph(X, None)[0], np.exp(-distances / t), rtol=1e-13, atol=0)
+    S = np.exp(-distances / t)
+    root = np.sqrt(S.sum(axis=1))
+    F = root[:, None] * X
+    F /= np.linalg.norm(F, axis=0)
+    phi1 = 1.0 - np.sum(F * ((S @ (F / root[:, None])) / root[:, None]), axis=0)
+    xi1 = root / np.linalg.norm(root)
+    expected = phi1 / (1.0 - (xi1 @ F) ** 2)
+    for block_bytes in (8 * 60 * 7, 2**18):  # 7 rows per block; one block
+        monkeypatch.setattr(kernels, "BLOCK_BYTES", block_bytes)
+        np.testing.assert_allclose(SPEC(2).fit(X).scores_, expected, rtol=1e-12)
+
+
 def test_mcfs_uses_the_generalised_eigenvectors_and_lars():
     X = _data(4, n=80)
     fitted = MCFS(3, n_clusters=2).fit(X)

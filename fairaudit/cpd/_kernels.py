@@ -35,15 +35,13 @@ import numpy as np
 from scipy.linalg import solve_triangular
 
 from .. import linalg, metrics
+from ..kernels import rbf, rbf_row_blocks
 
 GROUP_GAMMA = 1.0
 """γ of the RBF kernel on the one-hot group rows ([Kim21] App. A.8, A.9: γ = 1)."""
 
 GROUP_KERNEL_SCALE = 1.0 - float(np.exp(-2.0 * GROUP_GAMMA))
 """``c_S``: the centred RBF kernel on one-hot rows is ``c_S · HSSᵀH`` (module docstring)."""
-
-BLOCK_BYTES = 2**19
-"""Largest kernel block held in memory (bytes)."""
 
 BLAS_THREADS: int | None = 1
 """BLAS threads while a CP model is fitted or a kernel metric computed (``None``: leave BLAS
@@ -88,67 +86,10 @@ def median_gamma(Z: np.ndarray, max_rows: int = 2000, random_state: int | None =
     return 1.0 / (2.0 * median * median)
 
 
-def _blocks(n: int):
-    size = max(1, min(n, BLOCK_BYTES // (8 * max(n, 1))))
-    for start in range(0, n, size):
-        yield slice(start, min(n, start + size))
-
-
-def rbf(X: np.ndarray, Y: np.ndarray, gamma: float, sq_x=None, sq_y=None) -> np.ndarray:
-    """The RBF kernel ``exp(−γ‖x_i − y_j‖²)`` between the rows of ``X`` and ``Y``, in their dtype
-    (:func:`rbf_filled`; ``sq_x`` / ``sq_y`` are the rows' precomputed ``γ‖·‖²``)."""
-    K = np.empty((X.shape[0], Y.shape[0]), dtype=np.result_type(X, Y))
-    for _ in rbf_filled(K, X, Y, gamma, sq_x, sq_y):
-        pass
-    return K
-
-
-def rbf_filled(K: np.ndarray, X: np.ndarray, Y: np.ndarray, gamma: float, sq_x=None, sq_y=None):
-    """Fill ``K`` with the RBF kernel between the rows of ``X`` and ``Y`` row block by row block,
-    yielding each block's rows once it is filled (a caller can use the block while it is still in
-    cache, as :func:`khsic_nystrom` does).
-
-    The exponent comes from one matrix product of the rows augmented by their squared norms,
-    ``[2γx, −γ‖x‖², −1] · [y, 1, γ‖y‖²]ᵀ = −γ‖x − y‖²`` (clipped at 0), then ``exp`` in place,
-    in blocks of :data:`RBF_BLOCK_BYTES` so that the product, the clip and the exponential
-    touch the block while it is in cache. Measured on two cores (one BLAS thread): the
-    4,165 × 300 float32 Nyström block 1.13 ms against 2.28 ms for the product followed by three
-    in-place passes over the whole matrix, a 2,000 × 2,000 float64 kernel 12.9 ms against
-    25.4 ms; the same values up to rounding.
-    """
-    dtype = K.dtype
-    sq_x = gamma * np.einsum("ij,ij->i", X, X) if sq_x is None else sq_x
-    sq_y = gamma * np.einsum("ij,ij->i", Y, Y) if sq_y is None else sq_y
-    d = X.shape[1]
-    left = np.empty((X.shape[0], d + 2), dtype=dtype)
-    np.multiply(X, 2.0 * gamma, out=left[:, :d])
-    left[:, d] = -sq_x
-    left[:, d + 1] = -1.0
-    right = np.empty((d + 2, Y.shape[0]), dtype=dtype)
-    right[:d] = Y.T
-    right[d] = 1.0
-    right[d + 1] = sq_y
-    step = max(1, RBF_BLOCK_BYTES // (K.itemsize * max(Y.shape[0], 1)))
-    for start in range(0, X.shape[0], step):
-        rows = slice(start, min(X.shape[0], start + step))
-        block = K[rows]
-        np.matmul(left[rows], right, out=block)
-        np.minimum(block, 0.0, out=block)
-        np.exp(block, out=block)
-        yield rows
-
-
-RBF_BLOCK_BYTES = 2**18
-"""Bytes of kernel rows computed together by :func:`rbf_filled`: small enough to stay in a core's
-cache between the product and the element-wise steps (measured: 256 KiB fastest among 64 KiB –
-2 MiB for the Nyström block, 1.13 against 1.46 ms at 2 MiB)."""
-
-
 def rbf_blocks(A: np.ndarray, gamma: float):
-    """Row blocks ``(rows, K[rows, :])`` of the RBF kernel of ``A``'s rows (:func:`rbf`)."""
-    sq = gamma * np.einsum("ij,ij->i", A, A)
-    for rows in _blocks(A.shape[0]):
-        yield rows, rbf(A[rows], A, gamma, sq[rows], sq)
+    """Row blocks ``(rows, K[rows, :])`` of the RBF kernel of ``A``'s rows
+    (:func:`fairaudit.kernels.rbf_row_blocks`: one scratch block, valid until the next)."""
+    return rbf_row_blocks(A, A, gamma)
 
 
 def landmarks(codes: np.ndarray, size: int, random_state=0) -> np.ndarray:
@@ -273,8 +214,8 @@ def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndar
     left = np.hstack([U_low, (U_low[:, :, None] * A_low[:, None, :]).reshape(n, k * rank)]) if gradient else U_low
     C = np.empty((n, m), dtype=dtype)
     P_low = np.zeros((m, left.shape[1]), dtype=dtype)
-    for rows in rbf_filled(C, A_low, A_low[landmarks], dtype(gamma), sq, sq[landmarks]):
-        P_low += C[rows].T @ left[rows]
+    for rows, block in rbf_row_blocks(A_low, A_low[landmarks], dtype(gamma), sq_x=sq, sq_y=sq[landmarks], out=C):
+        P_low += block.T @ left[rows]
     P = P_low.astype(float)
     F = P[:, :k]
     jitter = NYSTROM_JITTER * m
