@@ -842,31 +842,70 @@ def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str
     return reasons
 
 
-def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfig) -> dict[str, Value]:
+def representation_metrics(
+    Z: np.ndarray, groups: np.ndarray, config: AuditConfig, leakage: metrics.LeakageEstimate | None = None
+) -> dict[str, Value]:
     """Whole-data metrics of a representation ``Z`` shared by every family.
 
     ``mmd2`` (group means), ``mmd2_rbf`` (median-heuristic RBF kernel) and the leakage test
-    (:func:`fairaudit.metrics.leakage_test`): ``unfairness`` / ``unfairness_balanced``
+    (:func:`fairaudit.metrics.leakage_test`, or ``leakage`` when it was already run, e.g. by
+    :func:`leakage_estimates`): ``unfairness`` / ``unfairness_balanced``
     ((balanced) accuracy − 1/k, with the cross-validation interval), ``balanced_accuracy``,
     ``chance_balanced_accuracy`` (the permutation distribution's mean and central interval) and
     ``leakage_pvalue``.
     """
-    estimate = metrics.leakage_test(
-        Z,
-        groups,
+    if leakage is None:
+        leakage = leakage_estimates([Z], groups, config)[0]
+    return {
+        "mmd2": metrics.mmd2(Z, groups),
+        "mmd2_rbf": metrics.mmd2_rbf(
+            Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
+        ),
+        **leakage.records(),
+    }
+
+
+NESTED_TOLERANCE = 1e-9
+"""Relative tolerance under which a representation counts as the leading columns of a wider one
+(column signs aside) in :func:`leakage_estimates`."""
+
+
+def leakage_estimates(representations: Sequence[np.ndarray], groups: np.ndarray, config: AuditConfig) -> list[metrics.LeakageEstimate]:
+    """The leakage test (:func:`fairaudit.metrics.leakage_test`) of each representation, with the
+    audit's settings. Representations that are the leading columns of the widest one, up to column
+    signs (vanilla PCA's ranks; the classifier is QDA, whose fits do not change when a column
+    flips sign), are tested in one pass over the widest (:func:`fairaudit.metrics.leakage_tests`:
+    the same rows, folds and permutations as one test per representation, so the same values up
+    to rounding); the others one by one."""
+    settings = dict(
         classifier=config.leakage_classifier,
         permutations=config.leakage_permutations,
         confidence=config.confidence,
         max_rows=config.leakage_max_rows,
         random_state=config.random_state,
     )
-    return {
-        "mmd2": metrics.mmd2(Z, groups),
-        "mmd2_rbf": metrics.mmd2_rbf(
-            Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
-        ),
-        **estimate.records(),
-    }
+    shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
+    estimates: list = [None] * len(shaped)
+    widest = max(range(len(shaped)), key=lambda i: shaped[i].shape[1], default=None)
+    nested = [i for i in range(len(shaped)) if widest is not None and _leading_columns(shaped[i], shaped[widest])]
+    if len(nested) > 1 and config.leakage_classifier == "qda":
+        together = metrics.leakage_tests(shaped[widest], groups, [shaped[i].shape[1] for i in nested], **settings)
+        for i, estimate in zip(nested, together, strict=True):
+            estimates[i] = estimate
+    for i, Z in enumerate(shaped):
+        if estimates[i] is None:
+            estimates[i] = metrics.leakage_test(Z, groups, **settings)
+    return estimates
+
+
+def _leading_columns(Z: np.ndarray, wide: np.ndarray) -> bool:
+    """``Z`` is the first columns of ``wide`` up to each column's sign (to :data:`NESTED_TOLERANCE`)."""
+    lead = wide[:, : Z.shape[1]]
+    if Z.shape[1] == 0 or not np.all(np.isfinite(Z)):
+        return False
+    signs = np.where(np.sum(Z * lead, axis=0) < 0, -1.0, 1.0)
+    scale = max(float(np.abs(lead).max()), np.finfo(float).tiny)
+    return bool(np.abs(Z - lead * signs).max() <= NESTED_TOLERANCE * scale)
 
 
 def _family(method: str) -> type[FamilyAudit]:

@@ -141,20 +141,43 @@ def test_degenerate_ranks_and_noise_are_never_the_largest_gap():
 # ---------------------------------------------------------------------------- leakage
 def test_batched_qda_is_scikit_learns_qda(rng):
     from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+    from sklearn.model_selection import StratifiedKFold
 
     groups = np.repeat([0, 1, 2], [120, 60, 40])
     Z = rng.normal(size=(220, 3)) * (1 + 0.4 * groups[:, None]) + 0.3 * groups[:, None]
+    Z[:, 2] += 0.5 * Z[:, 0] * (groups == 1)  # correlated columns in one group: the leading blocks differ from the whole
     train = rng.permutation(220)[:160]
     test = np.setdiff1d(np.arange(220), train)
     orders = np.vstack([np.arange(220), rng.permutation(220), rng.permutation(220)])
     other = rng.permutation(220)[:170]
-    splits = [(train, test), (other, np.setdiff1d(np.arange(220), other))]
-    accuracy, _ = metrics._batched_qda_scores(Z, groups, splits, orders, 3)
-    for p, order in enumerate(orders):
-        for j, (fit_rows, score_rows) in enumerate(splits):
-            model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
-            predicted = model.fit(Z[order][fit_rows], groups[fit_rows]).predict(Z[order][score_rows])
-            assert accuracy[p, j] == pytest.approx(np.mean(predicted == groups[score_rows]))
+    holdout = [(train, test), (other, np.setdiff1d(np.arange(220), other))]  # not a k-fold: class totals summed directly
+    kfold = list(StratifiedKFold(4, shuffle=True, random_state=1).split(Z, groups))  # totals from the folds' own sums
+    for splits in (holdout, kfold):
+        accuracy, balanced = metrics._batched_qda_scores(Z, groups, splits, orders, 3, widths=[1, 2, 3])
+        assert accuracy.shape == (3, 3, len(splits))
+        for w, width in enumerate((1, 2, 3)):
+            for p, order in enumerate(orders):
+                for j, (fit_rows, score_rows) in enumerate(splits):
+                    model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
+                    Zw = Z[order, :width]
+                    predicted = model.fit(Zw[fit_rows], groups[fit_rows]).predict(Zw[score_rows])
+                    assert accuracy[w, p, j] == pytest.approx(np.mean(predicted == groups[score_rows]))
+                    recalls = [np.mean(predicted[groups[score_rows] == c] == c) for c in range(3)]
+                    assert balanced[w, p, j] == pytest.approx(np.mean(recalls))
+
+
+def test_leakage_tests_of_nested_widths_equal_one_test_per_width(rng):
+    """One pass over the widest representation gives, at every width, what a test of the leading
+    columns alone gives (same folds, same permutations: the same rng draws)."""
+    groups = np.repeat([0, 1], [700, 300])
+    Z = rng.normal(size=(1000, 6)) + 0.15 * groups[:, None] * np.arange(6)
+    widths = [1, 2, 4, 6]
+    together = metrics.leakage_tests(Z, groups, widths, max_rows=800, random_state=3)
+    for width, estimate in zip(widths, together, strict=True):
+        alone = metrics.leakage_test(Z[:, :width], groups, max_rows=800, random_state=3)
+        assert estimate == alone
+    assert together[0].permutations == metrics.LEAKAGE_PERMUTATIONS["qda"]
+    assert [e.permutations for e in metrics.leakage_tests(Z, groups, widths, classifier="logistic", max_rows=800)] == [20] * 4
 
 
 def test_leakage_test_against_chance(rng):
