@@ -180,6 +180,26 @@ def test_leakage_tests_of_nested_widths_equal_one_test_per_width(rng):
     assert [e.permutations for e in metrics.leakage_tests(Z, groups, widths, classifier="logistic", max_rows=800)] == [20] * 4
 
 
+def test_representations_metrics_equal_one_representation_at_a_time(rng):
+    """Nested ranks found per lineage (a sign flip allowed), worker threads: the values one call per
+    representation gives, in the same order of metrics."""
+    from fairaudit.audit import AuditConfig, representation_metrics, representations_metrics
+
+    groups = np.repeat([0, 1], [500, 250])
+    wide = rng.normal(size=(750, 5)) + 0.2 * groups[:, None]
+    flipped = wide[:, :2] * np.array([1.0, -1.0])
+    other = rng.normal(size=(750, 3)) + 0.1 * groups[:, None]  # another lineage, not nested in ``wide``
+    representations = [wide[:, :1], flipped, wide, other, other[:, :2]]
+    config = AuditConfig(leakage_max_rows=600)
+    together = representations_metrics(representations, groups, config, lineages=["a", "a", "a", "b", "c"])
+    for Z, values in zip(representations, together, strict=True):
+        alone = representation_metrics(Z, groups, config)
+        assert list(values) == list(alone)
+        for metric, value in alone.items():
+            np.testing.assert_allclose(values[metric], value, rtol=1e-12, atol=1e-15, err_msg=metric)
+    np.testing.assert_equal(representations_metrics(representations, groups, config, threads=1), representations_metrics(representations, groups, config))
+
+
 def test_leakage_test_against_chance(rng):
     groups = np.repeat([0, 1], [300, 100])
     clean = rng.normal(size=(400, 3))
