@@ -1,11 +1,12 @@
 """Independent pieces of a family's audit on a few threads (the measurements of its fits).
 
-The NMF, feature-selection and CP families measure every fit separately — the leakage test, the
-RBF MMD², k-means, kernel alignments — pure NumPy functions of one fit's representation whose
-large operations release the GIL. :func:`map_threads` runs such a function over the fits on
-``n_jobs`` threads and returns the results in the fits' order, so that the records a family
-writes from them are the same, in the same order, as one thread's; :class:`RecordBuffer`
-collects what one fit's measurement writes, for the family to replay into its recorder.
+The feature-selection and CP families measure every fit separately — k-means runs, kernel
+alignments, the CP metrics — pure NumPy functions of one fit whose large operations release the
+GIL. :func:`map_threads` runs such a function over the fits on ``n_jobs`` threads and returns the
+results in the fits' order, so that the records a family writes from them are the same, in the
+same order, as one thread's; :func:`worker_limits` is what the calling thread holds while any
+worker threads run (the CP family's fit-and-measure workers too). The shared representation
+metrics of many fits have their own threads (:func:`fairaudit.audit.representations_metrics`).
 
 Thread limits. Every pool here (BLAS and OpenMP) is held at one thread while the workers run.
 threadpoolctl's limits are process-wide and each context restores on exit what it found on
@@ -22,11 +23,10 @@ from __future__ import annotations
 import contextlib
 import os
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from .audit import Recorder, Value
 from .linalg import blas_threads
 
 T = TypeVar("T")
@@ -64,30 +64,3 @@ def map_threads(function: Callable[[T], R], items: Iterable[T], n_jobs: int | No
             return [future.result() for future in futures]
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-class RecordBuffer(Recorder):
-    """What a measurement writes, kept in order to be replayed into another recorder."""
-
-    def __init__(self):
-        self.entries: list[tuple[str, int, str, Value, str]] = []
-
-    def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:
-        self.entries.append((variant, rank, metric, value, group))
-
-    def replay(self, out: Recorder) -> None:
-        for variant, rank, metric, value, group in self.entries:
-            out.add(variant, rank, metric, value, group)
-
-
-def measure_each(measure_one: Callable[[object, Recorder], None], items: Sequence, out: Recorder, n_jobs: int | None = None) -> None:
-    """Call ``measure_one(item, recorder)`` for every item on ``n_jobs`` threads and write what
-    each call recorded to ``out``, item after item, in the items' order."""
-
-    def buffered(item) -> RecordBuffer:
-        buffer = RecordBuffer()
-        measure_one(item, buffer)
-        return buffer
-
-    for buffer in map_threads(buffered, items, n_jobs):
-        buffer.replay(out)

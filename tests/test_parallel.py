@@ -10,9 +10,19 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-from fairaudit.audit import AuditConfig, run_audit
+from fairaudit.audit import AuditConfig, Recorder, run_audit
 from fairaudit.data import AuditData
-from fairaudit.parallel import RecordBuffer, map_threads, measure_each
+from fairaudit.parallel import map_threads
+
+
+class Entries(Recorder):
+    """Every record written, in order."""
+
+    def __init__(self):
+        self.entries = []
+
+    def add(self, variant, rank, metric, value, group=""):
+        self.entries.append((variant, rank, metric, value, group))
 
 
 def test_map_threads_keeps_the_order_and_uses_the_threads():
@@ -50,21 +60,6 @@ def test_thread_pools_are_left_as_they_were_found():
 
     map_threads(limited, range(20), n_jobs=2)
     assert [(pool["user_api"], pool["num_threads"]) for pool in threadpool_info()] == before
-
-
-def test_measure_each_replays_in_the_items_order():
-    out = RecordBuffer()
-
-    def measure_one(item, recorder):
-        time.sleep(0.002 * (3 - item % 3))
-        recorder.add("v", item, "m", float(item))
-        recorder.add("v", item, "per_group", float(-item), group="a")
-
-    measure_each(measure_one, list(range(9)), out, n_jobs=2)
-    serial = RecordBuffer()
-    measure_each(measure_one, list(range(9)), serial, n_jobs=1)
-    assert out.entries == serial.entries
-    assert [entry[1] for entry in out.entries] == [i for i in range(9) for _ in range(2)]
 
 
 @pytest.mark.parametrize("method", ["nmf", "fs", "cpd"])
@@ -105,7 +100,7 @@ def test_cp_measurements_taken_during_the_fits_equal_measuring_afterwards():
             rows = np.sort(np.random.default_rng(0).choice(40, 40))
             fits = family.fit(rows, warm=fits, replicate=True, seed=np.random.SeedSequence(1))
         assert fits.shared["measured"][0] is replicate
-        during, after = RecordBuffer(), RecordBuffer()
+        during, after = Entries(), Entries()
         family.measure(fits, rows, during, replicate=replicate)
         fits.shared.pop("measured")
         family.measure(fits, rows, after, replicate=replicate)

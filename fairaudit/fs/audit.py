@@ -36,7 +36,8 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
+from .. import metrics
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, representations_metrics
 from ..data import AuditData
 from ..errors import ParameterError
 from ..parallel import map_threads
@@ -230,13 +231,20 @@ class FSAudit(FamilyAudit):
             self.sink.detail(name, m, "graph", estimator.graph_)
 
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        """Every distinct selection measured once, on two threads (:func:`fairaudit.parallel.map_threads`):
-        selectors that keep the same columns in the same order at a size (on the 4,165-row credit
-        table 4 of the 28 selections repeat another's) get the same measurements, which are pure
-        functions of the selected columns; records are written in the fits' order."""
+        """Every distinct selection measured once: selectors that keep the same columns in the same
+        order at a size (on the 4,165-row credit table 4 of the 28 selections repeat another's) get
+        the same measurements, which are pure functions of the selected columns. The k-means runs
+        and alignments on two threads (:func:`fairaudit.parallel.map_threads`), the leakage tests
+        and RBF MMD² of every selection together (:func:`fairaudit.audit.representations_metrics`:
+        a selector's sizes are the leading columns of its largest selection, tested in one pass).
+        Records are written in the fits' order."""
         X, codes = self.X[rows], self.codes[rows]
         truth = None if self.truth is None else self.truth[rows]
         d = X.shape[1]
+        orders = {key: tuple(int(j) for j in fits.shared["order"][key]) for key in fits.models}
+        distinct = {}  # each distinct selection → the first selector that made it (its lineage)
+        for (name, _), order in orders.items():
+            distinct.setdefault(order, name)
         with threadpool_limits(limits=THREADS):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
             if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
@@ -249,8 +257,7 @@ class FSAudit(FamilyAudit):
             runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
 
             def measure_selection(order: tuple[int, ...]) -> list[tuple[str, object]]:
-                Z = X[:, list(order)]
-                scores = cluster_scores(Z, codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
+                scores = cluster_scores(X[:, list(order)], codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
                 mask = np.zeros(d)
                 mask[list(order)] = 1.0
                 _, _, aligned = alignment.value_grad(mask, len(order), np.zeros(2), targets, gradient=False)
@@ -259,12 +266,16 @@ class FSAudit(FamilyAudit):
                     ("relative_balance", scores["balance"] / smallest_share),
                     ("alignment_data", aligned[0]),
                     ("alignment_protected", aligned[1]),
-                    *self.representation(Z, codes, replicate=replicate).items(),
                 ]
 
-            orders = {key: tuple(int(j) for j in fits.shared["order"][key]) for key in fits.models}
-            distinct = list(dict.fromkeys(orders.values()))
-            measured = dict(zip(distinct, map_threads(measure_selection, distinct), strict=True))
+            measured = dict(zip(distinct, map_threads(measure_selection, list(distinct)), strict=True))
+            representations = [X[:, list(order)] for order in distinct]
+            if replicate:
+                shared = [{"mmd2": metrics.mmd2(Z, codes)} for Z in representations]
+            else:
+                shared = representations_metrics(representations, codes, self.config, lineages=list(distinct.values()))
+        for order, values in zip(distinct, shared, strict=True):
+            measured[order] += list(values.items())
         for (name, m), order in orders.items():
             for metric, value in measured[order]:
                 out.add(name, m, metric, value)

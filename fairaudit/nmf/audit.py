@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
+from .. import metrics
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options, representations_metrics
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
-from ..parallel import measure_each
 from ..uncertainty import Disparity
 from ..vocabulary import term
 from ._core import STOPPING_RULES, GroupedData, check_solver_parameters, group_errors
@@ -361,34 +361,36 @@ class NMFAudit(FamilyAudit):
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        """Every fit measured on two threads (:func:`fairaudit.parallel.measure_each`; records in
-        the fits' order). The held-out rows' ``E_ℓ`` are found first, once per rank, in this
-        thread (Algorithm 1 collects its NMFs' warnings, which one thread at a time may do)."""
+        """Every fit's errors and losses, and the representation metrics of every fit's ``W``
+        together (:func:`fairaudit.audit.representations_metrics`: the leakage tests and RBF MMD²
+        on worker threads); in a replicate only the group-mean MMD²."""
         X = self.prepared.X[rows]
         codes = self.codes[rows]
         if heldout:
             grouped = GroupedData.build(X, self._sensitive(rows))
-            estimates = {rank: self._heldout_E(rows, rank, replicate) for rank in sorted({rank for _, rank in fits.models})}
-
-        def measure_one(item, out: Recorder) -> None:
-            (name, rank), model = item
+        representations = {}
+        for (name, rank), model in fits.models.items():
+            representations[name, rank] = model.transform(X) if heldout else model.W_
+        if replicate:
+            shared = {key: {"mmd2": metrics.mmd2(W, codes)} for key, W in representations.items()}
+        else:
+            found = representations_metrics(list(representations.values()), codes, self.config, lineages=list(representations))
+            shared = dict(zip(representations, found, strict=True))
+        for (name, rank), model in fits.models.items():
+            W = representations[name, rank]
             if heldout:
-                W = model.transform(X)
-                E = estimates[rank]
+                E = self._heldout_E(rows, rank, replicate)
                 errors = group_errors(grouped, W[grouped.order], model.components_)
                 rel_error, rel_loss, own = errors / grouped.norms, (errors - E) / grouped.norms, E / grouped.norms
                 total = float(np.linalg.norm(X - W @ model.components_)) / float(np.linalg.norm(X))
             else:
-                W = model.W_
                 rel_error, rel_loss, own = model.group_errors_, model.group_losses_, model.own_rel_errors_
                 total = model.reconstruction_err_ / float(np.linalg.norm(X))
             out.add_groups(name, rank, "rel_error", self.labels, rel_error)
             out.add_groups(name, rank, "rel_loss", self.labels, rel_loss)
             out.add_groups(name, rank, "own_rel_error", self.labels, own)
             out.add(name, rank, "total_rel_error", total)
-            out.add_all(name, rank, self.representation(W, codes, replicate=replicate))
-
-        measure_each(measure_one, list(fits.models.items()), out)
+            out.add_all(name, rank, shared[name, rank])
 
     def _heldout_E(self, rows, rank: int, replicate: bool) -> np.ndarray:
         """``E_ℓ`` of the held-out rows' groups (Algorithm 1 on those rows): computed once for the
