@@ -492,12 +492,12 @@ class CPDAudit(FamilyAudit):
             return [self._measurement_task(fits, X, codes, fitted[0], rank, fitter.metric_gammas, True)]
 
         chains, tasks = [], []
+        from_audit = fitter.paper or REPLICATE_STARTS == "audit"
         with _kernels.blas_threads():
             for rank in self.ranks:
                 audited = warm.shared["vanilla"].get(rank)
                 if rank in self.replicate_ranks_skipped or audited is None:
                     continue
-                from_audit = fitter.paper or REPLICATE_STARTS == "audit"
                 vanilla = fitter.fit("none", 0.0, rank, resampled(audited) if from_audit else None, warm=from_audit)
                 if isinstance(vanilla, DivergenceError):
                     continue
