@@ -517,9 +517,12 @@ def line_pass(source: Source, scan: Scan, layout: Layout, n_rows: int, expected:
     return _record_lines(source, layout, n_rows, name)
 
 
-def _chunks_of_lines(source: Source, layout: Layout):
-    """The data region as text, chunk by chunk, each cut after a line feed."""
-    encoding = "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
+def _data_encoding(layout: Layout) -> str:
+    return "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
+
+
+def _byte_chunks_of_lines(source: Source, layout: Layout):
+    """The data region's bytes, chunk by chunk, each cut after a line feed."""
     with source.open() as stream:
         stream.seek(layout.data_offset)
         rest = b""
@@ -532,39 +535,111 @@ def _chunks_of_lines(source: Source, layout: Layout):
                 if not data:
                     continue
             if data:
-                yield data.decode(encoding)
+                yield data
             if not chunk:
                 return
 
 
+def _chunks_of_lines(source: Source, layout: Layout):
+    """The data region as text, chunk by chunk, each cut after a line feed."""
+    encoding = _data_encoding(layout)
+    for data in _byte_chunks_of_lines(source, layout):
+        yield data.decode(encoding)
+
+
+_QUOTE, _LF, _CR = ord('"'), ord("\n"), ord("\r")
+
+
 def _check_quoted_lines(source: Source, layout: Layout, name: str) -> None:
-    """Every line is one record here (as many rows as lines): check the fields from the first
-    quote of each line that has one with strict ``csv`` rules."""
-    delimiter = layout.delimiter
+    """Every line is one record here (as many rows as lines): check each line that has a quote
+    with strict ``csv`` rules.
+
+    A line whose quotes pair up as whole fields — each opening quote first in its field, the
+    next quote on the same line closing it and last in its field — is valid under those rules,
+    and most quoted files have only such lines (a quoted text column). They are recognised with
+    NumPy on the bytes (:func:`_unpaired_quote_lines`); only the other lines — an escaped quote
+    ``""``, a quote inside an unquoted field, a fault — go through the ``csv`` module, so every
+    message and line number is the ``csv`` module's as before. A delimiter that is not one byte
+    in the file's encoding takes the ``csv`` module for every quoted line."""
+    encoding = _data_encoding(layout)
+    try:
+        delimiter = layout.delimiter.encode(encoding)
+    except UnicodeEncodeError:
+        delimiter = b""
     line = layout.data_line
-    for text in _chunks_of_lines(source, layout):
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
-        if tails:
-            try:
-                records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
-            except csv.Error:
-                records = -1
-            if records != len(tails):
-                _name_quoting_error(lines, line, delimiter, name)
-        line += len(lines)
+    for data in _byte_chunks_of_lines(source, layout):
+        if len(delimiter) == 1:
+            array = np.frombuffer(data, dtype=np.uint8)
+            ends = np.flatnonzero(array == _LF)
+            starts, stops, offsets = _unpaired_quote_lines(array, ends, delimiter[0])
+            texts = [data[a:b].decode(encoding) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+            numbers = (line + offsets).tolist()
+            count = ends.size
+        else:
+            lines = data.decode(encoding).split("\n")
+            chosen = [i for i, text in enumerate(lines) if '"' in text]
+            texts, numbers = [lines[i] for i in chosen], [line + i for i in chosen]
+            count = len(lines) - 1
+        if texts:
+            _check_lines_with_csv(texts, numbers, layout.delimiter, name)
+        line += count + (not data.endswith(b"\n"))
 
 
-def _name_quoting_error(lines: list[str], first: int, delimiter: str, name: str) -> None:
-    for i, text in enumerate(lines):
-        if '"' not in text:
-            continue
+def _unpaired_quote_lines(data: np.ndarray, ends: np.ndarray, delimiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines of ``data`` (bytes; ``ends`` the positions of its line feeds) whose quotes do
+    not all pair up as whole fields: ``(starts, stops, indices)`` — each line's byte range
+    without its line feed, and its index among the lines of ``data``.
+
+    Within a line the quotes are taken in pairs; a pair is a whole field when its first quote
+    follows a delimiter or starts the line and its second quote is on the same line and is
+    followed by a delimiter or the line's end (LF or CRLF). Between pairs there are no quotes,
+    so such a line parses under strict ``csv`` rules as one record of quoted and unquoted
+    fields. Every other line that has a quote is returned."""
+    quotes = np.flatnonzero(data == _QUOTE)
+    empty = np.zeros(0, dtype=np.int64)
+    if quotes.size == 0:
+        return empty, empty, empty
+    line = np.searchsorted(ends, quotes)  # the line of each quote (no quote is a line feed)
+    first = np.ones(quotes.size, dtype=bool)
+    first[1:] = line[1:] != line[:-1]
+    starts_at = np.flatnonzero(first)
+    rank = np.arange(quotes.size) - np.repeat(starts_at, np.diff(np.append(starts_at, quotes.size)))
+    opening = rank % 2 == 0
+    before = data[quotes - 1]  # quotes[0] − 1 = −1 reads the last byte: replaced below
+    if quotes[0] == 0:
+        before[0] = _LF
+    last = data.size - 1
+    after = data[np.minimum(quotes + 1, last)]
+    after[quotes == last] = _LF
+    partnered = np.zeros(quotes.size, dtype=bool)
+    partnered[:-1] = line[1:] == line[:-1]  # the next quote is on the same line
+    opens_field = (before == delimiter) | (before == _LF)
+    closes_field = (after == delimiter) | (after == _LF) | (after == _CR)
+    bad = np.where(opening, ~opens_field | ~partnered, ~closes_field)
+    if not bad.any():
+        return empty, empty, empty
+    indices = np.unique(line[bad])
+    starts = np.where(indices > 0, ends[np.maximum(indices - 1, 0)] + 1, 0) if ends.size else np.zeros_like(indices)
+    stops = ends[indices] if ends.size and indices[-1] < ends.size else np.append(ends[indices[:-1]], data.size)
+    return starts, stops, indices
+
+
+def _check_lines_with_csv(texts: list[str], numbers: list[int], delimiter: str, name: str) -> None:
+    """Check ``texts`` (lines, each one record, each with a quote; ``numbers`` their lines in the
+    file) with strict ``csv`` rules from the field of their first quote; the first line at fault
+    raises the ``csv`` module's message with its line."""
+    tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in texts]
+    try:
+        records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
+    except csv.Error:
+        records = -1
+    if records == len(tails):
+        return
+    for text, number in zip(texts, numbers, strict=True):
         try:
             parsed = list(csv.reader([text], delimiter=delimiter, quotechar='"', strict=True))
         except csv.Error as exc:
-            raise _quote_error(name, exc, first + i, first + i) from None
+            raise _quote_error(name, exc, number, number) from None
         if len(parsed) != 1:
             raise Fallback("a record over several lines")
     raise Fallback("csv and Arrow disagree on the records")

@@ -1,0 +1,193 @@
+"""The reader's fast paths keep the ``csv`` module's messages and line numbers.
+
+The strict quoting check of a file whose rows are one per line (``_csv._check_quoted_lines``)
+recognises the lines whose quotes pair up as whole fields with NumPy on the bytes and sends only
+the others through the ``csv`` module. These tests hold it to the ``csv``-module check it
+replaced (kept below as the reference, line for line), on generated lines and chunk boundaries,
+and through ``read_table`` on files that take the fast path.
+"""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import fairaudit.data._csv as csv_module
+import fairaudit.data._table as table_module
+from fairaudit import read_table
+from fairaudit.data._csv import Fallback, Layout, _check_quoted_lines, _unpaired_quote_lines
+from fairaudit.data._source import Source
+from fairaudit.errors import FairAuditError, MalformedCSVError
+
+
+# ---------------------------------------------------------------- the reference: the csv-module check
+def _reference_check(source: Source, layout: Layout, name: str) -> None:
+    """The check as it was before the NumPy pass (every quoted line through ``csv``)."""
+    delimiter = layout.delimiter
+    line = layout.data_line
+    for text in csv_module._chunks_of_lines(source, layout):
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
+        if tails:
+            try:
+                records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
+            except csv.Error:
+                records = -1
+            if records != len(tails):
+                for i, one in enumerate(lines):
+                    if '"' not in one:
+                        continue
+                    try:
+                        parsed = list(csv.reader([one], delimiter=delimiter, quotechar='"', strict=True))
+                    except csv.Error as exc:
+                        raise csv_module._quote_error(name, exc, line + i, line + i) from None
+                    if len(parsed) != 1:
+                        raise Fallback("a record over several lines")
+                raise Fallback("csv and Arrow disagree on the records")
+        line += len(lines)
+
+
+def _outcome(check, raw: bytes, delimiter: str, encoding: str = "utf-8"):
+    source = Source(name="t.csv", size=len(raw), data=raw)
+    layout = Layout(encoding=encoding, delimiter=delimiter, data_offset=0, data_line=7)
+    try:
+        check(source, layout, "t.csv")
+    except (FairAuditError, Fallback) as exc:
+        return type(exc).__name__, str(exc)
+    return None
+
+
+# ---------------------------------------------------------------- generated lines
+fields = st.one_of(
+    st.text(alphabet='ab ,;"', max_size=5),  # anything: stray quotes, delimiters
+    st.text(alphabet="ab ,;", max_size=4).map(lambda t: f'"{t}"'),  # a whole quoted field
+    st.text(alphabet='ab,"', max_size=4).map(lambda t: '"' + t.replace('"', '""') + '"'),  # escaped quotes
+    st.sampled_from(['"x"y', '"x" ', 'x"y', '"', '""', '"""', '"a', 'a"', '"a""']),
+)
+
+
+@st.composite
+def quoted_lines(draw):
+    delimiter = draw(st.sampled_from([",", ";", "\t", "|"]))
+    lines = [delimiter.join(draw(st.lists(fields, min_size=1, max_size=4))) for _ in range(draw(st.integers(1, 12)))]
+    ending = draw(st.sampled_from(["\n", "\r\n"]))
+    text = ending.join(lines) + (ending if draw(st.booleans()) else "")
+    return text.encode(), delimiter
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quoted_lines())
+def test_lines_left_out_of_the_csv_check_parse_as_one_strict_record(case):
+    raw, delimiter = case
+    data = np.frombuffer(raw, dtype=np.uint8)
+    ends = np.flatnonzero(data == ord("\n"))
+    starts, stops, indices = _unpaired_quote_lines(data, ends, ord(delimiter))
+    lines = raw.split(b"\n")
+    assert [raw[a:b] for a, b in zip(starts, stops, strict=True)] == [lines[i] for i in indices]
+    for i, line in enumerate(lines):
+        if i in set(indices.tolist()):
+            assert b'"' in line
+        elif b'"' in line:
+            records = list(csv.reader([line.decode()], delimiter=delimiter, quotechar='"', strict=True))
+            assert len(records) == 1, line
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(quoted_lines(), st.sampled_from([7, 64, 1 << 22]))
+def test_the_check_gives_the_csv_modules_verdict_message_and_line(case, chunk):
+    raw, delimiter = case
+    saved = csv_module.CHUNK
+    csv_module.CHUNK = chunk  # chunk boundaries inside the data
+    try:
+        assert _outcome(_check_quoted_lines, raw, delimiter) == _outcome(_reference_check, raw, delimiter)
+    finally:
+        csv_module.CHUNK = saved
+
+
+@pytest.mark.parametrize("delimiter, encoding", [("§", "utf-8"), ("§", "windows-1252"), ("€", "windows-1252")])
+def test_delimiters_beyond_ascii_keep_the_check(delimiter, encoding):
+    for body in ['a§"x"\nb§"y"z\n', 'a§"x"\nb§"y"\n', 'a€"x"\n"b€c"\n"open§\n']:
+        body = body.replace("§", delimiter)
+        raw = body.encode(encoding)
+        assert _outcome(_check_quoted_lines, raw, delimiter, encoding) == _outcome(_reference_check, raw, delimiter, encoding)
+
+
+# ---------------------------------------------------------------- through read_table, on the fast path
+def _quoted_file(rows: int, line: str | None = None, at: int = 0, ending: str = "\n") -> bytes:
+    """A header and ``rows`` rows whose text column is quoted (as Arrow's and pandas' writers do),
+    with ``line`` put in as row ``at`` (its line in the file is ``at + 2``)."""
+    rng = np.random.default_rng(3)
+    body = [f'{rng.normal():.5f},{i % 7},"{"ab"[i % 2]}"' for i in range(rows)]
+    if line is not None:
+        body[at] = line
+    return ('"x","k","g"' + ending + ending.join(body) + ending).encode()
+
+
+def _read_both(raw: bytes):
+    """``read_table`` on the fast path and on the diagnostic reader: (class, message) or the table."""
+    outcomes = []
+    for fast in (True, False):
+        table_module.FAST_PATH = fast
+        try:
+            table = read_table(raw, name="t.csv")
+            outcomes.append(("table", table.n_rows, table.lines.tolist(), table.strings("g").to_pylist(),
+                             table.numbers("x").tobytes()))
+        except FairAuditError as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+        finally:
+            table_module.FAST_PATH = True
+    return outcomes
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('0.5,1,"a"b', r"line 2502: ',' expected after '\"'"),  # junk after a closing quote
+        ('0.5,1,"a" ', r"line 2502: ',' expected after '\"'"),  # a space after it
+        ('0.5,"1"x,"a"', r"line 2502: ',' expected after '\"'"),  # in a middle field
+    ],
+)
+@pytest.mark.parametrize("ending", ["\n", "\r\n"])
+def test_a_malformed_quote_late_in_a_quoted_file_is_named_at_its_line(line, message, ending, monkeypatch):
+    raw = _quoted_file(3000, line, 2500, ending)
+    fast, slow = _read_both(raw)
+    assert fast == slow and fast[0] == "MalformedCSVError"
+    assert fast[1].startswith("t.csv line 2502: ") and __import__("re").search(message, fast[1])
+    monkeypatch.setattr(csv_module, "read_diagnostic", _no_diagnostic_reader)  # the fast path names it itself
+    with pytest.raises(MalformedCSVError, match=message):
+        read_table(raw, name="t.csv")
+
+
+def _no_diagnostic_reader(*args, **kwargs):
+    raise AssertionError("the fast path fell back to the diagnostic reader")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '0.5,1,"a""b"',  # an escaped quote
+        '0.5,1,""',  # an empty quoted field
+        '0.5,1,a"b',  # a quote inside an unquoted field: a character like any other
+        '0.5,1,"a,b"',  # a delimiter inside quotes
+        '"0.5","1","a"',  # every field quoted
+    ],
+)
+def test_valid_quoting_late_in_a_quoted_file_reads_as_the_diagnostic_reader_reads(line, monkeypatch):
+    raw = _quoted_file(3000, line, 2500)
+    fast, slow = _read_both(raw)
+    assert fast == slow and fast[0] == "table" and fast[1] == 3000
+    monkeypatch.setattr(csv_module, "read_diagnostic", _no_diagnostic_reader)
+    assert read_table(raw, name="t.csv").n_rows == 3000
+
+
+def test_a_fault_across_a_chunk_boundary_is_named_at_its_line(monkeypatch):
+    raw = _quoted_file(3000, '0.5,1,"a"b', 2999)
+    monkeypatch.setattr(csv_module, "CHUNK", 1000)  # ~40 chunks of lines
+    fast, slow = _read_both(raw)
+    assert fast == slow and "line 3001:" in fast[1]
