@@ -10,6 +10,8 @@ and through ``read_table`` on files that take the fast path.
 from __future__ import annotations
 
 import csv
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +24,8 @@ from fairaudit import read_table
 from fairaudit.data._csv import Fallback, Layout, _check_quoted_lines, _unpaired_quote_lines
 from fairaudit.data._source import Source
 from fairaudit.errors import FairAuditError, MalformedCSVError
+
+from .test_reading import _snapshot, messy_csvs
 
 
 # ---------------------------------------------------------------- the reference: the csv-module check
@@ -191,3 +195,87 @@ def test_a_fault_across_a_chunk_boundary_is_named_at_its_line(monkeypatch):
     monkeypatch.setattr(csv_module, "CHUNK", 1000)  # ~40 chunks of lines
     fast, slow = _read_both(raw)
     assert fast == slow and "line 3001:" in fast[1]
+
+
+# ---------------------------------------------------------------- pieces of whole lines
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messy_csvs(), st.sampled_from([1, 16, 64]), st.booleans())
+def test_small_pieces_read_exactly_what_the_diagnostic_reader_reads(raw, piece, from_disk):
+    """Every file cut into pieces of a few lines (Arrow's multi-threaded reader per piece; from
+    the bytes of an upload or from the disk) reads as the diagnostic reader reads it, or fails
+    with its message."""
+    saved = csv_module.PIECE_BYTES
+    csv_module.PIECE_BYTES = piece
+    try:
+        if from_disk:
+            with tempfile.TemporaryDirectory() as folder:
+                path = Path(folder) / "t.csv"
+                path.write_bytes(raw)
+                fast = read_table(path)
+        else:
+            fast = read_table(raw, name="t.csv")
+    except FairAuditError as exc:
+        fast = (type(exc).__name__, str(exc))
+    finally:
+        csv_module.PIECE_BYTES = saved
+    table_module.FAST_PATH = False
+    try:
+        slow = read_table(raw, name="t.csv")
+    except FairAuditError as exc:
+        slow = (type(exc).__name__, str(exc))
+    finally:
+        table_module.FAST_PATH = True
+    if isinstance(fast, tuple) or isinstance(slow, tuple):
+        assert fast == slow
+    else:
+        assert _snapshot(fast) == _snapshot(slow)
+
+
+def test_a_quoted_line_break_after_the_first_piece_reads_the_file_whole(monkeypatch):
+    """Pieces are cut at line feeds only while every quote closes on its line; a quoted line
+    break sends the file to Arrow's streaming reader, with the same table and line numbers."""
+    raw = _quoted_file(3000, '0.5,1,"two\nlines"', 2500)
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", 4096)
+    streamed = []
+    original = csv_module._stream
+    monkeypatch.setattr(csv_module, "_stream", lambda *args: streamed.append(1) or original(*args))
+    fast, slow = _read_both(raw)
+    assert streamed and fast == slow and fast[1] == 3000
+    assert fast[2][2499:2501] == [2501, 2502] and fast[2][2501] == 2504  # the record over lines 2502–2503
+
+
+def test_pieces_of_a_file_without_quotes_or_with_blank_lines(monkeypatch):
+    rng = np.random.default_rng(5)
+    rows = [f"{rng.normal():.4f},{i % 3},{'ab'[i % 2]}" for i in range(2000)]
+    rows[700] = ""  # a blank line in the middle of a piece
+    raw = ("x,k,g\n" + "\n".join(rows) + "\n\n").encode()
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", 1000)
+    fast, slow = _read_both(raw)
+    assert fast == slow and fast[1] == 1999 and fast[2][699:701] == [701, 703]
+
+
+def test_a_line_longer_than_a_piece(tmp_path, monkeypatch):
+    """A path is read piece by piece from the disk: a line longer than a piece is read whole."""
+    long_text = "y" * 5000
+    path = tmp_path / "long.csv"
+    path.write_bytes(("x,g\n" + "".join(f"{i},{long_text if i == 3 else 'a'}\n" for i in range(10)) + "10,b").encode())
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", 64)
+    table = read_table(path)
+    assert table.n_rows == 11 and table.strings("g")[3].as_py() == long_text and table.numbers("x")[-1] == 10
+
+
+@pytest.mark.parametrize("from_disk", [False, True])
+@pytest.mark.parametrize("quoted", [False, True])
+def test_clean_files_in_small_pieces_stay_on_the_fast_path(tmp_path, monkeypatch, from_disk, quoted):
+    raw = _quoted_file(800)
+    if not quoted:
+        raw = raw.replace(b'"', b"")
+    whole = _snapshot(read_table(raw, name="t.csv"))
+    source = raw
+    if from_disk:
+        source = tmp_path / "t.csv"
+        source.write_bytes(raw)
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", 100)
+    monkeypatch.setattr(csv_module, "read_diagnostic", _no_diagnostic_reader)
+    monkeypatch.setattr(csv_module, "_stream", _no_diagnostic_reader)
+    assert _snapshot(read_table(source, name="t.csv")) == whole

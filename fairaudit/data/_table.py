@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from ..errors import FairAuditError, ParameterError
 from ..vocabulary import term
 from . import _csv, _parquet
-from ._cells import Parsed, is_integer_valued, missing_mask, numeric_parsed, parse_text
+from ._cells import Parsed, is_integer_valued, missing_mask, numeric_parsed, parse_text, text_in_head
 from ._source import max_bytes_for, open_source, scan
 
 DEFAULT_MAX_MB = 200
@@ -356,8 +356,8 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
     numeric = dict(columns.numeric)
     text = {}
     for column, strings in columns.text.items():
-        parsed = parse_text(strings)
-        if parsed.is_numeric:
+        parsed = None if text_in_head(strings) else parse_text(strings)
+        if parsed is not None and parsed.is_numeric:
             numeric[column] = _read_only(parsed.values)
         else:
             text[column] = strings
