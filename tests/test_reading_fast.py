@@ -279,3 +279,71 @@ def test_clean_files_in_small_pieces_stay_on_the_fast_path(tmp_path, monkeypatch
     monkeypatch.setattr(csv_module, "read_diagnostic", _no_diagnostic_reader)
     monkeypatch.setattr(csv_module, "_stream", _no_diagnostic_reader)
     assert _snapshot(read_table(source, name="t.csv")) == whole
+
+
+# ---------------------------------------------------------------- the scan of the bytes
+def _reference_scan(source: Source, max_bytes: int):
+    """The scan as it was before hashing moved to a thread (every chunk decoded and counted)."""
+    import codecs
+    import hashlib
+
+    from fairaudit.data._source import _CP1252_UNDEFINED, _TAIL, CHUNK, Scan
+
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    total = lf = cr = crlf = 0
+    nonblank = has_nul = undefined = has_quote = False
+    utf8_error, utf8_line, utf8_byte = None, 0, 0
+    head = tail = b""
+    previous_cr = False
+    with source.open() as stream:
+        while chunk := stream.read(CHUNK):
+            digest.update(chunk)
+            head = head or chunk
+            tail = (tail + chunk)[-_TAIL:]
+            if utf8_error is None:
+                pending = len(decoder.getstate()[0])
+                try:
+                    decoder.decode(chunk)
+                except UnicodeDecodeError as exc:
+                    utf8_error = total - pending + exc.start
+                    utf8_line = lf + chunk[: max(utf8_error - total, 0)].count(b"\n") + 1
+                    utf8_byte = exc.object[exc.start]
+            lf += chunk.count(b"\n")
+            cr += chunk.count(b"\r")
+            crlf += chunk.count(b"\r\n") + (previous_cr and chunk.startswith(b"\n"))
+            previous_cr = chunk.endswith(b"\r")
+            nonblank = nonblank or not chunk.isspace()
+            has_nul = has_nul or b"\x00" in chunk
+            has_quote = has_quote or b'"' in chunk
+            undefined = undefined or any(byte in chunk for byte in _CP1252_UNDEFINED)
+            total += len(chunk)
+    if utf8_error is None:
+        pending = decoder.getstate()[0]
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError as exc:
+            utf8_error, utf8_line, utf8_byte = total - len(pending) + exc.start, lf + 1, exc.object[exc.start]
+    return Scan(digest.hexdigest(), total, head, tail, not nonblank, utf8_error, utf8_line, utf8_byte, has_nul,
+                undefined, lf + cr - crlf, has_quote, cr > crlf)
+
+
+byte_texts = st.lists(
+    st.sampled_from([b"a", b",", b" ", b"\n", b"\r", b"\r\n", b'"', b"\x00", "é".encode(), "€".encode(), b"\xe2\x82",
+                     b"\x81", b"\x90", b"\xff", "日".encode()]),
+    max_size=40,
+).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(byte_texts, st.sampled_from([1, 2, 3, 7, 1 << 22]))
+def test_the_scan_finds_what_the_decoding_scan_found(raw, chunk):
+    from fairaudit.data import _source
+
+    saved = _source.CHUNK
+    _source.CHUNK = chunk
+    try:
+        source = Source(name="t.csv", size=len(raw), data=raw)
+        assert _source.scan(source, 1 << 20) == _reference_scan(source, 1 << 20)
+    finally:
+        _source.CHUNK = saved
