@@ -150,7 +150,13 @@ class LocalEngine:
         from ..metrics import _stratified_subsample
 
         codes = data.groups.codes
-        eligible = np.arange(codes.shape[0]) if weights is None else np.flatnonzero(np.asarray(weights) > 0)
+        if weights is None:  # every row: no index or code arrays of the size of the data
+            n = codes.shape[0]
+            if max_rows <= 0:
+                return RowSample(np.empty((0, data.X_raw.shape[1])), codes[:0], n)
+            rows = np.arange(n) if n <= max_rows else _stratified_subsample(codes, max_rows, random_state)
+            return RowSample((X[rows] - shift) * scale, codes[rows], n)
+        eligible = np.flatnonzero(np.asarray(weights) > 0)
         n = eligible.shape[0]
         if max_rows <= 0:
             return RowSample(np.empty((0, data.X_raw.shape[1])), codes[:0], n)
