@@ -51,7 +51,7 @@ TYPE_SAMPLE_ROWS = 2000
 it only costs a re-read of that column as text)."""
 HEAD_LIMIT = 8 << 20
 BLOCK_SIZE = 1 << 20
-PIECE_BYTES = 8 << 20
+PIECE_BYTES = 4 << 20
 """Bytes of whole lines parsed at a time by Arrow's multi-threaded reader (memory: about twice this)."""
 BATCH_ROWS = 65536
 CHUNK = 4 << 20
