@@ -347,3 +347,12 @@ def test_the_scan_finds_what_the_decoding_scan_found(raw, chunk):
         assert _source.scan(source, 1 << 20) == _reference_scan(source, 1 << 20)
     finally:
         _source.CHUNK = saved
+
+
+@pytest.mark.parametrize("piece", [100, 1 << 22])  # the two faults in different pieces, or in one
+def test_a_quoting_fault_after_a_ragged_row_is_the_message_either_way(monkeypatch, piece):
+    raw = _quoted_file(300, '0.5,1,"a"b', 200)
+    raw = raw.replace(b'\n0.', b'\n0.,7,', 1)  # an extra field early in the file (line 2 or so)
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", piece)
+    fast, slow = _read_both(raw)
+    assert fast == slow and fast[0] == "MalformedCSVError" and "line 202:" in fast[1]

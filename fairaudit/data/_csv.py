@@ -26,6 +26,7 @@ import io
 import re
 import threading
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -517,11 +518,17 @@ def _read_pieces(source: Source, scan: Scan, layout: Layout, names: list[str], n
     block = _Block(names, numeric, capacity)
     read, parse, convert = _arrow_options(layout, names, block.types, scan, whole_lines=True)
     check = _QuoteCheck(layout, name, splitting=True) if scan.has_quote else None
-    with _arrow_errors(numeric):
+    with _arrow_errors(numeric), ThreadPoolExecutor(1) as checker:
         for piece in _pieces(source, layout):
-            if check is not None:
-                check.lines(piece)
-            table = pacsv.read_csv(pa.BufferReader(pa.py_buffer(piece)), read_options=read, parse_options=parse, convert_options=convert)
+            checking = None if check is None else checker.submit(check.lines, piece)  # alongside Arrow's parse
+            try:
+                table, failure = pacsv.read_csv(pa.BufferReader(pa.py_buffer(piece)), read_options=read, parse_options=parse, convert_options=convert), None
+            except pa.ArrowInvalid as exc:
+                table, failure = None, exc
+            if checking is not None:
+                checking.result()  # a quoting fault first, as if the piece had been checked before it was parsed
+            if failure is not None:
+                raise failure
             for batch in table.to_batches():
                 block.add(batch)
             del table
