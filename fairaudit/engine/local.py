@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .moments import GroupMoments
+from .moments import GroupMoments, RowBlocks
 
 
 def scaling_transform(counts, means, within, scaling: str) -> tuple[np.ndarray, np.ndarray]:
@@ -136,10 +136,19 @@ class LocalEngine:
             self._prescaled_cache = cached
         return cached[1]
 
+    def _blocks(self, groups) -> RowBlocks:
+        """The row blocks' group order (:class:`RowBlocks`), once per data set."""
+        cached = getattr(self, "_blocks_cache", None)
+        if cached is None or cached[0] is not groups.codes:
+            cached = (groups.codes, RowBlocks.of(groups.codes, groups.n_groups))
+            self._blocks_cache = cached
+        return cached[1]
+
     def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
         """The group moments of the (prescaled, unscaled, optionally weighted) rows: one pass in
-        blocks, in process."""
-        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels)
+        blocks, in process, the blocks' group order found once per data set."""
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels,
+                                      blocks=self._blocks(groups))
 
     @staticmethod
     def _sample(data, X, max_rows: int, random_state, shift, scale, weights=None) -> RowSample:
