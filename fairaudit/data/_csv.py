@@ -1,9 +1,11 @@
 """Reading delimited text: Arrow for the columns, the ``csv`` module for the diagnostics.
 
 **Fast path.** The first lines are sniffed (delimiter, header, where the data start, a type for
-each column), then Arrow's streaming CSV reader parses the rest in blocks: numeric columns go
+each column), then Arrow parses the rest with an explicit type per column: numeric columns go
 straight into one preallocated float64 block, text columns stay Arrow strings. No Python object
-is made per cell, and memory is the block plus one Arrow block in flight.
+is made per cell. While a line feed always ends a record, the data are cut into pieces of whole
+lines and each piece is parsed by Arrow's multi-threaded reader (memory: the block plus one
+piece); a file whose quoted fields may hold a line break is read by Arrow's streaming reader.
 
 **Diagnostics.** Arrow is lenient where users want to hear about a problem, so the first
 reader's checks are kept by passes that run only when needed:
@@ -14,9 +16,10 @@ reader's checks are kept by passes that run only when needed:
   and either raises the precise message — file, line, what to fix — or builds the table
   itself, still as Arrow strings;
 * the file has quotes (Arrow accepts ``"x"y`` and swallows the rest of the file into an
-  unclosed quoted field) or rows that are not one per line (blank lines, quoted line breaks):
-  the *line pass* walks the lines, checks every quoted record with strict ``csv`` rules, and
-  numbers each row with its line in the file.
+  unclosed quoted field): every line with a quote is held to strict ``csv`` rules — lines
+  whose quotes pair up as whole fields are recognised with NumPy on the bytes, the others go
+  through the ``csv`` module (:class:`_QuoteCheck`); rows that are not one per line (blank
+  lines, quoted line breaks) are numbered with their lines in the file by the *line pass*.
 """
 
 from __future__ import annotations
