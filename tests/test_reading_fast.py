@@ -30,31 +30,30 @@ from .test_reading import _snapshot, messy_csvs
 
 # ---------------------------------------------------------------- the reference: the csv-module check
 def _reference_check(source: Source, layout: Layout, name: str) -> None:
-    """The check as it was before the NumPy pass (every quoted line through ``csv``)."""
-    delimiter = layout.delimiter
-    line = layout.data_line
-    for text in csv_module._chunks_of_lines(source, layout):
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
-        if tails:
-            try:
-                records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
-            except csv.Error:
-                records = -1
-            if records != len(tails):
-                for i, one in enumerate(lines):
-                    if '"' not in one:
-                        continue
-                    try:
-                        parsed = list(csv.reader([one], delimiter=delimiter, quotechar='"', strict=True))
-                    except csv.Error as exc:
-                        raise csv_module._quote_error(name, exc, line + i, line + i) from None
-                    if len(parsed) != 1:
-                        raise Fallback("a record over several lines")
-                raise Fallback("csv and Arrow disagree on the records")
-        line += len(lines)
+    """The check as it was before the NumPy pass (every quoted line through ``csv``), on the
+    data region at once (its chunking only cut the work, not the verdict)."""
+    delimiter, first = layout.delimiter, layout.data_line
+    text = source.data[layout.data_offset :].decode(csv_module._data_encoding(layout))
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()
+    tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
+    try:
+        records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
+    except csv.Error:
+        records = -1
+    if records == len(tails):
+        return
+    for i, one in enumerate(lines):
+        if '"' not in one:
+            continue
+        try:
+            parsed = list(csv.reader([one], delimiter=delimiter, quotechar='"', strict=True))
+        except csv.Error as exc:
+            raise csv_module._quote_error(name, exc, first + i, first + i) from None
+        if len(parsed) != 1:
+            raise Fallback("a record over several lines")
+    raise Fallback("csv and Arrow disagree on the records")
 
 
 def _outcome(check, raw: bytes, delimiter: str, encoding: str = "utf-8"):
@@ -106,12 +105,12 @@ def test_lines_left_out_of_the_csv_check_parse_as_one_strict_record(case):
 @given(quoted_lines(), st.sampled_from([7, 64, 1 << 22]))
 def test_the_check_gives_the_csv_modules_verdict_message_and_line(case, chunk):
     raw, delimiter = case
-    saved = csv_module.CHUNK
-    csv_module.CHUNK = chunk  # chunk boundaries inside the data
+    saved = csv_module.PIECE_BYTES
+    csv_module.PIECE_BYTES = chunk  # piece boundaries inside the data
     try:
         assert _outcome(_check_quoted_lines, raw, delimiter) == _outcome(_reference_check, raw, delimiter)
     finally:
-        csv_module.CHUNK = saved
+        csv_module.PIECE_BYTES = saved
 
 
 @pytest.mark.parametrize("delimiter, encoding", [("§", "utf-8"), ("§", "windows-1252"), ("€", "windows-1252")])
@@ -192,7 +191,7 @@ def test_valid_quoting_late_in_a_quoted_file_reads_as_the_diagnostic_reader_read
 
 def test_a_fault_across_a_chunk_boundary_is_named_at_its_line(monkeypatch):
     raw = _quoted_file(3000, '0.5,1,"a"b', 2999)
-    monkeypatch.setattr(csv_module, "CHUNK", 1000)  # ~40 chunks of lines
+    monkeypatch.setattr(csv_module, "PIECE_BYTES", 1000)  # ~40 pieces of lines
     fast, slow = _read_both(raw)
     assert fast == slow and "line 3001:" in fast[1]
 

@@ -58,7 +58,6 @@ BLOCK_SIZE = 1 << 20
 PIECE_BYTES = 4 << 20
 """Bytes of whole lines parsed at a time by Arrow's multi-threaded reader (memory: about twice this)."""
 BATCH_ROWS = 65536
-CHUNK = 4 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _BINARY_SIGNATURES = {
@@ -636,30 +635,11 @@ def _data_encoding(layout: Layout) -> str:
     return "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
 
 
-def _byte_chunks_of_lines(source: Source, layout: Layout):
-    """The data region's bytes, chunk by chunk, each cut after a line feed."""
-    with source.open() as stream:
-        stream.seek(layout.data_offset)
-        rest = b""
-        while True:
-            chunk = stream.read(CHUNK)
-            data = rest + chunk
-            if chunk:
-                cut = data.rfind(b"\n") + 1
-                data, rest = data[:cut], data[cut:]
-                if not data:
-                    continue
-            if data:
-                yield data
-            if not chunk:
-                return
-
-
 def _chunks_of_lines(source: Source, layout: Layout):
-    """The data region as text, chunk by chunk, each cut after a line feed."""
+    """The data region as text, piece by piece (:func:`_pieces`), each cut after a line feed."""
     encoding = _data_encoding(layout)
-    for data in _byte_chunks_of_lines(source, layout):
-        yield data.decode(encoding)
+    for data in _pieces(source, layout):
+        yield bytes(data).decode(encoding)
 
 
 _QUOTE, _LF, _CR = ord('"'), ord("\n"), ord("\r")
@@ -669,7 +649,7 @@ def _check_quoted_lines(source: Source, layout: Layout, name: str) -> None:
     """Every line is one record here (as many rows as lines): check each line that has a quote
     with strict ``csv`` rules (:class:`_QuoteCheck`)."""
     check = _QuoteCheck(layout, name)
-    for data in _byte_chunks_of_lines(source, layout):
+    for data in _pieces(source, layout):
         check.lines(data)
 
 
