@@ -849,24 +849,86 @@ def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfi
     (:func:`fairaudit.metrics.leakage_test`): ``unfairness`` / ``unfairness_balanced``
     ((balanced) accuracy − 1/k, with the cross-validation interval), ``balanced_accuracy``,
     ``chance_balanced_accuracy`` (the permutation distribution's mean and central interval) and
-    ``leakage_pvalue``.
+    ``leakage_pvalue``. Many representations at once: :func:`representations_metrics`.
     """
-    estimate = metrics.leakage_test(
-        Z,
-        groups,
+    return representations_metrics([Z], groups, config, threads=1)[0]
+
+
+REPRESENTATION_THREADS = 2
+"""Worker threads for the representation metrics of many fits (:func:`representations_metrics`):
+NumPy and BLAS release the GIL, and each test runs one BLAS thread. Measured with 20 leakage tests
+of 10,000 rows (widths 1–10) on the two cores, with another process using about one and a half
+of them: 1.00 s one after another, 0.70 s on two threads (12 % more CPU time), the same values."""
+
+NESTED_TOLERANCE = 1e-9
+"""Relative tolerance under which a representation counts as the leading columns of a wider one
+(column signs aside) in :func:`representations_metrics`."""
+
+
+def representations_metrics(
+    representations: Sequence[np.ndarray],
+    groups: np.ndarray,
+    config: AuditConfig,
+    *,
+    lineages: Sequence | None = None,
+    threads: int = REPRESENTATION_THREADS,
+) -> list[dict[str, Value]]:
+    """:func:`representation_metrics` of each representation, computed together.
+
+    Representations of one lineage (``lineages[i]``, e.g. the variant that made them; one lineage
+    when None) that are the leading columns of the lineage's widest, up to column signs (vanilla
+    PCA's ranks), are tested for leakage in one pass over the widest
+    (:func:`fairaudit.metrics.leakage_tests`, with QDA, whose fits do not change when a column
+    flips sign: the same rows, folds and permutations as one test per representation, so the same
+    values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .linalg import blas_threads
+
+    shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
+    lineages = [None] * len(shaped) if lineages is None else list(lineages)
+    settings = dict(
         classifier=config.leakage_classifier,
         permutations=config.leakage_permutations,
         confidence=config.confidence,
         max_rows=config.leakage_max_rows,
         random_state=config.random_state,
     )
-    return {
-        "mmd2": metrics.mmd2(Z, groups),
-        "mmd2_rbf": metrics.mmd2_rbf(
-            Z, groups, max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state
-        ),
-        **estimate.records(),
-    }
+    tasks = []  # (indices, callable returning one estimate per index), the slowest first
+    single = set(range(len(shaped)))
+    for lineage in dict.fromkeys(lineages):
+        members = [i for i, name in enumerate(lineages) if name == lineage]
+        widest = max(members, key=lambda i: shaped[i].shape[1])
+        nested = [i for i in members if _leading_columns(shaped[i], shaped[widest])]
+        if len(nested) > 1 and config.leakage_classifier == "qda":
+            widths = [shaped[i].shape[1] for i in nested]
+            tasks.append((nested, lambda Z=shaped[widest], widths=widths: metrics.leakage_tests(Z, groups, widths, **settings)))
+            single -= set(nested)
+    for i in sorted(single, key=lambda i: -shaped[i].shape[1]):
+        tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
+    rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
+    tasks += [([i], lambda Z=Z: [metrics.mmd2_rbf(Z, groups, **rbf)]) for i, Z in enumerate(shaped)]
+    with blas_threads(1, user_api=None):
+        if threads > 1 and len(tasks) > 1:
+            with ThreadPoolExecutor(threads) as pool:
+                results = list(pool.map(lambda task: task[1](), tasks))
+        else:
+            results = [task[1]() for task in tasks]
+    values: list[dict[str, Value]] = [{"mmd2": metrics.mmd2(Z, groups)} for Z in shaped]
+    for (indices, _), found in zip(tasks, results, strict=True):
+        for i, result in zip(indices, found, strict=True):
+            values[i].update(result.records() if isinstance(result, metrics.LeakageEstimate) else {"mmd2_rbf": result})
+    return [{"mmd2": v["mmd2"], "mmd2_rbf": v["mmd2_rbf"], **{k: x for k, x in v.items() if k not in ("mmd2", "mmd2_rbf")}} for v in values]
+
+
+def _leading_columns(Z: np.ndarray, wide: np.ndarray) -> bool:
+    """``Z`` is the first columns of ``wide`` up to each column's sign (to :data:`NESTED_TOLERANCE`)."""
+    lead = wide[:, : Z.shape[1]]
+    if Z.shape[1] == 0 or not np.all(np.isfinite(Z)):
+        return False
+    signs = np.where(np.sum(Z * lead, axis=0) < 0, -1.0, 1.0)
+    scale = max(float(np.abs(lead).max()), np.finfo(float).tiny)
+    return bool(np.abs(Z - lead * signs).max() <= NESTED_TOLERANCE * scale)
 
 
 def _family(method: str) -> type[FamilyAudit]:

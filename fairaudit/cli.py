@@ -602,8 +602,7 @@ class ProgressReporter:
 
 
 # ---------------------------------------------------------------- the commands
-def _print_summary(result, out) -> None:
-    from .findings import findings
+def _print_summary(result, found: dict, out) -> None:
     from .formatting import number
     from .report import summary_table
 
@@ -628,7 +627,7 @@ def _print_summary(result, out) -> None:
         print(table[keep].to_string(index=False, float_format=number), file=out)
         print(_directions(keep), file=out)
         _print_details(result, method, out)
-    _print_findings(result, findings(result), out)
+    _print_findings(result, found, out)
     for skip in result.skipped:
         print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
@@ -721,9 +720,14 @@ def _audit(args, session) -> int:
         raise
     if progress:
         progress.family_done()
-    written, models = _write_audit_outputs(args, result, data, outputs, export_ranks)
+    found = None
+    if not args.quiet or outputs.get("--html") or outputs.get("--json"):
+        from .findings import findings
+
+        found = findings(result)  # once, for the printed summary and both reports
+    written, models = _write_audit_outputs(args, result, data, outputs, export_ranks, found)
     if not args.quiet:
-        _print_summary(result, sys.stdout)
+        _print_summary(result, found, sys.stdout)
         if yours is not None:
             from .yours import sentences
 
@@ -882,14 +886,16 @@ def check_export_directory(args, outputs: dict[str, Path]) -> Path | None:
     return path
 
 
-def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ranks) -> tuple[list[Path], list[Path]]:
-    """The reports, then the models: all or nothing (a failed export removes the reports it
-    follows; each writer removes its own partial files)."""
+def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ranks, found=None) -> tuple[list[Path], list[Path]]:
+    """The reports (``found``: the findings, if already worked out), then the models: all or
+    nothing (a failed export removes the reports it follows; each writer removes its own partial
+    files)."""
     from .report import write_reports
 
     try:
         written = write_reports(
-            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"), interface="cli"
+            result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"),
+            interface="cli", found=found,
         )
     except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
         raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None

@@ -171,6 +171,20 @@ def check_groups(groups: GroupCodes, *, min_size: int = 1, what: str = "sensitiv
         listed = ", ".join(f"{label!r} ({size} row{'s' if size != 1 else ''})" for label, size in small)
         raise SmallGroupError(
             f"group {listed} {'is' if len(small) == 1 else 'are'} smaller than the minimum group size "
-            f"of {min_size} rows. Merge small categories into one group ({term('merge')}), drop them "
-            f"({term('small_groups', 'drop')}), or lower {term('min_group_size')}."
+            f"of {min_size} rows. {_small_group_remedies(groups.n_groups, len(small))}"
         )
+
+
+def _small_group_remedies(n_groups: int, n_small: int) -> str:
+    """What the user can do about small groups — only what would leave two groups to compare."""
+    remedies = []
+    if n_groups > 2:  # merging a small value into another still leaves two groups or more
+        remedies.append(f"merge small categories with others ({term('merge')})")
+    if n_groups - n_small >= 2:
+        remedies.append(f"drop them ({term('small_groups', 'drop')})")
+    remedies.append(f"lower {term('min_group_size')}")
+    if n_groups - n_small < 2:
+        remedies.append(f"choose a {term('sensitive')} column with at least two groups of that size")
+    text = ", ".join(remedies[:-1]) + f", or {remedies[-1]}" if len(remedies) > 1 else remedies[0]
+    return text[0].upper() + text[1:] + "."
+

@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from dataclasses import dataclass
@@ -272,36 +273,32 @@ the mean balanced accuracy over the ``folds × repeats`` held-out folds. Measure
 LEAKAGE_PERMUTATIONS: dict[str, int] = {"qda": 50, "logistic": 20, "hgb": 0, "mlp": 0, "mlp_paper": 0}
 """Permutations of the chance distribution per classifier (``AuditConfig.leakage_permutations``
 overrides). QDA's are refitted in one batched computation (:func:`_batched_qda_scores`): 50 of
-them (250 refits) took 20 ms at 600 rows × 8 columns, 100 took 37 ms — the permutations are most of
-a leakage test's cost (the observed cross-validation: 3 ms), so 50, enough for p-values down to
+them (250 refits) took 20 ms at 600 rows × 8 columns with the first batched QDA, 100 took 37 ms —
+the permutations are most of a leakage test's cost (the observed cross-validation: 3 ms), so 50, enough for p-values down to
 0.02 (fewer on large representations, see :data:`LEAKAGE_PERMUTATION_BUDGET`; more when the
 confidence asks for it: at least ``1/α − 1``); the other classifiers are refitted one by one, so HGB and
 the MLP (0.1–3 s per fit) get none: their "above chance" test is then the cross-validation
 interval lying above ``1/k``."""
 
 LEAKAGE_PERMUTATION_BUDGET = 2e8
-"""Largest ``permutations × folds × groups × rows × columns²`` (the batched QDA null's
-arithmetic; measured on two busy cores: 0.5–0.8 s for 100 permutations at 10,000 rows × 10
-columns, so 20 there; all 50 up to about 4,000 rows × 10 columns). Above it the
-permutations are cut to fit; below :data:`LEAKAGE_MIN_PERMUTATIONS` QDA's null is computed by
-plain refits instead (:data:`LEAKAGE_PERMUTATIONS`' count for a classifier refitted one by one).
-The estimate records how many were used."""
+"""Largest ``permutations × folds × groups × rows × columns²`` for QDA's chance distribution; above
+it the permutations are cut to fit, never below :data:`LEAKAGE_MIN_PERMUTATIONS`. The rule was set
+by the first batched QDA, whose arithmetic this was (0.5–0.8 s for 100 permutations at 10,000 rows
+× 10 columns on two busy cores, so 20 there; all 50 up to about 4,000 rows × 10 columns). The
+present one (:func:`_batched_qda_scores`: moments by subtraction, each row scored once per fold) is
+3.4× faster on the same representations, side by side (``benchmarks/bench_leakage_speed.py``);
+the rule was kept so that the counts, and with them every p-value, stayed as they were. The
+estimate records how many were used."""
 
 LEAKAGE_MIN_PERMUTATIONS = 20
-
-BATCHED_QDA_MAX_CELLS = 5_000_000
-"""The batched QDA holds every row's outer product ``z zᵀ`` (``rows × columns²`` numbers); above
-this many (40 MB) QDA is refitted one permutation at a time."""
 
 
 def _permutation_count(classifier: str, n_rows: int, n_columns: int, n_classes: int, folds: int, confidence: float = 0.95) -> int:
     """The default number of permutations for the chance distribution (see the constants above),
     never fewer than ``1/α − 1`` (a p-value can only reach ``1/(1 + permutations)``)."""
-    if classifier == "qda" and n_rows * n_columns**2 <= BATCHED_QDA_MAX_CELLS:
+    if classifier == "qda":
         affordable = int(LEAKAGE_PERMUTATION_BUDGET // max(folds * n_classes * n_rows * n_columns**2, 1))
         count = min(LEAKAGE_PERMUTATIONS["qda"], affordable) if affordable >= LEAKAGE_MIN_PERMUTATIONS else LEAKAGE_MIN_PERMUTATIONS
-    elif classifier == "qda":
-        count = LEAKAGE_MIN_PERMUTATIONS  # refitted one by one, like logistic regression
     else:
         count = LEAKAGE_PERMUTATIONS.get(classifier, 0)
     return max(count, math.ceil(1.0 / (1.0 - confidence) - 1e-9) - 1) if count else 0
@@ -419,75 +416,156 @@ def _balanced_accuracy(truth: np.ndarray, predicted: np.ndarray, n_classes: int)
 
 QDA_REG_PARAM = 1e-4
 
+QDA_BATCH_CELLS = 1_000_000
+"""Numbers per batch of row orders in :func:`_batched_qda_scores` (8 MB of float64: the orders'
+rows and their centred, whitened copies per class)."""
+
 
 def _batched_qda_scores(
-    Z: np.ndarray, groups: np.ndarray, splits: list, orders: np.ndarray, n_classes: int
+    Z: np.ndarray, groups: np.ndarray, splits: list, orders: np.ndarray, n_classes: int, widths=None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(accuracy, balanced accuracy), each ``P × J``, of QDA fitted on each split's training rows
-    and scored on its test rows, for every row order ``p`` and split ``j`` at once.
+    """(accuracy, balanced accuracy), each ``W × P × J``, of QDA on the leading ``widths[w]``
+    columns of ``Z`` fitted on each split's training rows and scored on its test rows, for every
+    row order ``p`` and split ``j`` (``widths`` defaults to all columns: ``1 × P × J``).
 
     ``orders`` (P × n) rearranges the rows of ``Z`` against the fixed groups (the identity for
     the observed score; random permutations for the chance distribution): under order ``p`` row
     ``i`` of the data is ``Z[orders[p, i]]``. The model is scikit-learn's
     ``QuadraticDiscriminantAnalysis(priors=uniform, reg_param=QDA_REG_PARAM)`` — class
     covariances ``(1 − r) S_c/n_c + r I`` (``S_c`` the centred scatter), equal priors (checked
-    against scikit-learn in the tests). Every (order, split)'s class moments and every row's
-    quadratic form are matrix products with the rows' outer products ``z zᵀ``, so hundreds of
-    refits cost a few BLAS calls instead of hundreds of fits.
+    against scikit-learn in the tests). No model is refitted from its rows: under each order a
+    split's training moments are the class sums ``Σ z``, ``Σ z zᵀ`` minus those of the rows it
+    leaves out (its test fold), and the class totals are the sums of one k-fold repeat's folds, so
+    every row enters the moments once per order and is scored once per split that tests it:
+    ``O(P · n · d² · (1 + classes))`` per k-fold repeat, instead of ``P · J`` fits on ``(J − 1)/J``
+    of the rows each. Every width at once: the Cholesky factor of a leading block of a covariance
+    is the leading block of its factor, so the whitened coordinates ``L⁻¹(x − μ)`` of the first
+    ``w`` columns are the first ``w`` of all columns', and the Mahalanobis distance and the
+    log-determinant at every width are cumulative sums.
     """
     n, d = Z.shape
-    P, J = len(orders), len(splits)
-    outer = (Z[:, :, None] * Z[:, None, :]).reshape(n, d * d)
-    fits = np.arange(P)  # fit b = j·P + p: split j under order p
-    scores = np.empty((n_classes, n, P * J))  # per class, each data row's score under each fit
-    for c in range(n_classes):
-        chosen = np.zeros((P * J, n))
-        for j, (train, _) in enumerate(splits):
-            members = orders[:, train[groups[train] == c]]  # P × n_c
-            chosen[(j * P + fits)[:, None], members] = 1.0 / members.shape[1]
-        mean = chosen @ Z  # B × d
-        second = (chosen @ outer).reshape(P * J, d, d)
-        cov = (1 - QDA_REG_PARAM) * (second - mean[:, :, None] * mean[:, None, :]) + QDA_REG_PARAM * np.eye(d)
-        chol = np.linalg.cholesky(cov)
-        precision = np.linalg.inv(cov)
-        logdet = 2.0 * np.log(np.diagonal(chol, axis1=1, axis2=2)).sum(axis=1)
-        pulled = np.einsum("bij,bj->bi", precision, mean)  # Σ⁻¹ μ
-        # (x − μ)ᵀ Σ⁻¹ (x − μ) = xᵀΣ⁻¹x − 2 xᵀΣ⁻¹μ + μᵀΣ⁻¹μ for every row x and fit b (n × B)
-        quadratic = outer @ precision.reshape(P * J, d * d).T - 2.0 * (Z @ pulled.T) + np.sum(mean * pulled, axis=1)
-        scores[c] = -0.5 * (quadratic + logdet)
-    accuracy, balanced = np.empty((P, J)), np.empty((P, J))
-    for j, (_, test) in enumerate(splits):
-        truth = groups[test]
-        predicted = scores[:, orders[:, test], (j * P + fits)[:, None]].argmax(axis=0)  # P × n_test
-        accuracy[:, j] = (predicted == truth).mean(axis=1)
-        balanced[:, j] = _balanced_accuracy(truth, predicted, n_classes)
+    widths = np.asarray([d] if widths is None else widths, dtype=int)
+    P, J, k = len(orders), len(splits), n_classes
+    # One column of ones more: the Gram matrix of a block of rows then holds its count, its column
+    # sums and its scatter, and [x, 1] @ [[L⁻ᵀ], [−μᵀL⁻ᵀ]] whitens a row in one product.
+    Za = np.hstack([Z, np.ones((n, 1))])
+    members = [np.flatnonzero(groups == c) for c in range(k)]
+    plans = [_split_plan(train, test, groups, k) for train, test in splits]
+    trained = np.array([[members[c].size - np.diff(plan.bounds)[c] for c in range(k)] for plan in plans], dtype=float)
+    covering = _covering_splits([plan.outside for plan in plans], n)  # one k-fold repeat's splits, or None
+    ridge = QDA_REG_PARAM * np.eye(d)
+    leading = (np.arange(d)[:, None] < widths[None, :]).astype(float)  # d × W: which coordinates each width sums
+    accuracy, balanced = np.empty((len(widths), P, J)), np.empty((len(widths), P, J))
+    step = max(1, int(QDA_BATCH_CELLS // (n * (d + 1) + k * max(len(plan.scored) for plan in plans) * d)))
+    for start in range(0, P, step):
+        chunk = orders[start : start + step]  # B × n
+        B = len(chunk)
+        grams = np.empty((B, J, k, d + 1, d + 1))  # per split and class: the left-out rows' Gram matrix
+        gathered = []
+        for j, plan in enumerate(plans):
+            rows = Za[chunk[:, plan.outside]]  # B × m × (d + 1), sorted by class
+            for c in range(k):
+                part = rows[:, plan.bounds[c] : plan.bounds[c + 1]]
+                grams[:, j, c] = part.swapaxes(1, 2) @ part
+            gathered.append(rows if plan.scored is plan.outside else None)
+        if covering is not None:
+            total = grams[:, covering].sum(axis=1)  # B × k × (d + 1) × (d + 1)
+        else:
+            total = np.stack([(lambda rows: rows.swapaxes(1, 2) @ rows)(Za[chunk[:, m]]) for m in members], axis=1)
+        fit = total[:, None] - grams  # B × J × k: the training rows' Gram matrices
+        mean = fit[..., :d, d] / trained[None, :, :, None]
+        cov = fit[..., :d, :d] / trained[None, :, :, None, None] - mean[..., :, None] * mean[..., None, :]
+        chol = np.linalg.cholesky((1 - QDA_REG_PARAM) * cov + ridge)  # B × J × k × d × d
+        whiten = np.linalg.inv(chol).swapaxes(-1, -2)  # L⁻ᵀ: (x − μ)ᵀ Σ⁻¹ (x − μ) = ‖(x − μ)ᵀ L⁻ᵀ‖²
+        shifted = np.concatenate([whiten, -(mean[..., None, :] @ whiten)], axis=-2)  # B × J × k × (d + 1) × d
+        side_by_side = np.ascontiguousarray(shifted.transpose(0, 1, 3, 2, 4).reshape(B, J, d + 1, k * d))
+        logdet = np.cumsum(2.0 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)[..., widths - 1]  # B × J × k × W
+        for j, plan in enumerate(plans):
+            rows = gathered[j] if gathered[j] is not None else Za[chunk[:, plan.scored]]
+            white = rows @ side_by_side[:, j]  # B × m × (k · d)
+            m = white.shape[1]
+            distance = ((white * white).reshape(B * m * k, d) @ leading).reshape(B, m, k, len(widths))
+            predicted = (distance + logdet[:, j, None]).argmin(axis=2).swapaxes(1, 2)  # B × W × m
+            truth = groups[plan.scored]
+            accuracy[:, start : start + B, j] = (predicted == truth).mean(axis=2).T
+            balanced[:, start : start + B, j] = _balanced_accuracy(truth, predicted, k).T
     return accuracy, balanced
 
 
-def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=None):
-    """Fold scores ``(accuracy, balanced)``, each ``P × J`` (row orders × folds)."""
+@dataclass(frozen=True)
+class _SplitPlan:
+    """One split's rows for :func:`_batched_qda_scores`: ``outside`` the rows its fit leaves out,
+    sorted by class (class ``c`` at ``bounds[c]:bounds[c + 1]``), and ``scored`` the rows it is
+    scored on (``outside`` itself for a k-fold split)."""
+
+    outside: np.ndarray
+    bounds: np.ndarray
+    scored: np.ndarray
+
+
+def _split_plan(train: np.ndarray, test: np.ndarray, groups: np.ndarray, k: int) -> _SplitPlan:
+    n = len(groups)
+    complement = len(train) + len(test) == n
+    outside = np.asarray(test) if complement else np.setdiff1d(np.arange(n), train, assume_unique=True)
+    outside = outside[np.argsort(groups[outside], kind="stable")]
+    bounds = np.searchsorted(groups[outside], np.arange(k + 1))
+    return _SplitPlan(outside, bounds, outside if complement else np.asarray(test))
+
+
+def _covering_splits(left_out: list, n: int) -> np.ndarray | None:
+    """The first splits whose left-out rows together are every row exactly once (one repeat of a
+    k-fold split), or None."""
+    seen = np.zeros(n, dtype=int)
+    for j, rows in enumerate(left_out):
+        for part in rows:
+            seen[part] += 1
+        if seen.min() >= 1:
+            return np.arange(j + 1) if seen.max() == 1 else None
+    return None
+
+
+def _cv_scores(Z, groups, splits, classifier, n_classes, random_state, orders=None, widths=None):
+    """Fold scores ``(accuracy, balanced)``, each ``W × P × J`` (leading-column widths × row
+    orders × folds); ``widths`` defaults to all columns. QDA is computed in one batch
+    (:func:`_batched_qda_scores`) when every group trains on more rows than columns; otherwise,
+    and for the other classifiers, each fit is scikit-learn's."""
+    widths = [Z.shape[1]] if widths is None else [int(w) for w in widths]
     if orders is None:
         orders = np.arange(len(groups))[None, :]
-    fast = (
-        classifier == "qda"
-        and len(groups) * Z.shape[1] ** 2 <= BATCHED_QDA_MAX_CELLS
-        and all(np.bincount(groups[train], minlength=n_classes).min() > Z.shape[1] for train, _ in splits)
-    )
-    if fast:
-        try:
-            return _batched_qda_scores(Z, groups, splits, orders, n_classes)
-        except np.linalg.LinAlgError:  # a numerically singular class covariance: the general path
-            pass
-    accuracy = np.empty((len(orders), len(splits)))
+    accuracy = np.empty((len(widths), len(orders), len(splits)))
     balanced = np.empty_like(accuracy)
-    for j, (train, test) in enumerate(splits):
-        for p, order in enumerate(orders):
-            Zo = Z[order]
-            model = _fit_classifier(classifier, Zo[train], groups[train], n_classes, random_state)
-            predicted = model.predict(Zo[test])
-            accuracy[p, j] = float(np.mean(predicted == groups[test]))
-            balanced[p, j] = float(_balanced_accuracy(groups[test], predicted[None, :], n_classes)[0])
+    solved: set[int] = set()
+    if classifier == "qda":
+        fewest = min(int(np.bincount(groups[train], minlength=n_classes).min()) for train, _ in splits)
+        eligible = [i for i, w in enumerate(widths) if fewest > w]
+        solved = _batched_widths(Z, groups, splits, orders, n_classes, widths, eligible, accuracy, balanced)
+    for i, width in enumerate(widths):
+        if i in solved:
+            continue
+        for j, (train, test) in enumerate(splits):
+            for p, order in enumerate(orders):
+                Zo = Z[order, :width]
+                model = _fit_classifier(classifier, Zo[train], groups[train], n_classes, random_state)
+                predicted = model.predict(Zo[test])
+                accuracy[i, p, j] = float(np.mean(predicted == groups[test]))
+                balanced[i, p, j] = float(_balanced_accuracy(groups[test], predicted[None, :], n_classes)[0])
     return accuracy, balanced
+
+
+def _batched_widths(Z, groups, splits, orders, n_classes, widths, chosen, accuracy, balanced) -> set[int]:
+    """Fill ``accuracy``/``balanced`` at the ``chosen`` widths by batched QDA; the indices filled.
+    A numerically singular class covariance at the widest stops the batch: then width by width
+    (the rest is left to scikit-learn's refits)."""
+    if not chosen:
+        return set()
+    part = [widths[i] for i in chosen]
+    try:
+        accuracy[chosen], balanced[chosen] = _batched_qda_scores(Z[:, : max(part)], groups, splits, orders, n_classes, part)
+        return set(chosen)
+    except np.linalg.LinAlgError:
+        if len(chosen) == 1:
+            return set()
+        return set().union(*(_batched_widths(Z, groups, splits, orders, n_classes, widths, [i], accuracy, balanced) for i in chosen))
 
 
 def _corrected_interval(scores: np.ndarray, test_share: float, confidence: float) -> tuple[float, float]:
@@ -531,26 +609,43 @@ def leakage_test(
     C. Nadeau, Y. Bengio. "Inference for the Generalization Error". Machine Learning 52, 2003.
     M. Ojala, G. C. Garriga. "Permutation Tests for Studying Classifier Performance". JMLR 11, 2010.
     """
+    settings = (classifier, folds, repeats, permutations, confidence, max_rows, random_state)
+    return _leakage_tests(Z, groups, None, *settings)[0]
+
+
+def leakage_tests(Z: np.ndarray, groups: np.ndarray, widths=None, **options) -> list[LeakageEstimate]:
+    """:func:`leakage_test` (``options``: its keywords) of the leading ``widths[i]`` columns of
+    ``Z``, for each ``i`` (all columns when ``widths`` is None) — equal to calling it on
+    ``Z[:, :w]`` width by width (the same rows, folds and permutations), computed together: for
+    nested representations (vanilla PCA at ranks 1…r) QDA's moments, factors and distances at
+    every width come from one pass over the widest (:func:`_batched_qda_scores`)."""
+    settings = inspect.signature(leakage_test).bind(Z, groups, **options)
+    settings.apply_defaults()
+    return _leakage_tests(Z, groups, widths, *list(settings.arguments.values())[2:])
+
+
+def _leakage_tests(Z, groups, widths, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> list[LeakageEstimate]:
     from .linalg import blas_threads
 
     # Small products and many small fits: one thread (BLAS and OpenMP alike) was 5× faster than
     # two for the batched QDA on a busy two-core machine, and HGB's OpenMP threads thrashed. (The
     # cached controller: a fresh threadpool_limits reads the loaded libraries, ~4 ms a call.)
     with blas_threads(1, user_api=None):
-        return _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
+        return _leakage_tests_at_one_thread(Z, groups, widths, classifier, folds, repeats, permutations, confidence, max_rows, random_state)
 
 
-def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> LeakageEstimate:
+def _leakage_tests_at_one_thread(Z, groups, widths, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> list[LeakageEstimate]:
     from sklearn.model_selection import RepeatedStratifiedKFold
 
     Z = np.asarray(Z, dtype=float)
     if Z.ndim == 1:
         Z = Z[:, None]
+    widths = [Z.shape[1]] if widths is None else [int(w) for w in widths]
     _, groups = np.unique(np.asarray(groups), return_inverse=True)
     k = int(groups.max()) + 1 if groups.size else 0
     sizes = np.bincount(groups, minlength=k)
     if k < 2 or sizes.min() < LEAKAGE_MIN_GROUP_ROWS:
-        return LeakageEstimate.missing(k)
+        return [LeakageEstimate.missing(k) for _ in widths]
     rng = np.random.default_rng(random_state)
     if max_rows is not None and len(groups) > max_rows:
         rows = _stratified_subsample(groups, max_rows, rng)
@@ -559,31 +654,47 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
     folds = int(min(folds, sizes.min()))
     seed = int(rng.integers(2**31 - 1))
     splits = list(RepeatedStratifiedKFold(n_splits=folds, n_repeats=repeats, random_state=seed).split(Z, groups))
-    accuracy, balanced = _cv_scores(Z, groups, splits, classifier, k, seed)
-    test_share = 1.0 / folds
-    acc_low, acc_high = np.clip(_corrected_interval(accuracy[0], test_share, confidence), 0.0, 1.0)
-    bal_low, bal_high = np.clip(_corrected_interval(balanced[0], test_share, confidence), 0.0, 1.0)
-    observed = float(balanced[0].mean())
-    if permutations is None:
-        permutations = _permutation_count(classifier, len(groups), Z.shape[1], k, folds, confidence)
-    chance_mean = chance_low = chance_high = pvalue = float("nan")
-    if permutations:
+    accuracy, balanced = _cv_scores(Z, groups, splits, classifier, k, seed, widths=widths)
+    counts = [
+        _permutation_count(classifier, len(groups), w, k, folds, confidence) if permutations is None else int(permutations)
+        for w in widths
+    ]
+    null = np.empty((len(widths), 0))
+    if max(counts):
         # The chance distribution of one repeat's mean over its folds: under no leakage it spreads
         # more than the observed mean over every repeat, so the p-value errs on the large side.
-        first = splits[:folds]
-        orders = np.array([rng.permutation(len(groups)) for _ in range(permutations)])
-        chunk = max(1, int(4e6 // (len(groups) * folds * max(k, Z.shape[1]))))  # bounded memory per batch
-        null = np.concatenate(
-            [_cv_scores(Z, groups, first, classifier, k, seed, orders[i : i + chunk])[1].mean(axis=1) for i in range(0, permutations, chunk)]
-        )
+        # One set of row orders for every width (each width uses the first ones it needs).
+        orders = np.array([rng.permutation(len(groups)) for _ in range(max(counts))])
+        null = np.full((len(widths), len(orders)), np.nan)  # W × P
+        done = 0
+        for count in sorted(set(counts)):  # orders done..count for the widths that use that many
+            chosen = [i for i, c in enumerate(counts) if c >= count]
+            part = [widths[i] for i in chosen]
+            scores = _cv_scores(Z[:, : max(part)], groups, splits[:folds], classifier, k, seed, orders[done:count], part)[1]
+            null[chosen, done:count] = scores.mean(axis=2)
+            done = count
+    return [
+        _estimate(accuracy[i, 0], balanced[i, 0], null[i, : counts[i]], k, folds, repeats, confidence)
+        for i in range(len(widths))
+    ]
+
+
+def _estimate(accuracy, balanced, null, k, folds, repeats, confidence) -> LeakageEstimate:
+    """The leakage estimate from the observed fold scores and the permutations' mean balanced accuracies."""
+    test_share = 1.0 / folds
+    acc_low, acc_high = np.clip(_corrected_interval(accuracy, test_share, confidence), 0.0, 1.0)
+    bal_low, bal_high = np.clip(_corrected_interval(balanced, test_share, confidence), 0.0, 1.0)
+    observed = float(balanced.mean())
+    chance_mean = chance_low = chance_high = pvalue = float("nan")
+    if null.size:
         chance_mean = float(null.mean())
         chance_low, chance_high = (float(q) for q in np.quantile(null, [0.5 - confidence / 2, 0.5 + confidence / 2]))
-        pvalue = float((1 + np.sum(null >= observed - 1e-12)) / (1 + permutations))
+        pvalue = float((1 + np.sum(null >= observed - 1e-12)) / (1 + null.size))
     return LeakageEstimate(
         balanced=observed,
         balanced_low=float(bal_low),
         balanced_high=float(bal_high),
-        accuracy=float(accuracy[0].mean()),
+        accuracy=float(accuracy.mean()),
         accuracy_low=float(acc_low),
         accuracy_high=float(acc_high),
         chance=1.0 / k,
@@ -591,7 +702,7 @@ def _leakage_test(Z, groups, classifier, folds, repeats, permutations, confidenc
         chance_low=chance_low,
         chance_high=chance_high,
         pvalue=pvalue,
-        permutations=int(permutations),
+        permutations=int(null.size),
         folds=folds,
         repeats=repeats,
     )

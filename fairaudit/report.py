@@ -541,10 +541,14 @@ def report_zip(result: AuditResult) -> bytes:
     return zip_files(report_files(result))
 
 
-def write_reports(result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library") -> list[Path]:
+def write_reports(
+    result: AuditResult, *, html_path=None, json_path=None, csv_path=None, interface: str = "library", found: dict | None = None
+) -> list[Path]:
     """Write whichever of the three outputs were asked for; returns the paths written (all or
-    nothing, :func:`write_outputs`); the findings are worked out once for both reports."""
-    found = findings(result) if html_path or json_path else None
+    nothing, :func:`write_outputs`); the findings (``found``, or worked out here) once for both
+    reports."""
+    if found is None and (html_path or json_path):
+        found = findings(result)
     return write_outputs(
         result,
         ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: r.to_json(found=found)), (csv_path, records_csv)),

@@ -76,7 +76,7 @@ def read_once(source: tuple, raw, name: str, skip_rows: int, header, defaults: d
 
 def choose_source():
     """The sample or the uploaded file, read (a kept upload stays when the user visits other pages)."""
-    source = choose_radio("Source", ["Embedded sample", "Upload a CSV file"], key="data-source", horizontal=True)
+    source = choose_radio("Source", ["Embedded sample", "Upload a file (CSV or Parquet)"], key="data-source", horizontal=True)
     if source == "Embedded sample":
         choice = choose_one("Sample", list(SAMPLES), key="data-sample", format_func=lambda n: SAMPLES[n].title)
         sample = SAMPLES[choice]

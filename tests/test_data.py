@@ -196,6 +196,21 @@ def test_groups_single_small_and_dropped():
     assert kept.group_sizes() == {"g=a": 3, "g=c": 2}
 
 
+def test_small_group_advice_only_offers_what_leaves_two_groups():
+    def advice(text: str) -> str:
+        with pytest.raises(SmallGroupError) as caught:
+            prepare(table(text), sensitive="g")
+        return caught.value.render("cli")
+
+    two = advice("g,x,y\na,1,2\na,2,3\nb,3,1\na,4,4\n")  # dropping or merging 'b' leaves one group
+    assert "--drop-small-groups" not in two and "--merge" not in two
+    assert "--min-group-size" in two and "--sensitive" in two
+    three = advice("g,x,y\na,1,2\na,2,3\nb,3,1\na,4,4\nc,5,5\nc,6,1\n")
+    assert "--merge" in three and "--drop-small-groups" in three and "--sensitive" not in three
+    two_small = advice("g,x,y\na,1,2\na,2,3\nb,3,1\na,4,4\nc,5,5\n")  # dropping both leaves one group
+    assert "--merge" in two_small and "--drop-small-groups" not in two_small and "--sensitive" in two_small
+
+
 def test_intersections_binarising_and_quantile_bins():
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(

@@ -141,20 +141,63 @@ def test_degenerate_ranks_and_noise_are_never_the_largest_gap():
 # ---------------------------------------------------------------------------- leakage
 def test_batched_qda_is_scikit_learns_qda(rng):
     from sklearn.discriminant_analysis import QuadraticDiscriminantAnalysis
+    from sklearn.model_selection import StratifiedKFold
 
     groups = np.repeat([0, 1, 2], [120, 60, 40])
     Z = rng.normal(size=(220, 3)) * (1 + 0.4 * groups[:, None]) + 0.3 * groups[:, None]
+    Z[:, 2] += 0.5 * Z[:, 0] * (groups == 1)  # correlated columns in one group: the leading blocks differ from the whole
     train = rng.permutation(220)[:160]
     test = np.setdiff1d(np.arange(220), train)
     orders = np.vstack([np.arange(220), rng.permutation(220), rng.permutation(220)])
     other = rng.permutation(220)[:170]
-    splits = [(train, test), (other, np.setdiff1d(np.arange(220), other))]
-    accuracy, _ = metrics._batched_qda_scores(Z, groups, splits, orders, 3)
-    for p, order in enumerate(orders):
-        for j, (fit_rows, score_rows) in enumerate(splits):
-            model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
-            predicted = model.fit(Z[order][fit_rows], groups[fit_rows]).predict(Z[order][score_rows])
-            assert accuracy[p, j] == pytest.approx(np.mean(predicted == groups[score_rows]))
+    holdout = [(train, test), (other, np.setdiff1d(np.arange(220), other))]  # not a k-fold: class totals summed directly
+    kfold = list(StratifiedKFold(4, shuffle=True, random_state=1).split(Z, groups))  # totals from the folds' own sums
+    for splits in (holdout, kfold):
+        accuracy, balanced = metrics._batched_qda_scores(Z, groups, splits, orders, 3, widths=[1, 2, 3])
+        assert accuracy.shape == (3, 3, len(splits))
+        for w, width in enumerate((1, 2, 3)):
+            for p, order in enumerate(orders):
+                for j, (fit_rows, score_rows) in enumerate(splits):
+                    model = QuadraticDiscriminantAnalysis(priors=np.full(3, 1 / 3), reg_param=metrics.QDA_REG_PARAM, tol=1e-6)
+                    Zw = Z[order, :width]
+                    predicted = model.fit(Zw[fit_rows], groups[fit_rows]).predict(Zw[score_rows])
+                    assert accuracy[w, p, j] == pytest.approx(np.mean(predicted == groups[score_rows]))
+                    recalls = [np.mean(predicted[groups[score_rows] == c] == c) for c in range(3)]
+                    assert balanced[w, p, j] == pytest.approx(np.mean(recalls))
+
+
+def test_leakage_tests_of_nested_widths_equal_one_test_per_width(rng):
+    """One pass over the widest representation gives, at every width, what a test of the leading
+    columns alone gives (same folds, same permutations: the same rng draws)."""
+    groups = np.repeat([0, 1], [700, 300])
+    Z = rng.normal(size=(1000, 6)) + 0.15 * groups[:, None] * np.arange(6)
+    widths = [1, 2, 4, 6]
+    together = metrics.leakage_tests(Z, groups, widths, max_rows=800, random_state=3)
+    for width, estimate in zip(widths, together, strict=True):
+        alone = metrics.leakage_test(Z[:, :width], groups, max_rows=800, random_state=3)
+        assert estimate == alone
+    assert together[0].permutations == metrics.LEAKAGE_PERMUTATIONS["qda"]
+    assert [e.permutations for e in metrics.leakage_tests(Z, groups, widths, classifier="logistic", max_rows=800)] == [20] * 4
+
+
+def test_representations_metrics_equal_one_representation_at_a_time(rng):
+    """Nested ranks found per lineage (a sign flip allowed), worker threads: the values one call per
+    representation gives, in the same order of metrics."""
+    from fairaudit.audit import AuditConfig, representation_metrics, representations_metrics
+
+    groups = np.repeat([0, 1], [500, 250])
+    wide = rng.normal(size=(750, 5)) + 0.2 * groups[:, None]
+    flipped = wide[:, :2] * np.array([1.0, -1.0])
+    other = rng.normal(size=(750, 3)) + 0.1 * groups[:, None]  # another lineage, not nested in ``wide``
+    representations = [wide[:, :1], flipped, wide, other, other[:, :2]]
+    config = AuditConfig(leakage_max_rows=600)
+    together = representations_metrics(representations, groups, config, lineages=["a", "a", "a", "b", "c"])
+    for Z, values in zip(representations, together, strict=True):
+        alone = representation_metrics(Z, groups, config)
+        assert list(values) == list(alone)
+        for metric, value in alone.items():
+            np.testing.assert_allclose(values[metric], value, rtol=1e-12, atol=1e-15, err_msg=metric)
+    np.testing.assert_equal(representations_metrics(representations, groups, config, threads=1), representations_metrics(representations, groups, config))
 
 
 def test_leakage_test_against_chance(rng):

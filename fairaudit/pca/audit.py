@@ -37,7 +37,7 @@ from ..audit import (
     Recorder,
     RecordSink,
     merged_options,
-    representation_metrics,
+    representations_metrics,
 )
 from ..data import AuditData
 from ..engine import RowSample, get_engine
@@ -293,6 +293,7 @@ class PCAAudit(FamilyAudit):
             summary, weights = self._summary(rows, sample=not replicate, scaling=(summary.shift, summary.scale))
             problem = self._problem(summary, weights, centre=trained.mean)
         centred_sample = summary.sample.X - trained.mean
+        shared = {} if replicate else self._representation_values(fits, centred_sample, summary.sample.codes)
         for (name, rank), model in fits.models.items():
             projection = model.map_
             in_problem = problem.reduce(projection)
@@ -304,10 +305,7 @@ class PCAAudit(FamilyAudit):
             out.add_groups(name, rank, "error", self.labels, errors)
             out.add_groups(name, rank, "loss", self.labels, losses)
             out.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
-            values = {}
-            if not replicate:
-                with blas_threads(BLAS_THREADS):  # thin products and small factorisations (QDA's SVDs)
-                    values = representation_metrics(self.coordinates(model, centred_sample), summary.sample.codes, self.config)
+            values = dict(shared.get((name, rank), {}))
             values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
             out.add_all(name, rank, values)
         if fits.models and not (replicate or heldout):
@@ -320,6 +318,15 @@ class PCAAudit(FamilyAudit):
                 return
             for (name, rank), p in _gap_pvalues(summary.sample, self.labels, trained.mean, fits.models, self.config.random_state).items():
                 out.add(name, rank, "loss_gap_pvalue", p)
+
+    def _representation_values(self, fits: Fits, centred: np.ndarray, codes: np.ndarray) -> dict:
+        """Each fit's representation metrics (:func:`fairaudit.audit.representations_metrics`: a
+        variant's nested ranks tested for leakage in one pass, on worker threads)."""
+        keys = list(fits.models)
+        with blas_threads(BLAS_THREADS):  # thin products and small factorisations
+            representations = [self.coordinates(fits.models[key], centred) for key in keys]
+        found = representations_metrics(representations, codes, self.config, lineages=[name for name, _ in keys])
+        return dict(zip(keys, found, strict=True))
 
     def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
         """The representation of centred rows that the leakage test and the RBF MMD² read."""

@@ -18,9 +18,9 @@ def app() -> AppTest:
 
 
 def upload(at: AppTest, name: str, content: bytes) -> None:
-    """On the Data page, choose "Upload a CSV file" and upload ``content`` as ``name``."""
+    """On the Data page, choose "Upload a file (CSV or Parquet)" and upload ``content`` as ``name``."""
     at.switch_page("pages/data.py").run()
-    at.radio(key="data-source").set_value("Upload a CSV file").run()
+    at.radio(key="data-source").set_value("Upload a file (CSV or Parquet)").run()
     at.file_uploader(key="data-upload").set_value((name, content, "text/csv")).run()
 
 

@@ -217,7 +217,7 @@ def test_the_choices_stay_when_the_user_visits_another_page():
     at.switch_page("pages/report.py").run()
     at.switch_page("pages/data.py").run()
     assert not at.exception
-    assert at.radio(key="data-source").value == "Upload a CSV file"
+    assert at.radio(key="data-source").value == "Upload a file (CSV or Parquet)"
     assert any("Preview of credit" in h.value for h in at.subheader)  # the upload, not the sample
     assert widget(at.multiselect, "Group 1: values").value == ["1", "2"]
     assert widget(at.selectbox, "Scaling").value == "center"

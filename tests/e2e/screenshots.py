@@ -161,7 +161,7 @@ def _data_files(folder: Path) -> dict[str, Path]:
 def _data_states(page, out: Path, scheme: str, files: dict[str, Path]) -> None:
     """The Data page as a user works on it (a fresh session per theme)."""
     _open(page, "Data")
-    page.get_by_text("Upload a CSV file").click()
+    page.get_by_text("Upload a file (CSV or Parquet)").click()
     _settle(page)
     page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(str(files["survey"]))
     _settle(page, 3)

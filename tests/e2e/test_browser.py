@@ -109,7 +109,7 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     page.set_default_timeout(120_000)
     page.goto(app_url)
     page.get_by_role("heading", name="Data").first.wait_for()  # the landing page
-    page.get_by_text("Upload a CSV file").click()
+    page.get_by_text("Upload a file (CSV or Parquet)").click()
     upload = tmp_path / "patients.csv"
     upload.write_bytes(sample_bytes("diabetes"))
     page.locator("input[type=file]").set_input_files(str(upload))
