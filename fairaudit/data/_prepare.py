@@ -342,7 +342,8 @@ def prepare(
     reuse_table : bool
         Hand the table over: when the features are numeric columns that are not adjacent in the
         file, rearrange the table's memory in place so the matrix is a view of it rather than a
-        copy (peak memory ~1× the numbers instead of 2×). The table cannot be used afterwards;
+        copy (peak memory ~1× the numbers instead of 2×), and let go of the table's other
+        columns. The table cannot be used afterwards;
         :func:`load` and the command line do this, the dashboard (which prepares one table
         several times) does not.
 
@@ -457,6 +458,10 @@ def prepare(
     label_array = None
     if label_codes is not None:
         label_array = np.asarray(label_values, dtype=str)[label_codes[keep]] if label_values else np.array([], dtype=str)
+    lines = table.lines if keep.all() else table.lines[keep]
+    source = table_source(table)
+    if reuse_table:  # handed over: the table's text columns and parsing buffers are not needed again
+        table.spend()
     return AuditData(
         X_raw=_read_only(X),
         feature_names=tuple(names),
@@ -465,8 +470,8 @@ def prepare(
         scaling=scaling,
         label=label_array,
         label_name=label,
-        lines=table.lines if keep.all() else table.lines[keep],
-        source=table_source(table),
+        lines=lines,
+        source=source,
         log=tuple(log),
         accounting=accounting,
     )
