@@ -197,31 +197,37 @@ def test_a_fault_across_a_chunk_boundary_is_named_at_its_line(monkeypatch):
 
 
 # ---------------------------------------------------------------- pieces of whole lines
+def _table_or_error(read):
+    """``read()``'s table, or the class and message of the error it raised."""
+    try:
+        return read()
+    except FairAuditError as exc:
+        return type(exc).__name__, str(exc)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messy_csvs(), st.sampled_from([1, 16, 64]), st.booleans())
 def test_small_pieces_read_exactly_what_the_diagnostic_reader_reads(raw, piece, from_disk):
     """Every file cut into pieces of a few lines (Arrow's multi-threaded reader per piece; from
     the bytes of an upload or from the disk) reads as the diagnostic reader reads it, or fails
     with its message."""
+    def fast_read():
+        if not from_disk:
+            return read_table(raw, name="t.csv")
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "t.csv"
+            path.write_bytes(raw)
+            return read_table(path)
+
     saved = csv_module.PIECE_BYTES
     csv_module.PIECE_BYTES = piece
     try:
-        if from_disk:
-            with tempfile.TemporaryDirectory() as folder:
-                path = Path(folder) / "t.csv"
-                path.write_bytes(raw)
-                fast = read_table(path)
-        else:
-            fast = read_table(raw, name="t.csv")
-    except FairAuditError as exc:
-        fast = (type(exc).__name__, str(exc))
+        fast = _table_or_error(fast_read)
     finally:
         csv_module.PIECE_BYTES = saved
     table_module.FAST_PATH = False
     try:
-        slow = read_table(raw, name="t.csv")
-    except FairAuditError as exc:
-        slow = (type(exc).__name__, str(exc))
+        slow = _table_or_error(lambda: read_table(raw, name="t.csv"))
     finally:
         table_module.FAST_PATH = True
     if isinstance(fast, tuple) or isinstance(slow, tuple):
@@ -281,50 +287,21 @@ def test_clean_files_in_small_pieces_stay_on_the_fast_path(tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------- the scan of the bytes
-def _reference_scan(source: Source, max_bytes: int):
-    """The scan as it was before hashing moved to a thread (every chunk decoded and counted)."""
-    import codecs
+def _expected_scan(raw: bytes):
+    """What one pass over ``raw`` must find, computed on the whole bytes at once."""
     import hashlib
 
     from fairaudit.data._source import _CP1252_UNDEFINED, _TAIL, CHUNK, Scan
 
-    digest = hashlib.sha256()
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    total = lf = cr = crlf = 0
-    nonblank = has_nul = undefined = has_quote = False
-    utf8_error, utf8_line, utf8_byte = None, 0, 0
-    head = tail = b""
-    previous_cr = False
-    with source.open() as stream:
-        while chunk := stream.read(CHUNK):
-            digest.update(chunk)
-            head = head or chunk
-            tail = (tail + chunk)[-_TAIL:]
-            if utf8_error is None:
-                pending = len(decoder.getstate()[0])
-                try:
-                    decoder.decode(chunk)
-                except UnicodeDecodeError as exc:
-                    utf8_error = total - pending + exc.start
-                    utf8_line = lf + chunk[: max(utf8_error - total, 0)].count(b"\n") + 1
-                    utf8_byte = exc.object[exc.start]
-            lf += chunk.count(b"\n")
-            cr += chunk.count(b"\r")
-            crlf += chunk.count(b"\r\n") + (previous_cr and chunk.startswith(b"\n"))
-            previous_cr = chunk.endswith(b"\r")
-            nonblank = nonblank or not chunk.isspace()
-            has_nul = has_nul or b"\x00" in chunk
-            has_quote = has_quote or b'"' in chunk
-            undefined = undefined or any(byte in chunk for byte in _CP1252_UNDEFINED)
-            total += len(chunk)
-    if utf8_error is None:
-        pending = decoder.getstate()[0]
-        try:
-            decoder.decode(b"", final=True)
-        except UnicodeDecodeError as exc:
-            utf8_error, utf8_line, utf8_byte = total - len(pending) + exc.start, lf + 1, exc.object[exc.start]
-    return Scan(digest.hexdigest(), total, head, tail, not nonblank, utf8_error, utf8_line, utf8_byte, has_nul,
-                undefined, lf + cr - crlf, has_quote, cr > crlf)
+    try:
+        raw.decode("utf-8")
+        error, line, byte = None, 0, 0
+    except UnicodeDecodeError as exc:
+        error, byte = exc.start, raw[exc.start]
+        line = raw[: exc.start].count(b"\n") + 1
+    lf, cr, crlf = raw.count(b"\n"), raw.count(b"\r"), raw.count(b"\r\n")
+    return Scan(hashlib.sha256(raw).hexdigest(), len(raw), raw[:CHUNK], raw[-_TAIL:], not raw or raw.isspace(), error,
+                line, byte, b"\x00" in raw, any(b in raw for b in _CP1252_UNDEFINED), lf + cr - crlf, b'"' in raw, cr > crlf)
 
 
 byte_texts = st.lists(
@@ -336,14 +313,13 @@ byte_texts = st.lists(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(byte_texts, st.sampled_from([1, 2, 3, 7, 1 << 22]))
-def test_the_scan_finds_what_the_decoding_scan_found(raw, chunk):
+def test_the_scan_of_chunks_finds_what_the_whole_bytes_hold(raw, chunk):
     from fairaudit.data import _source
 
     saved = _source.CHUNK
     _source.CHUNK = chunk
     try:
-        source = Source(name="t.csv", size=len(raw), data=raw)
-        assert _source.scan(source, 1 << 20) == _reference_scan(source, 1 << 20)
+        assert _source.scan(Source(name="t.csv", size=len(raw), data=raw), 1 << 20) == _expected_scan(raw)
     finally:
         _source.CHUNK = saved
 
