@@ -146,9 +146,10 @@ class LocalEngine:
 
     def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
         """The group moments of the (prescaled, unscaled, optionally weighted) rows: one pass in
-        blocks, in process, the blocks' group order found once per data set."""
-        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels,
-                                      blocks=self._blocks(groups))
+        blocks, in process; for weighted passes (bootstrap replicates, many per data set) the
+        blocks' group order is found once and kept."""
+        blocks = None if weights is None else self._blocks(groups)
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels, blocks=blocks)
 
     @staticmethod
     def _sample(data, X, max_rows: int, random_state, shift, scale, weights=None) -> RowSample:
