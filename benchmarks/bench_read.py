@@ -9,7 +9,9 @@ million rows) to a temporary folder, then measures in this one process, for each
 * ``group in the middle``: the same file with a numeric 0/1 group column between the features:
   ``prepare`` keeping the table (as the dashboard does; the matrix is then a copy) and ``load``
   (the table's memory is rearranged in place and becomes the matrix);
-* ``pandas.read_csv`` (the reference the issue names) and ``pandas.read_csv`` + ``to_numpy``;
+* ``pyarrow.csv.read_csv`` (Arrow's own multi-threaded read into a table: the floor of
+  ``bench_pca_scale``), ``pandas.read_csv`` (the reference the issue names) and
+  ``pandas.read_csv`` + ``to_numpy``;
 * ``pre-Arrow reader`` (``--old``): the ``csv``-module reader this replaced, loaded from git
   (``git show 9821a12:fairaudit/data.py``), for the before/after figures.
 
@@ -130,15 +132,19 @@ def run(rows: int, folder: Path, old) -> list[dict]:
     record("group in the middle: read_table + prepare", middle,
            lambda: prepare(read_table(middle, max_mb=10_000), sensitive="group"))
     record("group in the middle: load (handed over)", middle, lambda: load(middle, sensitive="group", max_mb=10_000))
+    record("pyarrow.csv.read_csv (Arrow's own read)", plain, lambda: pacsv.read_csv(plain, convert_options=pacsv.ConvertOptions(
+        column_types={**{f"x{j}": pa.float64() for j in range(20)}, "group": pa.string()})))
     record("pandas.read_csv", plain, lambda: pd.read_csv(plain))
     record("pandas.read_csv + to_numpy", plain, lambda: pd.read_csv(plain).drop(columns="group").to_numpy())
     if old is not None:
         record("pre-Arrow read_table + prepare", plain,
                lambda: old.prepare(old.read_table(plain, max_mb=10_000), sensitive="group"))
     print(f"\n{rows:,} rows × 20 numeric columns + group, {size:.0f} MB ({machine()}):")
-    print(f"{'step':<48}{'seconds':>9}{'peak MB':>10}{'peak / file':>13}")
+    print(f"{'step':<48}{'seconds':>9}{'peak MB':>10}{'peak / file':>13}{'time':>15}")
+    arrow = next(r["seconds"] for r in results if r["step"].startswith("pyarrow"))
     for r in results:
-        print(f"{r['step']:<48}{r['seconds']:>9.2f}{r['peak_mb']:>10.0f}{r['peak_mb'] / r['file_mb']:>12.2f}×")
+        print(f"{r['step']:<48}{r['seconds']:>9.2f}{r['peak_mb']:>10.0f}{r['peak_mb'] / r['file_mb']:>12.2f}×"
+              f"{r['seconds'] / arrow:>9.2f}× Arrow")
     return results
 
 

@@ -165,24 +165,29 @@ def mmd2_rbf(
     Z = np.asarray(Z, dtype=float)
     members = rbf_members(groups, max_rows_per_group, max_rows, random_state)
     k = len(members)
-    # squared distances within each group (condensed: each pair once) and between groups
-    within = [pdist(Z[m], "sqeuclidean") for m in members]
-    between = {(a, b): cdist(Z[members[a]], Z[members[b]], "sqeuclidean") for a, b in combinations(range(k), 2)}
-    sigma = _median_of_squared(np.concatenate([*within, *(block.ravel() for block in between.values())]))
+    # The pooled rows' squared distances (each pair once: every group's pairs and every pair of
+    # groups') for σ, then the kernel block by block: one block of distances alive at a time
+    # (half the memory of holding every block and their concatenation for the median).
+    sigma = _median_of_squared(pdist(Z[np.concatenate(members)], "sqeuclidean"))
     if sigma is None:
         return 0.0  # every row identical: no difference between the groups
     scale = -1.0 / (2.0 * sigma * sigma)
 
-    def kernel_sum(squared: np.ndarray) -> float:
+    def kernel_sum(a: int, b: int) -> float:
+        """``Σ K`` over the pairs of groups ``a`` and ``b`` (each pair once when ``a == b``)."""
+        if a == b:
+            squared = pdist(Z[members[a]], "sqeuclidean")
+        else:
+            squared = cdist(Z[members[a]], Z[members[b]], "sqeuclidean")
         squared *= scale
         return float(np.exp(squared, out=squared).sum())
 
     sizes = np.array([len(m) for m in members], dtype=float)
-    mean_within = [(n + 2.0 * kernel_sum(w)) / (n * n) for w, n in zip(within, sizes, strict=True)]  # K_ii = 1
+    mean_within = [(n + 2.0 * kernel_sum(g, g)) / (n * n) for g, n in enumerate(sizes)]  # K_ii = 1
     return float(
         max(
-            mean_within[a] + mean_within[b] - 2.0 * kernel_sum(block) / (sizes[a] * sizes[b])
-            for (a, b), block in between.items()
+            mean_within[a] + mean_within[b] - 2.0 * kernel_sum(a, b) / (sizes[a] * sizes[b])
+            for a, b in combinations(range(k), 2)
         )
     )
 

@@ -291,7 +291,13 @@ def csv_files(draw):
     writer.writerow(columns)
     for group, row in zip(groups, values, strict=True):
         writer.writerow([group, *[repr(float(v)) for v in row]])
-    return buffer.getvalue().encode(encoding), columns, np.array(values, dtype=float), groups, delimiter
+    raw = buffer.getvalue().encode(encoding)
+    if encoding == "cp1252":  # Windows-1252 bytes that are also valid UTF-8 ("É€" is "ɀ") are read as UTF-8
+        try:
+            columns = [c.encode(encoding).decode("utf-8") for c in columns] if raw.decode("utf-8") else columns
+        except UnicodeDecodeError:
+            pass
+    return raw, columns, np.array(values, dtype=float), groups, delimiter
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

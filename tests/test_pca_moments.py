@@ -308,3 +308,26 @@ def test_a_regrouped_wide_problem_can_reuse_the_row_space(rng):
         model = FairPCA(rank)._fit_problem(fresh)
         np.testing.assert_allclose(reused.losses(reused.reduce(model.map_), rank),
                                    fresh.losses(fresh.reduce(model.map_), rank), rtol=1e-9, atol=1e-12)
+
+
+def test_row_blocks_found_once_give_the_same_moments_bit_for_bit(rng):
+    """Bootstrap replicates reuse the blocks' group order (RowBlocks): the moments are those of
+    a fresh pass, bit for bit, with and without weights."""
+    from fairaudit.engine import CHUNK_ROWS, RowBlocks
+
+    n = 2 * CHUNK_ROWS + 1234
+    X = np.asfortranarray(rng.normal(size=(n, 4)) * [1, 10, 100, 1000] + 5)
+    codes = rng.integers(0, 3, size=n)
+    blocks = RowBlocks.of(codes, 3)
+    for weights in (None, rng.multinomial(n, np.ones(n) / n).astype(float)):
+        fresh = GroupMoments.from_rows(X, codes, n_groups=3, weights=weights)
+        reused = GroupMoments.from_rows(X, codes, n_groups=3, weights=weights, blocks=blocks)
+        for a, b in ((fresh.counts, reused.counts), (fresh.means, reused.means), (fresh.scatter, reused.scatter)):
+            assert a.tobytes() == b.tobytes()
+    data = AuditData.from_arrays(X, codes, scaling="standardize")
+    engine = LocalEngine()
+    weights = rng.multinomial(n, np.ones(n) / n).astype(float)
+    first = engine.summarise(data, sample_rows=0, weights=weights)
+    again = engine.summarise(data, sample_rows=0, weights=weights)  # the cached blocks
+    assert LocalEngine().summarise(data, sample_rows=0, weights=weights).moments.scatter.tobytes() == again.moments.scatter.tobytes()
+    assert first.moments.scatter.tobytes() == again.moments.scatter.tobytes()

@@ -66,6 +66,18 @@ def missing_mask(strings) -> np.ndarray:
     return _mask(pc.is_in(pc.utf8_lower(strings), value_set=_MARKER_SET))
 
 
+SAMPLE_CELLS = 1000
+"""Cells looked at first where one of them can settle a question about a whole column."""
+
+
+def text_in_head(strings) -> bool:
+    """A cell among the first :data:`SAMPLE_CELLS` of ``strings`` is text where a number belongs,
+    so :func:`parse_text` would find the whole column not numeric: the decimal-comma rule only
+    gets stricter with more cells. Tells a text column apart without parsing all of it."""
+    strings = as_chunked(strings)
+    return len(strings) > SAMPLE_CELLS and not parse_text(strings.slice(0, SAMPLE_CELLS)).is_numeric
+
+
 def parse_text(strings) -> Parsed:
     """Read a text column as numbers, the first reader's rules done with Arrow kernels.
 
@@ -119,5 +131,10 @@ def format_number(value: float) -> str:
 
 
 def is_integer_valued(values: np.ndarray) -> bool:
+    """Every present value is a whole number below 2⁵³ (and there is one). A fraction among the
+    first cells answers without a pass over the column."""
+    head = values[:SAMPLE_CELLS]
+    if np.any((head != np.round(head)) & ~np.isnan(head)):
+        return False
     present = values[~np.isnan(values)]
     return bool(present.size) and bool(np.all(present == np.round(present))) and bool(np.all(np.abs(present) < 2**53))

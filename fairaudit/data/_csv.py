@@ -1,9 +1,11 @@
 """Reading delimited text: Arrow for the columns, the ``csv`` module for the diagnostics.
 
 **Fast path.** The first lines are sniffed (delimiter, header, where the data start, a type for
-each column), then Arrow's streaming CSV reader parses the rest in blocks: numeric columns go
+each column), then Arrow parses the rest with an explicit type per column: numeric columns go
 straight into one preallocated float64 block, text columns stay Arrow strings. No Python object
-is made per cell, and memory is the block plus one Arrow block in flight.
+is made per cell. While a line feed always ends a record, the data are cut into pieces of whole
+lines and each piece is parsed by Arrow's multi-threaded reader (memory: the block plus one
+piece); a file whose quoted fields may hold a line break is read by Arrow's streaming reader.
 
 **Diagnostics.** Arrow is lenient where users want to hear about a problem, so the first
 reader's checks are kept by passes that run only when needed:
@@ -14,9 +16,10 @@ reader's checks are kept by passes that run only when needed:
   and either raises the precise message — file, line, what to fix — or builds the table
   itself, still as Arrow strings;
 * the file has quotes (Arrow accepts ``"x"y`` and swallows the rest of the file into an
-  unclosed quoted field) or rows that are not one per line (blank lines, quoted line breaks):
-  the *line pass* walks the lines, checks every quoted record with strict ``csv`` rules, and
-  numbers each row with its line in the file.
+  unclosed quoted field): every line with a quote is held to strict ``csv`` rules — lines
+  whose quotes pair up as whole fields are recognised with NumPy on the bytes, the others go
+  through the ``csv`` module (:class:`_QuoteCheck`); rows that are not one per line (blank
+  lines, quoted line breaks) are numbered with their lines in the file by the *line pass*.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import io
 import re
 import threading
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -51,8 +55,9 @@ TYPE_SAMPLE_ROWS = 2000
 it only costs a re-read of that column as text)."""
 HEAD_LIMIT = 8 << 20
 BLOCK_SIZE = 1 << 20
+PIECE_BYTES = 4 << 20
+"""Bytes of whole lines parsed at a time by Arrow's multi-threaded reader (memory: about twice this)."""
 BATCH_ROWS = 65536
-CHUNK = 4 << 20
 
 _BOM = b"\xef\xbb\xbf"
 _BINARY_SIGNATURES = {
@@ -322,7 +327,9 @@ def _numeric_columns(records: list[list[str]], width: int) -> list[bool]:
 
 
 # ---------------------------------------------------------------------------- fast path
-def _arrow_options(layout: Layout, names: list[str], types: dict, scan: Scan, include: list[str] | None = None):
+def _arrow_options(layout: Layout, names: list[str], types: dict, scan: Scan, include: list[str] | None = None, *, whole_lines: bool = False):
+    """Arrow's options for the data region; ``whole_lines``: every record is known to be one line
+    (no quoted line break), which lets Arrow cut blocks at any line feed."""
     read = pacsv.ReadOptions(
         column_names=names,
         block_size=BLOCK_SIZE,
@@ -334,7 +341,7 @@ def _arrow_options(layout: Layout, names: list[str], types: dict, scan: Scan, in
         quote_char='"',
         double_quote=True,
         escape_char=False,
-        newlines_in_values=scan.has_quote,
+        newlines_in_values=scan.has_quote and not whole_lines,
         ignore_empty_lines=True,
     )
     convert = pacsv.ConvertOptions(
@@ -362,16 +369,28 @@ def _trim(array: pa.Array) -> pa.Array:
 
 
 def read_fast(source: Source, scan: Scan, layout: Layout, name: str) -> TextColumns:
-    """Arrow's streaming reader into a float64 block and Arrow strings; :class:`Fallback` when
-    the file needs the diagnostic reader."""
+    """Arrow into a float64 block and Arrow strings; :class:`Fallback` when the file needs the
+    diagnostic reader.
+
+    The data are parsed in pieces of whole lines, each by Arrow's multi-threaded reader
+    (:func:`_read_pieces`), when a line feed always ends a record; a file whose quoted fields
+    may hold a line break (a quote that does not close on its line) is read by Arrow's
+    streaming reader instead (:func:`_stream`, one thread)."""
     log: list[str] = []
     names = clean_header(layout.names, name, log) if layout.has_header else list(layout.names)
     numeric = list(layout.numeric)
     capacity = _capacity(scan, layout)
     if capacity < 0:
         raise Fallback("layout")
+    in_pieces = not scan.bare_cr  # pieces are cut at line feeds
     for _ in range(len(names) + 1):  # each retry turns one more column into text
         try:
+            if in_pieces:
+                try:
+                    columns, suspicious = _read_pieces(source, scan, layout, names, numeric, capacity, name)
+                    break
+                except _Unsplittable:
+                    in_pieces = False
             columns, suspicious = _stream(source, scan, layout, names, numeric, capacity)
             break
         except _TypeBroken as broken:
@@ -387,7 +406,7 @@ def read_fast(source: Source, scan: Scan, layout: Layout, name: str) -> TextColu
         for column in suspicious:
             del columns.numeric[column]
     expected = capacity - _trailing_blank(scan)
-    columns.lines, inner_blank = line_pass(source, scan, layout, columns.n_rows, expected, name)
+    columns.lines, inner_blank = line_pass(source, scan, layout, columns.n_rows, expected, name, quotes_checked=in_pieces)
     if columns.lines is None:
         columns.first_line = layout.data_line
         inner_blank = _trailing_blank(scan)
@@ -402,6 +421,11 @@ def read_fast(source: Source, scan: Scan, layout: Layout, name: str) -> TextColu
 class _TypeBroken(Exception):
     def __init__(self, column: int):
         self.column = column
+
+
+class _Unsplittable(Exception):
+    """A line's quotes do not close on it: a quoted field may hold a line break, so pieces cut
+    at line feeds could cut a record."""
 
 
 def _capacity(scan: Scan, layout: Layout) -> int:
@@ -419,51 +443,140 @@ def _trailing_blank(scan: Scan) -> int:
     return max(ends - 1, 0)
 
 
-def _stream(source: Source, scan: Scan, layout: Layout, names: list[str], numeric: list[bool], capacity: int) -> tuple[TextColumns, list[str]]:
-    """Arrow's streaming reader, batch by batch, into one float64 block (numeric columns) and
-    lists of string arrays; also the numeric columns that hold NaN or infinity spelt as numbers."""
-    types = {n: (pa.float64() if is_number else pa.string()) for n, is_number in zip(names, numeric, strict=True)}
-    number_names = [n for n, is_number in zip(names, numeric, strict=True) if is_number]
-    k = len(number_names)
-    buffer = np.empty(max(capacity, 0) * k)
-    position = {n: j for j, n in enumerate(number_names)}
-    strings: dict[str, list[pa.Array]] = {n: [] for n in names if n not in position}
-    suspicious: set[str] = set()
-    rows = 0
-    read, parse, convert = _arrow_options(layout, names, types, scan)
+class _Block:
+    """Record batches gathered into one preallocated float64 block (numeric columns, Fortran
+    order, ``capacity`` rows) and lists of string arrays; also the numeric columns that hold NaN
+    or infinity spelt as numbers."""
+
+    def __init__(self, names: list[str], numeric: list[bool], capacity: int):
+        self.names, self.capacity = names, capacity
+        self.types = {n: (pa.float64() if is_number else pa.string()) for n, is_number in zip(names, numeric, strict=True)}
+        self.number_names = [n for n, is_number in zip(names, numeric, strict=True) if is_number]
+        self.position = {n: j for j, n in enumerate(self.number_names)}
+        self.buffer = np.empty(max(capacity, 0) * len(self.number_names))
+        self.strings: dict[str, list[pa.Array]] = {n: [] for n in names if n not in self.position}
+        self.suspicious: set[str] = set()
+        self.rows = 0
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        m, capacity, rows = batch.num_rows, self.capacity, self.rows
+        if rows + m > capacity:
+            raise Fallback("more rows than lines")
+        _check_blank_rows(batch)
+        for column_name, column in zip(batch.schema.names, batch.columns, strict=True):
+            j = self.position.get(column_name)
+            if j is None:
+                self.strings[column_name].append(_trim(column))
+                continue
+            values = column.to_numpy(zero_copy_only=False)
+            self.buffer[j * capacity + rows : j * capacity + rows + m] = values
+            if m - np.count_nonzero(np.isfinite(values)) != column.null_count:
+                self.suspicious.add(column_name)
+        self.rows = rows + m
+
+    def finish(self) -> tuple[TextColumns, list[str]]:
+        block = _compact(self.buffer, self.capacity, self.rows, len(self.number_names))
+        columns = TextColumns(
+            names=self.names,
+            numeric={n: block[:, j] for n, j in self.position.items()},
+            text={n: pa.chunked_array(parts, pa.string()) for n, parts in self.strings.items()},
+            n_rows=self.rows,
+            block=block,
+            block_names=self.number_names,
+        )
+        return columns, [n for n in self.number_names if n in self.suspicious]
+
+
+@contextmanager
+def _arrow_errors(numeric: list[bool]):
+    """Arrow's refusals as the fast path's: a cell that breaks a numeric column's type retries
+    with that column as text (:class:`_TypeBroken`); anything else is the diagnostic reader's."""
     try:
-        reader = pacsv.open_csv(_open_at(source, layout.data_offset), read_options=read, parse_options=parse, convert_options=convert)
-        for batch in reader:
-            m = batch.num_rows
-            if rows + m > capacity:
-                raise Fallback("more rows than lines")
-            _check_blank_rows(batch)
-            for column_name, column in zip(batch.schema.names, batch.columns, strict=True):
-                j = position.get(column_name)
-                if j is None:
-                    strings[column_name].append(_trim(column))
-                    continue
-                values = column.to_numpy(zero_copy_only=False)
-                buffer[j * capacity + rows : j * capacity + rows + m] = values
-                if m - np.count_nonzero(np.isfinite(values)) != column.null_count:
-                    suspicious.add(column_name)
-            rows += m
+        yield
     except pa.ArrowInvalid as exc:
         match = _CONVERSION_ERROR.search(str(exc))
         if match and numeric[int(match.group(1))]:
             raise _TypeBroken(int(match.group(1))) from None
         raise Fallback(str(exc)) from None
+
+
+def _stream(source: Source, scan: Scan, layout: Layout, names: list[str], numeric: list[bool], capacity: int) -> tuple[TextColumns, list[str]]:
+    """Arrow's streaming reader (one thread), batch by batch into a :class:`_Block`."""
+    block = _Block(names, numeric, capacity)
+    read, parse, convert = _arrow_options(layout, names, block.types, scan)
+    with _arrow_errors(numeric):
+        reader = pacsv.open_csv(_open_at(source, layout.data_offset), read_options=read, parse_options=parse, convert_options=convert)
+        for batch in reader:
+            block.add(batch)
     source.check_unchanged()
-    block = _compact(buffer, capacity, rows, k)
-    columns = TextColumns(
-        names=names,
-        numeric={n: block[:, j] for n, j in position.items()},
-        text={n: pa.chunked_array(parts, pa.string()) for n, parts in strings.items()},
-        n_rows=rows,
-        block=block,
-        block_names=number_names,
-    )
-    return columns, [n for n in number_names if n in suspicious]
+    return block.finish()
+
+
+def _read_pieces(source: Source, scan: Scan, layout: Layout, names: list[str], numeric: list[bool], capacity: int, name: str) -> tuple[TextColumns, list[str]]:
+    """The data in pieces of whole lines (:data:`PIECE_BYTES`), each parsed by Arrow's
+    multi-threaded reader into a :class:`_Block` — Arrow's own speed on several cores, with
+    memory for one piece at a time. With quotes, each piece's quoting is checked first
+    (:class:`_QuoteCheck`): a line whose quotes do not close on it raises :class:`_Unsplittable`."""
+    block = _Block(names, numeric, capacity)
+    read, parse, convert = _arrow_options(layout, names, block.types, scan, whole_lines=True)
+    check = _QuoteCheck(layout, name, splitting=True) if scan.has_quote else None
+    with _arrow_errors(numeric), ThreadPoolExecutor(1) as checker:
+        for piece in _pieces(source, layout):
+            checking = None if check is None else checker.submit(check.lines, piece)  # alongside Arrow's parse
+            try:
+                table, failure = pacsv.read_csv(pa.BufferReader(pa.py_buffer(piece)), read_options=read, parse_options=parse, convert_options=convert), None
+            except pa.ArrowInvalid as exc:
+                table, failure = None, exc
+            if checking is not None:
+                checking.result()  # a quoting fault first, as if the piece had been checked before it was parsed
+            if failure is not None:
+                raise failure
+            for batch in table.to_batches():
+                block.add(batch)
+            del table
+    source.check_unchanged()
+    return block.finish()
+
+
+def _pieces(source: Source, layout: Layout):
+    """The data region in pieces of about :data:`PIECE_BYTES`, each cut after a line feed (the
+    last one at the end of the file), as memoryviews of the bytes read."""
+    if source.data is not None:
+        data, position = memoryview(source.data), layout.data_offset
+        while position < len(data):
+            stop = min(position + PIECE_BYTES, len(data))
+            if stop < len(data):
+                cut = source.data.rfind(b"\n", position, stop) + 1
+                stop = cut if cut > position else _next_line_end(source.data, stop)
+            yield data[position:stop]
+            position = stop
+        return
+    with source.open() as stream:
+        position = layout.data_offset
+        while True:
+            stream.seek(position)
+            data = stream.read(PIECE_BYTES)
+            if not data:
+                return
+            cut = data.rfind(b"\n") + 1
+            if len(data) == PIECE_BYTES and cut < len(data):
+                if cut == 0:  # a line longer than a piece: read on to its end
+                    parts = [data]
+                    while (more := stream.read(PIECE_BYTES)) and b"\n" not in more:
+                        parts.append(more)
+                    parts.append(more[: more.find(b"\n") + 1] if more else b"")
+                    data = b"".join(parts)
+                    cut = len(data)
+                yield memoryview(data)[:cut]
+                position += cut
+            else:
+                yield memoryview(data)
+                position += len(data)
+
+
+def _next_line_end(data: bytes, start: int) -> int:
+    end = data.find(b"\n", start)
+    return len(data) if end < 0 else end + 1
 
 
 def _check_blank_rows(batch: pa.RecordBatch) -> None:
@@ -504,12 +617,13 @@ def _read_as_text(source: Source, scan: Scan, layout: Layout, names: list[str], 
 
 
 # ---------------------------------------------------------------------------- line pass
-def line_pass(source: Source, scan: Scan, layout: Layout, n_rows: int, expected: int, name: str) -> tuple[np.ndarray | None, int]:
+def line_pass(source: Source, scan: Scan, layout: Layout, n_rows: int, expected: int, name: str, *, quotes_checked: bool = False) -> tuple[np.ndarray | None, int]:
     """The line of each data row (None: one row per line, consecutive) and the blank lines
     among them; quoted records are checked with strict ``csv`` rules on the way (the first
-    reader's quoting errors, which Arrow lets pass)."""
+    reader's quoting errors, which Arrow lets pass) unless ``quotes_checked`` says the pieces
+    were checked line by line already."""
     if n_rows == expected and not scan.bare_cr:
-        if scan.has_quote:
+        if scan.has_quote and not quotes_checked:
             _check_quoted_lines(source, layout, name)
         return None, 0
     if not scan.has_quote and not scan.bare_cr:
@@ -517,57 +631,132 @@ def line_pass(source: Source, scan: Scan, layout: Layout, n_rows: int, expected:
     return _record_lines(source, layout, n_rows, name)
 
 
+def _data_encoding(layout: Layout) -> str:
+    return "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
+
+
 def _chunks_of_lines(source: Source, layout: Layout):
-    """The data region as text, chunk by chunk, each cut after a line feed."""
-    encoding = "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
-    with source.open() as stream:
-        stream.seek(layout.data_offset)
-        rest = b""
-        while True:
-            chunk = stream.read(CHUNK)
-            data = rest + chunk
-            if chunk:
-                cut = data.rfind(b"\n") + 1
-                data, rest = data[:cut], data[cut:]
-                if not data:
-                    continue
-            if data:
-                yield data.decode(encoding)
-            if not chunk:
-                return
+    """The data region as text, piece by piece (:func:`_pieces`), each cut after a line feed."""
+    encoding = _data_encoding(layout)
+    for data in _pieces(source, layout):
+        yield bytes(data).decode(encoding)
+
+
+_QUOTE, _LF, _CR = ord('"'), ord("\n"), ord("\r")
 
 
 def _check_quoted_lines(source: Source, layout: Layout, name: str) -> None:
-    """Every line is one record here (as many rows as lines): check the fields from the first
-    quote of each line that has one with strict ``csv`` rules."""
-    delimiter = layout.delimiter
-    line = layout.data_line
-    for text in _chunks_of_lines(source, layout):
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
-        if tails:
-            try:
-                records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
-            except csv.Error:
-                records = -1
-            if records != len(tails):
-                _name_quoting_error(lines, line, delimiter, name)
-        line += len(lines)
+    """Every line is one record here (as many rows as lines): check each line that has a quote
+    with strict ``csv`` rules (:class:`_QuoteCheck`)."""
+    check = _QuoteCheck(layout, name)
+    for data in _pieces(source, layout):
+        check.lines(data)
 
 
-def _name_quoting_error(lines: list[str], first: int, delimiter: str, name: str) -> None:
-    for i, text in enumerate(lines):
-        if '"' not in text:
-            continue
+class _QuoteCheck:
+    """Strict ``csv`` quoting, line by line, over consecutive chunks of the data region (bytes
+    cut after a line feed), counting the lines from the first data line.
+
+    A line whose quotes pair up as whole fields — each opening quote first in its field, the
+    next quote on the same line closing it and last in its field — is valid under those rules,
+    and most quoted files have only such lines (a quoted text column). They are recognised with
+    NumPy on the bytes (:func:`_unpaired_quote_lines`); only the other lines — an escaped quote
+    ``""``, a quote inside an unquoted field, a fault — go through the ``csv`` module, so every
+    message and line number is the ``csv`` module's. A delimiter that is not one byte in the
+    file's encoding takes the ``csv`` module for every quoted line.
+
+    ``splitting``: the lines are checked before Arrow parses them in pieces cut at line feeds; a
+    line whose quoted field does not close on it may be a record over several lines, which is
+    not an error but :class:`_Unsplittable` (the file is then read whole, and checked after)."""
+
+    def __init__(self, layout: Layout, name: str, *, splitting: bool = False):
+        self.name, self.splitting, self.delimiter = name, splitting, layout.delimiter
+        self.encoding = _data_encoding(layout)
         try:
-            parsed = list(csv.reader([text], delimiter=delimiter, quotechar='"', strict=True))
-        except csv.Error as exc:
-            raise _quote_error(name, exc, first + i, first + i) from None
-        if len(parsed) != 1:
-            raise Fallback("a record over several lines")
-    raise Fallback("csv and Arrow disagree on the records")
+            self.byte = layout.delimiter.encode(self.encoding)
+        except UnicodeEncodeError:
+            self.byte = b""
+        self.line = layout.data_line
+
+    def lines(self, data) -> None:
+        """Check the lines of ``data`` (a bytes-like chunk cut after a line feed, or the end)."""
+        if len(self.byte) == 1:
+            array = np.frombuffer(data, dtype=np.uint8)
+            ends = np.flatnonzero(array == _LF)
+            starts, stops, offsets = _unpaired_quote_lines(array, ends, self.byte[0])
+            texts = [bytes(data[a:b]).decode(self.encoding) for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+            numbers = (self.line + offsets).tolist()
+            count = ends.size
+        else:
+            lines = bytes(data).decode(self.encoding).split("\n")
+            chosen = [i for i, text in enumerate(lines) if '"' in text]
+            texts, numbers = [lines[i] for i in chosen], [self.line + i for i in chosen]
+            count = len(lines) - 1
+        if texts:
+            self._with_csv(texts, numbers)
+        self.line += count + (len(data) > 0 and data[-1] != _LF)
+
+    def _with_csv(self, texts: list[str], numbers: list[int]) -> None:
+        """Check ``texts`` (lines, each with a quote; ``numbers`` their lines in the file) with
+        strict ``csv`` rules from the field of their first quote; the first line at fault raises
+        the ``csv`` module's message with its line."""
+        delimiter = self.delimiter
+        tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in texts]
+        try:
+            records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
+        except csv.Error:
+            records = -1
+        if records == len(tails):
+            return
+        for text, number in zip(texts, numbers, strict=True):
+            try:
+                parsed = list(csv.reader([text], delimiter=delimiter, quotechar='"', strict=True))
+            except csv.Error as exc:
+                if self.splitting and "unexpected end of data" in str(exc):
+                    raise _Unsplittable from None
+                raise _quote_error(self.name, exc, number, number) from None
+            if len(parsed) != 1:
+                raise _Unsplittable if self.splitting else Fallback("a record over several lines")
+        raise Fallback("csv and Arrow disagree on the records")
+
+
+def _unpaired_quote_lines(data: np.ndarray, ends: np.ndarray, delimiter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The lines of ``data`` (bytes; ``ends`` the positions of its line feeds) whose quotes do
+    not all pair up as whole fields: ``(starts, stops, indices)`` — each line's byte range
+    without its line feed, and its index among the lines of ``data``.
+
+    Within a line the quotes are taken in pairs; a pair is a whole field when its first quote
+    follows a delimiter or starts the line and its second quote is on the same line and is
+    followed by a delimiter or the line's end (LF or CRLF). Between pairs there are no quotes,
+    so such a line parses under strict ``csv`` rules as one record of quoted and unquoted
+    fields. Every other line that has a quote is returned."""
+    quotes = np.flatnonzero(data == _QUOTE)
+    empty = np.zeros(0, dtype=np.int64)
+    if quotes.size == 0:
+        return empty, empty, empty
+    line = np.searchsorted(ends, quotes)  # the line of each quote (no quote is a line feed)
+    first = np.ones(quotes.size, dtype=bool)
+    first[1:] = line[1:] != line[:-1]
+    starts_at = np.flatnonzero(first)
+    rank = np.arange(quotes.size) - np.repeat(starts_at, np.diff(np.append(starts_at, quotes.size)))
+    opening = rank % 2 == 0
+    before = data[quotes - 1]  # quotes[0] − 1 = −1 reads the last byte: replaced below
+    if quotes[0] == 0:
+        before[0] = _LF
+    last = data.size - 1
+    after = data[np.minimum(quotes + 1, last)]
+    after[quotes == last] = _LF
+    partnered = np.zeros(quotes.size, dtype=bool)
+    partnered[:-1] = line[1:] == line[:-1]  # the next quote is on the same line
+    opens_field = (before == delimiter) | (before == _LF)
+    closes_field = (after == delimiter) | (after == _LF) | (after == _CR)
+    bad = np.where(opening, ~opens_field | ~partnered, ~closes_field)
+    if not bad.any():
+        return empty, empty, empty
+    indices = np.unique(line[bad])
+    starts = np.where(indices > 0, ends[np.maximum(indices - 1, 0)] + 1, 0) if ends.size else np.zeros_like(indices)
+    stops = ends[indices] if ends.size and indices[-1] < ends.size else np.append(ends[indices[:-1]], data.size)
+    return starts, stops, indices
 
 
 def _lines_without_quotes(source: Source, layout: Layout, n_rows: int) -> tuple[np.ndarray, int]:

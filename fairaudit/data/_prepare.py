@@ -261,6 +261,22 @@ def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[
         del chosen.names[j], chosen.values[j], chosen.sources[j]
 
 
+def _missing_masks(columns: list[np.ndarray], n_rows: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """Per column, which cells are missing, and which rows miss any. Columns without a missing
+    cell share one all-false mask (20 masks of 1,000,000 rows were 20 MB held through
+    :func:`prepare` for nothing)."""
+    none = np.zeros(n_rows, dtype=bool)
+    masks, any_missing = [], none
+    for values in columns:
+        mask = np.isnan(values)
+        if mask.any():
+            masks.append(mask)
+            any_missing = any_missing | mask
+        else:
+            masks.append(none)
+    return masks, any_missing
+
+
 def _read_only(X: np.ndarray) -> np.ndarray:
     if X.flags.writeable:
         X.flags.writeable = False
@@ -326,7 +342,8 @@ def prepare(
     reuse_table : bool
         Hand the table over: when the features are numeric columns that are not adjacent in the
         file, rearrange the table's memory in place so the matrix is a view of it rather than a
-        copy (peak memory ~1× the numbers instead of 2×). The table cannot be used afterwards;
+        copy (peak memory ~1× the numbers instead of 2×), and let go of the table's other
+        columns. The table cannot be used afterwards;
         :func:`load` and the command line do this, the dashboard (which prepares one table
         several times) does not.
 
@@ -372,8 +389,7 @@ def prepare(
     label_missing = label_codes < 0 if label_codes is not None else np.zeros(table.n_rows, dtype=bool)
 
     # --- missing cells
-    feature_missing = [np.isnan(values) for values in chosen.values]
-    any_feature_missing = np.logical_or.reduce(feature_missing) if feature_missing else np.zeros(table.n_rows, dtype=bool)
+    feature_missing, any_feature_missing = _missing_masks(chosen.values, table.n_rows)
     reasons = np.zeros(table.n_rows, dtype=np.int8)
     if any_feature_missing.any() or group_missing.any() or label_missing.any():
         names = list(chosen.names) + sensitive + ([label] if label else [])
@@ -442,6 +458,10 @@ def prepare(
     label_array = None
     if label_codes is not None:
         label_array = np.asarray(label_values, dtype=str)[label_codes[keep]] if label_values else np.array([], dtype=str)
+    lines = table.lines if keep.all() else table.lines[keep]
+    source = table_source(table)
+    if reuse_table:  # handed over: the table's text columns and parsing buffers are not needed again
+        table.spend()
     return AuditData(
         X_raw=_read_only(X),
         feature_names=tuple(names),
@@ -450,8 +470,8 @@ def prepare(
         scaling=scaling,
         label=label_array,
         label_name=label,
-        lines=table.lines if keep.all() else table.lines[keep],
-        source=table_source(table),
+        lines=lines,
+        source=source,
         log=tuple(log),
         accounting=accounting,
     )

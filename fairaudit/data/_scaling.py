@@ -24,12 +24,21 @@ def check_scaling(scaling: str) -> None:
         raise ParameterError(f"scaling must be one of {', '.join(SCALINGS)}; got {scaling!r}.")
 
 
+def column_peaks(X: np.ndarray, *, skip_nan: bool = True) -> np.ndarray:
+    """Each column's largest magnitude — NaN cells skipped (NaN for a column of NaN only), or
+    with ``skip_nan=False`` NaN for any column holding one — from the columns' largest and
+    smallest values, so no ``|X|`` copy of the matrix is made (at 1,000,000 × 20 that copy was
+    the PCA audit's peak memory: 153 MB above the table)."""
+    largest, smallest = (np.fmax, np.fmin) if skip_nan else (np.maximum, np.minimum)
+    return largest(largest.reduce(X, axis=0), -smallest.reduce(X, axis=0))
+
+
 def overflow_exponents(X: np.ndarray) -> np.ndarray | None:
     """Per column, the power of two that brings its largest magnitude below 1 — or None when
     no column is large enough to need it."""
     if X.size == 0:
         return None
-    peak = np.nanmax(np.abs(X), axis=0)
+    peak = column_peaks(X)
     if not np.any(peak > _HUGE):
         return None
     return np.frexp(np.where(peak > _HUGE, peak, 1.0))[1].astype(int) * (peak > _HUGE)
@@ -100,7 +109,7 @@ def check_magnitude(M: np.ndarray, names, scaling: str) -> np.ndarray:
     """``M`` if the sums of squares every method computes stay finite, else a ParameterError."""
     if M.size == 0:
         return M
-    check_peaks(np.max(np.abs(M), axis=0), names, scaling, M.size)
+    check_peaks(column_peaks(M, skip_nan=False), names, scaling, M.size)
     return M
 
 

@@ -19,8 +19,11 @@ import io
 import math
 import os
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from ..errors import (
     FairAuditError,
@@ -209,7 +212,11 @@ class Scan:
 
 
 def scan(source: Source, max_bytes: int) -> Scan:
-    """One pass over ``source``: hash, UTF-8 validity, line ends, quotes, NULs."""
+    """One pass over ``source``: hash, UTF-8 validity, line ends, quotes, NULs.
+
+    The SHA-256 of each chunk is computed on a second thread (``hashlib`` releases the GIL)
+    while this one counts; a chunk of ASCII is valid UTF-8 without decoding it and cannot hold a
+    byte Windows-1252 lacks."""
     digest = hashlib.sha256()
     decoder = codecs.getincrementaldecoder("utf-8")()
     total = lf = cr = crlf = 0
@@ -218,18 +225,22 @@ def scan(source: Source, max_bytes: int) -> Scan:
     utf8_line = utf8_byte = 0
     head = tail = b""
     previous_cr = False
-    with source.open() as stream:
+    hashing = None
+    with source.open() as stream, ThreadPoolExecutor(1) as hasher:
         while True:
             chunk = stream.read(CHUNK)
             if not chunk:
                 break
             if total + len(chunk) > max_bytes:
                 raise too_large(source.name, total + len(chunk), max_bytes, at_least=True)
-            digest.update(chunk)
+            if hashing is not None:
+                hashing.result()  # one chunk at a time, in order
+            hashing = hasher.submit(digest.update, chunk)
             if not head:
                 head = chunk
-            tail = (tail + chunk)[-_TAIL:]
-            if utf8_error is None:
+            tail = chunk[-_TAIL:] if len(chunk) >= _TAIL else (tail + chunk)[-_TAIL:]
+            ascii = chunk.isascii()
+            if utf8_error is None and not (ascii and not decoder.getstate()[0]):
                 pending = len(decoder.getstate()[0])
                 try:
                     decoder.decode(chunk)
@@ -237,18 +248,19 @@ def scan(source: Source, max_bytes: int) -> Scan:
                     utf8_error = total - pending + exc.start
                     utf8_line = lf + chunk[: max(utf8_error - total, 0)].count(b"\n") + 1
                     utf8_byte = exc.object[exc.start]
-            lf += chunk.count(b"\n")
-            crs = chunk.count(b"\r")
-            if crs:
-                cr += crs
+            lf += int(np.count_nonzero(np.frombuffer(chunk, dtype=np.uint8) == 10))
+            if b"\r" in chunk:
+                cr += chunk.count(b"\r")
                 crlf += chunk.count(b"\r\n")
             crlf += previous_cr and chunk.startswith(b"\n")
             previous_cr = chunk.endswith(b"\r")
             nonblank = nonblank or not chunk.isspace()
             has_nul = has_nul or b"\x00" in chunk
             has_quote = has_quote or b'"' in chunk
-            undefined = undefined or any(byte in chunk for byte in _CP1252_UNDEFINED)
+            undefined = undefined or (not ascii and any(byte in chunk for byte in _CP1252_UNDEFINED))
             total += len(chunk)
+        if hashing is not None:
+            hashing.result()
     if utf8_error is None:
         pending = decoder.getstate()[0]  # an incomplete sequence at the very end (no LF in it)
         try:

@@ -27,7 +27,7 @@ from .local import (
     RowSample,
     scaling_transform,
 )
-from .moments import CHUNK_ROWS, GroupMoments
+from .moments import CHUNK_ROWS, GroupMoments, RowBlocks
 
 ENGINES: dict[str, type] = {"local": LocalEngine, "dask": DaskEngine}
 """Engine name (``AuditConfig.engine``) → class."""
@@ -99,6 +99,7 @@ __all__ = [
     "GroupMoments",
     "LocalEngine",
     "PartitionedData",
+    "RowBlocks",
     "RowSample",
     "dask_session",
     "family_input",

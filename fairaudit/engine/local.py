@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .moments import GroupMoments
+from .moments import GroupMoments, RowBlocks
 
 
 def scaling_transform(counts, means, within, scaling: str) -> tuple[np.ndarray, np.ndarray]:
@@ -136,10 +136,20 @@ class LocalEngine:
             self._prescaled_cache = cached
         return cached[1]
 
+    def _blocks(self, groups) -> RowBlocks:
+        """The row blocks' group order (:class:`RowBlocks`), once per data set."""
+        cached = getattr(self, "_blocks_cache", None)
+        if cached is None or cached[0] is not groups.codes:
+            cached = (groups.codes, RowBlocks.of(groups.codes, groups.n_groups))
+            self._blocks_cache = cached
+        return cached[1]
+
     def raw_moments(self, X: np.ndarray, groups, weights=None) -> GroupMoments:
         """The group moments of the (prescaled, unscaled, optionally weighted) rows: one pass in
-        blocks, in process."""
-        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels)
+        blocks, in process; for weighted passes (bootstrap replicates, many per data set) the
+        blocks' group order is found once and kept."""
+        blocks = None if weights is None else self._blocks(groups)
+        return GroupMoments.from_rows(X, groups.codes, n_groups=groups.n_groups, weights=weights, labels=groups.labels, blocks=blocks)
 
     @staticmethod
     def _sample(data, X, max_rows: int, random_state, shift, scale, weights=None) -> RowSample:
@@ -150,7 +160,13 @@ class LocalEngine:
         from ..metrics import _stratified_subsample
 
         codes = data.groups.codes
-        eligible = np.arange(codes.shape[0]) if weights is None else np.flatnonzero(np.asarray(weights) > 0)
+        if weights is None:  # every row: no index or code arrays of the size of the data
+            n = codes.shape[0]
+            if max_rows <= 0:
+                return RowSample(np.empty((0, data.X_raw.shape[1])), codes[:0], n)
+            rows = np.arange(n) if n <= max_rows else _stratified_subsample(codes, max_rows, random_state)
+            return RowSample((X[rows] - shift) * scale, codes[rows], n)
+        eligible = np.flatnonzero(np.asarray(weights) > 0)
         n = eligible.shape[0]
         if max_rows <= 0:
             return RowSample(np.empty((0, data.X_raw.shape[1])), codes[:0], n)

@@ -178,6 +178,12 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     return {key: (1 + count) / (1 + GAP_PERMUTATIONS) for key, count in exceed.items()}
 
 
+def _every_row_once(rows: np.ndarray, n: int) -> bool:
+    """``rows`` is ``0, 1, …, n − 1``: compared in blocks, without a second index array."""
+    step = 1 << 16
+    return len(rows) == n and all(np.array_equal(rows[s : s + step], np.arange(s, min(s + step, n))) for s in range(0, n, step))
+
+
 class PCAAudit(FamilyAudit):
     """The PCA family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`); see
     the module docstring."""
@@ -220,7 +226,7 @@ class PCAAudit(FamilyAudit):
         weights (``None``: every row once, the engine's plain pass)."""
         n = len(self.codes)
         weights = None
-        if scaling is not None or len(rows) != n or not np.array_equal(rows, np.arange(n)):
+        if scaling is not None or not _every_row_once(rows, n):
             weights = np.bincount(rows, minlength=n).astype(float)
         summary = self.engine.summarise(
             self.data, sample_rows=self.config.leakage_max_rows if sample else 0, random_state=self.config.random_state,

@@ -52,7 +52,9 @@ documented deviation (``docs/architecture.md``, "JEVD-PCA"):
   symmetric, and for a pair ``(p, q)`` the rotation angle that minimises the pair's off-diagonal
   mass exactly is read off the top eigenvector ``(cos 2θ, −sin 2θ)`` of ``G = Σ_s h_s h_sᵀ``,
   ``h_s = (m_pp − m_qq, 2 m_pq)``; disjoint pairs rotate together in round-robin order; sweeps
-  stop when every rotation's ``|sin θ|`` is below ``tol``. ``U`` stays orthogonal (Theorem 4.1's
+  stop when every rotation's ``|sin θ|`` is below ``tol``, or when a sweep lowers the off-diagonal
+  mass by at most ``stall`` × its starting value (``JACOBI_STALL``: the mass has settled; the
+  remaining rotations turn directions whose mass is tied). ``U`` stays orthogonal (Theorem 4.1's
   setting, eq. 6's constraint ``UᵀU = I``); when the ``M_s`` commute this is their exact common
   eigenbasis.
 
@@ -168,9 +170,19 @@ def _round_robin(n: int) -> list[tuple[np.ndarray, np.ndarray]]:
     return rounds
 
 
-def jacobi_jevd(matrices: np.ndarray, *, tol: float = 1e-12, max_sweeps: int = 100) -> JointDecomposition:
+JACOBI_STALL = 1e-12
+"""Jacobi sweeps stop once a sweep lowers the off-diagonal mass by at most this fraction of its
+starting value. Measured on the 50 × 5,000 benchmark's row-space problem (49 dimensions, two
+groups): the rotation test alone (``|sin θ| < 1e-12``) took 62–79 sweeps, of which the last ~40 moved
+the mass by less than 1e-13 of its start — rotations among directions whose mass is tied (the same
+mass, bases up to 67° apart from warm and cold starts), not a better decomposition."""
+
+
+def jacobi_jevd(
+    matrices: np.ndarray, *, tol: float = 1e-12, max_sweeps: int = 100, stall: float = JACOBI_STALL
+) -> JointDecomposition:
     """Orthogonal joint diagonalisation of symmetric matrices by Jacobi sweeps (Cardoso &
-    Souloumiac 1996); see the module docstring."""
+    Souloumiac 1996); see the module docstring (``stall=0``: the rotation test alone)."""
     M = np.array(matrices, dtype=float, copy=True)
     n = M.shape[1]
     U = np.eye(n)
@@ -206,7 +218,7 @@ def jacobi_jevd(matrices: np.ndarray, *, tol: float = 1e-12, max_sweeps: int = 1
             U[:, p] = c * Up - s * Uq
             U[:, q] = s * Up + c * Uq
         history.append(off_diagonal_mass(M))
-        if largest < tol:
+        if largest < tol or (stall > 0 and history[-2] - history[-1] <= stall * history[0]):
             converged = True
             break
     return JointDecomposition(U, M, sweeps, history, converged=converged)
