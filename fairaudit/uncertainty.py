@@ -50,14 +50,14 @@ second-smallest and second-largest replicate set them): raise ``bootstrap`` for 
 intervals."""
 
 BOOTSTRAP_REASONS: dict[str, str] = {
-    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.45 s on the "
-    "default sample on two busy cores, most of it JEVD-PCA's column selection and Fair PCA's dual): 100 replicates, "
+    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.10 s on the "
+    "default sample on two cores, most of it JEVD-PCA's column selection and Fair PCA's dual): 100 replicates, "
     "steady 95 % intervals",
     "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
-    "(5.1 s on the default sample on two busy cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.85 s on the default "
-    "sample on two busy cores): 50 replicates",
-    "cpd": "a CP replicate refits every method at every rank (2.4 s on the default sample on two busy cores; the "
+    "(2.2 s on the default sample on two cores): 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.27 s on the default "
+    "sample on two cores): 50 replicates",
+    "cpd": "a CP replicate refits every method at every rank (1.0 s on the default sample on two cores; the "
     "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
 }
 """Why each family's default is what it is (stated in every report and by the CLI)."""
@@ -73,18 +73,19 @@ can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN 
 
 
 REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
-    "pca": ((600, 10, 0.45), (30000, 22, 0.19)),
-    "nmf": ((600, 10, 5.1), (4165, 12, 3.06), (30000, 22, 20.6)),
-    "fs": ((600, 10, 0.85), (4165, 12, 2.5), (30000, 22, 19.0)),
-    "cpd": ((600, 10, 2.4), (4165, 12, 12.5), (30000, 22, 32.4)),
+    "pca": ((600, 10, 0.10), (4165, 12, 0.10), (30000, 22, 0.13)),
+    "nmf": ((600, 10, 2.15), (4165, 12, 2.4), (30000, 22, 14.3)),
+    "fs": ((600, 10, 0.27), (4165, 12, 0.91), (30000, 22, 10.9)),
+    "cpd": ((600, 10, 0.98), (4165, 12, 5.2), (30000, 22, 3.03)),
 }
 """Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
-ranks, default variants), measured on two cores shared with other work: the default sample
-(600 × 10) and the credit file (30,000 × 22) with ``benchmarks/bench_uncertainty.py`` (load
-average 5–8), and the 4,165 × 12 credit table of ``benchmarks/bench_all_families.py`` (load
-2.7–4; its CP replicate took 12.5 s where the line through the other two predicted 4.4 s — the
-CP family's kernels grow faster than its cells). :func:`replicate_seconds` predicts other sizes
-from them."""
+ranks, default variants) on two cores: the default sample (600 × 10) and the credit file
+(30,000 × 22) with ``benchmarks/bench_uncertainty.py`` (2026-11-22, load average 0.1–0.4; the
+credit figures from 3 replicates each), and the 4,165 × 12 credit table of
+``benchmarks/bench_all_families.py`` (load 1.1–1.4). The earlier table (load 5–8, before issue
+13's second pass) was 2–4× these. CP's 30,000-row replicate is cheaper than its 4,165-row one:
+above ``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds`
+predicts other sizes from them."""
 
 MEASURED_RANKS = {"fs": 4}
 """How many ranks (feature-selection: sizes) the audits of :data:`REPLICATE_MEASURED` swept: ten
@@ -150,13 +151,12 @@ def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | 
 
 def _piecewise_in_cells(found, cells: int) -> float:
     """Seconds at ``cells`` along the broken line through the measurements (sorted by cells),
-    the last segment extended beyond them, never below the smallest measured time."""
+    never below the smallest measured time; beyond the largest measurement in proportion to the
+    cells (a replicate touches every cell; extending the last segment would fall with size where
+    it falls, as CP's does when KHSIC is skipped above 5,000 rows)."""
     points = sorted((n * d, t) for n, d, t in found)
     xs, ts = [x for x, _ in points], [t for _, t in points]
-    if cells <= xs[-1]:
-        value = float(np.interp(cells, xs, ts))
-    else:
-        value = ts[-1] + (ts[-1] - ts[-2]) / (xs[-1] - xs[-2]) * (cells - xs[-1])
+    value = float(np.interp(cells, xs, ts)) if cells <= xs[-1] else ts[-1] * cells / xs[-1]
     return max(min(ts), value)
 
 
