@@ -1,14 +1,18 @@
 """How long an audit will take, roughly, before it starts — so that the CLI can say so (or refuse
 without ``--allow-slow``) and the dashboard can say so beside its Run button.
 
-A deliberately generous model fitted to measured default audits (ten ranks, default variants) on
-two cores shared with other work, so a quiet machine is faster: 600 × 10 (the default sample)
-took PCA 0.8 s, NMF 11.7 s, feature selection 90 s, CP 12.8 s; 50 × 500 took NMF 100 s (∝ cells),
-feature selection 79 s, CP 8 s. The PCA family works in the row space when rows are fewer than
-features, so its eigen-decompositions grow with ``s³``, ``s = min(rows, features)``, plus JEVD's
-Jacobi sweeps on at most 100 dimensions; measured (shared cores): 50 × 500 5.0 s, 50 × 5,000
-5.4 s, 300 × 2,000 20–25 s, 2,000 × 300 24 s, 1,000 × 1,000 166–206 s. It is scaled by the number
-of ranks asked for; family options are not modelled.
+A model fitted to measured default audits (ten ranks, default variants, no intervals) on two
+cores, 2026-11-22 (after issue 13's second pass; the model before it was fitted to audits 2–100×
+slower): the default sample 600 × 10 took PCA 0.6 s, NMF 5.8 s, feature selection 0.5 s, CP 4.1 s;
+the 4,165 × 12 credit table 1.4, 4.8, 1.9 and 9.9 s; the 30,000 × 22 credit file 2.0, 31.7, 15.1
+and 7.1 s (CP skips KHSIC above 5,000 rows); 50 × 500 (busy machine) 1.0, 20.8, 40.1 and 1.1 s.
+The PCA family works in the row space when rows are fewer than features, so its
+eigen-decompositions grow with ``s³``, ``s = min(rows, features)``, plus JEVD's Jacobi sweeps on
+at most 100 dimensions (measured before, shared cores: 300 × 2,000 20–25 s, 2,000 × 300 24 s,
+1,000 × 1,000 166–206 s); its leakage tests and gap test read a sample of at most 10,000 rows, and
+one pass over every row gives the moments. It is scaled by the number of ranks asked for; family
+options are not modelled. The bootstrap replicates are added from
+:func:`fairaudit.uncertainty.replicate_seconds`.
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from .uncertainty import pca_dimension_seconds
 __all__ = ["FAMILY_COST", "Expected", "duration", "expected_parts", "expected_seconds", "expected_text"]
 
 FAMILY_COST = {
-    "pca": lambda n, d: 1.0 + pca_dimension_seconds(min(n, d)) + 6e-4 * min(n, 10_000),
-    "nmf": lambda n, d: 1.0 + 3e-3 * n * d,
-    "fs": lambda n, d: 0.15 * n + 5e-7 * d**3,
-    "cpd": lambda n, d: 0.02 * n + 3e-4 * n * d,
+    "pca": lambda n, d: 0.5 + pca_dimension_seconds(min(n, d)) + 1.5e-4 * min(n, 10_000) + 5e-8 * n * d,
+    "nmf": lambda n, d: 4.0 + 4.2e-5 * n * d + 0.03 * d,
+    "fs": lambda n, d: 0.2 + 5e-4 * n + 3e-7 * d**3,
+    "cpd": lambda n, d: 3.0 + (1.4e-4 if n <= 5000 else 6e-6) * n * d,  # KHSIC runs up to 5,000 rows
 }
 """Per family, seconds of its default audit of ``n`` rows × ``d`` features (see the module docstring)."""
 
