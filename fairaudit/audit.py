@@ -881,9 +881,8 @@ def representations_metrics(
     (:func:`fairaudit.metrics.leakage_tests`, with QDA, whose fits do not change when a column
     flips sign: the same rows, folds and permutations as one test per representation, so the same
     values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads."""
-    from concurrent.futures import ThreadPoolExecutor
-
     from .linalg import blas_threads
+    from .parallel import map_threads
 
     shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
     lineages = [None] * len(shaped) if lineages is None else list(lineages)
@@ -908,12 +907,8 @@ def representations_metrics(
         tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
     tasks += [([i], lambda Z=Z: [metrics.mmd2_rbf(Z, groups, **rbf)]) for i, Z in enumerate(shaped)]
-    with blas_threads(1, user_api=None):
-        if threads > 1 and len(tasks) > 1:
-            with ThreadPoolExecutor(threads) as pool:
-                results = list(pool.map(lambda task: task[1](), tasks))
-        else:
-            results = [task[1]() for task in tasks]
+    with blas_threads(1, user_api=None):  # inline too: the tests' own limits are one thread
+        results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
     values: list[dict[str, Value]] = [{"mmd2": metrics.mmd2(Z, groups)} for Z in shaped]
     for (indices, _), found in zip(tasks, results, strict=True):
         for i, result in zip(indices, found, strict=True):

@@ -6,7 +6,7 @@ GIL. :func:`map_threads` runs such a function over the fits on ``n_jobs`` thread
 results in the fits' order, so that the records a family writes from them are the same, in the
 same order, as one thread's; :func:`worker_limits` is what the calling thread holds while any
 worker threads run (the CP family's fit-and-measure workers too). The shared representation
-metrics of many fits have their own threads (:func:`fairaudit.audit.representations_metrics`).
+metrics of many fits (:func:`fairaudit.audit.representations_metrics`) run through it as well.
 
 Thread limits. Every pool here (BLAS and OpenMP) is held at one thread while the workers run.
 threadpoolctl's limits are process-wide and each context restores on exit what it found on
