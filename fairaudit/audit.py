@@ -881,7 +881,6 @@ def representations_metrics(
     (:func:`fairaudit.metrics.leakage_tests`, with QDA, whose fits do not change when a column
     flips sign: the same rows, folds and permutations as one test per representation, so the same
     values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads."""
-    from .linalg import blas_threads
     from .parallel import map_threads
 
     shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
@@ -893,7 +892,8 @@ def representations_metrics(
         max_rows=config.leakage_max_rows,
         random_state=config.random_state,
     )
-    tasks = []  # (indices, callable returning one estimate per index), the slowest first
+    leakage: list = [None] * len(shaped)
+    tasks = []  # (indices, callable giving their leakage estimates), the slowest first
     single = set(range(len(shaped)))
     for lineage in dict.fromkeys(lineages):
         members = [i for i, name in enumerate(lineages) if name == lineage]
@@ -906,14 +906,16 @@ def representations_metrics(
     for i in sorted(single, key=lambda i: -shaped[i].shape[1]):
         tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
-    tasks += [([i], lambda Z=Z: [metrics.mmd2_rbf(Z, groups, **rbf)]) for i, Z in enumerate(shaped)]
-    with blas_threads(1, user_api=None):  # inline too: the tests' own limits are one thread
-        results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
-    values: list[dict[str, Value]] = [{"mmd2": metrics.mmd2(Z, groups)} for Z in shaped]
-    for (indices, _), found in zip(tasks, results, strict=True):
-        for i, result in zip(indices, found, strict=True):
-            values[i].update(result.records() if isinstance(result, metrics.LeakageEstimate) else {"mmd2_rbf": result})
-    return [{"mmd2": v["mmd2"], "mmd2_rbf": v["mmd2_rbf"], **{k: x for k, x in v.items() if k not in ("mmd2", "mmd2_rbf")}} for v in values]
+    tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
+    results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
+    tests = len(tasks) - len(shaped)
+    kernel = results[tests:]
+    for (indices, _), estimates in zip(tasks[:tests], results[:tests], strict=True):
+        for i, estimate in zip(indices, estimates, strict=True):
+            leakage[i] = estimate
+    return [
+        {"mmd2": metrics.mmd2(Z, groups), "mmd2_rbf": kernel[i], **leakage[i].records()} for i, Z in enumerate(shaped)
+    ]
 
 
 def _leading_columns(Z: np.ndarray, wide: np.ndarray) -> bool:

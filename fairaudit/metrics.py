@@ -624,9 +624,9 @@ def leakage_tests(Z: np.ndarray, groups: np.ndarray, widths=None, **options) -> 
     ``Z[:, :w]`` width by width (the same rows, folds and permutations), computed together: for
     nested representations (vanilla PCA at ranks 1…r) QDA's moments, factors and distances at
     every width come from one pass over the widest (:func:`_batched_qda_scores`)."""
-    settings = inspect.signature(leakage_test).bind(Z, groups, **options)
+    settings = inspect.signature(leakage_test).bind(Z, groups, **options)  # leakage_test's defaults, one place
     settings.apply_defaults()
-    return _leakage_tests(Z, groups, widths, *list(settings.arguments.values())[2:])
+    return _leakage_tests(widths=widths, **settings.arguments)
 
 
 def _leakage_tests(Z, groups, widths, classifier, folds, repeats, permutations, confidence, max_rows, random_state) -> list[LeakageEstimate]:
