@@ -653,9 +653,18 @@ class FamilyAudit:
     def representation(self, Z: np.ndarray, codes: np.ndarray, *, replicate: bool, config: AuditConfig | None = None) -> dict[str, Value]:
         """The shared representation metrics of ``Z`` (see :func:`representation_metrics`); in a
         replicate only the cheap group-mean MMD²."""
+        return self.representations([Z], codes, replicate=replicate, config=config, threads=1)[0]
+
+    def representations(
+        self, Zs: Sequence[np.ndarray], codes: np.ndarray, *, replicate: bool, lineages: Sequence | None = None,
+        config: AuditConfig | None = None, threads: int | None = None,
+    ) -> list[dict[str, Value]]:
+        """:meth:`representation` of many fits at once (:func:`representations_metrics`: nested
+        ones of a lineage in one leakage pass, on worker threads)."""
         if replicate:
-            return {"mmd2": metrics.mmd2(Z, codes)}
-        return representation_metrics(Z, codes, config or self.config)
+            return [{"mmd2": metrics.mmd2(Z, codes)} for Z in Zs]
+        threads = REPRESENTATION_THREADS if threads is None else threads
+        return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads)
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:

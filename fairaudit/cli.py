@@ -20,12 +20,11 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import replace
 from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
-from .cost import duration, expected_seconds
+from .cost import duration, expected_parts, expected_seconds
 from .cpd._kernels import NYSTROM_LANDMARKS
 from .cpd.estimator import FORMULATIONS, KERNELS
 from .data import (
@@ -527,10 +526,8 @@ REFUSE_SECONDS = 600
 def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
     rows = min(data.n_rows, getattr(data, "sample_rows", data.n_rows))  # the dask engine fits the PCA family from moments, the rest on its sample
     seconds, cause = expected_seconds(rows, data.n_features, config)
-    if hasattr(data, "sample_rows"):  # the dask engine: no bootstrap replicates for the PCA family
-        if "pca" in config.methods:
-            seconds -= expected_seconds(rows, data.n_features, replace(config, methods=("pca",)))[0]
-            seconds += expected_seconds(rows, data.n_features, replace(config, methods=("pca",), bootstrap=0))[0]
+    if hasattr(data, "sample_rows") and "pca" in config.methods:  # the dask engine: no bootstrap replicates for the PCA family
+        seconds -= expected_parts(rows, data.n_features, config)["pca"].bootstrap
     if seconds > REFUSE_SECONDS and not allow_slow:
         raise ParameterError(
             f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "

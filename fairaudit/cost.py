@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from .audit import FAMILY_TITLES, AuditConfig
 from .formatting import duration, plural
-from .uncertainty import pca_dimension_seconds
+from .uncertainty import pca_dimension_seconds, replicate_seconds, resolve_replicates
 
 __all__ = ["FAMILY_COST", "Expected", "duration", "expected_parts", "expected_seconds", "expected_text"]
 
@@ -52,8 +52,6 @@ def expected_parts(n_rows: int, n_features: int, config: AuditConfig) -> dict[st
     the fits (:data:`FAMILY_COST`, scaled by the number of ranks) and the bootstrap replicates of
     the intervals (as many as ``config.bootstrap`` resolves to, each
     :func:`fairaudit.uncertainty.replicate_seconds`)."""
-    from .uncertainty import replicate_seconds, resolve_replicates
-
     ranks = None if config.ranks is None else len(config.ranks)
     scale = 1.0 if ranks is None else max(1, ranks) / 10
     parts = {}

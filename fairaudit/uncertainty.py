@@ -93,11 +93,8 @@ ranks, except feature selection's four default sizes (10–40 % of the features)
 feature-selection prediction by sizes/10 made it half the measured time (1.0 s predicted, 1.93 s
 measured per replicate on the 4,165 × 12 credit table), so its default ran 50 replicates (97 s)."""
 
-REPLICATE_SECONDS = {method: found[0][2] for method, found in REPLICATE_MEASURED.items()}
-"""The measured seconds of one replicate on the default sample (600 × 10)."""
-
-ANCHOR = (600, 10)
-"""The size :data:`REPLICATE_SECONDS` was measured at (the default sample)."""
+ANCHOR = REPLICATE_MEASURED["pca"][0][:2]
+"""The smallest size the PCA replicate was measured at (the default sample, 600 × 10)."""
 
 
 def pca_dimension_seconds(s: int) -> float:

@@ -60,6 +60,11 @@ class PartitionPlan:
         """The columns whose missing cells are counted, in the order messages list them."""
         return self.features + self.sensitive + ((self.label,) if self.label else ())
 
+    @property
+    def read_columns(self) -> tuple[str, ...]:
+        """Every column a partition reads, each once: the checked ones and the watched ones."""
+        return tuple(dict.fromkeys(self.features + self.sensitive + self.watch + ((self.label,) if self.label else ())))
+
 
 @dataclass
 class Candidates:
@@ -214,7 +219,7 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
 
     ``newlines`` is the number of line ends in the partition's block of a CSV file (the
     lines before a later block are counted from them, after the reduction)."""
-    for column in dict.fromkeys(plan.features + plan.sensitive + plan.watch + ((plan.label,) if plan.label else ())):
+    for column in plan.read_columns:
         if column not in table.columns:
             raise UnknownColumnError(
                 f"{table.name}: column {column!r} is missing from this part of the data (partition {partition}); every "

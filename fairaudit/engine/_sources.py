@@ -273,7 +273,7 @@ class ParquetSource:
     def tasks(self, plan: PartitionPlan) -> list:
         from dask import delayed
 
-        wanted = set(plan.features + plan.sensitive + plan.watch + ((plan.label,) if plan.label else ()))
+        wanted = set(plan.read_columns)
         columns = [raw for raw in self.schema_names if raw.strip() in wanted or raw in wanted]
         return [
             delayed(_parquet_partition, pure=True)(self.fs, self.paths[f], groups, first, columns, plan, index,
@@ -349,7 +349,7 @@ def _frame_table(frame, name: str, first_row: int):
 
 
 def _frame_partition(frame, plan: PartitionPlan, index: int, name: str) -> PartitionSummary:
-    wanted = list(dict.fromkeys(plan.features + plan.sensitive + plan.watch + ((plan.label,) if plan.label else ())))
+    wanted = list(plan.read_columns)
     try:
         columns = [c for c in frame.columns if str(c).strip() in wanted]
         return summarise_table(_frame_table(frame[columns], name, 1), plan, index)

@@ -36,8 +36,7 @@ import time
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .. import metrics
-from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, representations_metrics
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
 from ..data import AuditData
 from ..errors import ParameterError
 from ..parallel import map_threads
@@ -270,10 +269,7 @@ class FSAudit(FamilyAudit):
 
             measured = dict(zip(distinct, map_threads(measure_selection, list(distinct)), strict=True))
             representations = [X[:, list(order)] for order in distinct]
-            if replicate:
-                shared = [{"mmd2": metrics.mmd2(Z, codes)} for Z in representations]
-            else:
-                shared = representations_metrics(representations, codes, self.config, lineages=list(distinct.values()))
+            shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
         for order, values in zip(distinct, shared, strict=True):
             measured[order] += list(values.items())
         for (name, m), order in orders.items():

@@ -28,8 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import metrics
-from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options, representations_metrics
+from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..groups import check_groups
@@ -371,11 +370,8 @@ class NMFAudit(FamilyAudit):
         representations = {}
         for (name, rank), model in fits.models.items():
             representations[name, rank] = model.transform(X) if heldout else model.W_
-        if replicate:
-            shared = {key: {"mmd2": metrics.mmd2(W, codes)} for key, W in representations.items()}
-        else:
-            found = representations_metrics(list(representations.values()), codes, self.config, lineages=list(representations))
-            shared = dict(zip(representations, found, strict=True))
+        found = self.representations(list(representations.values()), codes, replicate=replicate, lineages=list(representations))
+        shared = dict(zip(representations, found, strict=True))
         for (name, rank), model in fits.models.items():
             W = representations[name, rank]
             if heldout:

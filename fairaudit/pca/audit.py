@@ -37,7 +37,6 @@ from ..audit import (
     Recorder,
     RecordSink,
     merged_options,
-    representations_metrics,
 )
 from ..data import AuditData
 from ..engine import RowSample, get_engine
@@ -325,7 +324,7 @@ class PCAAudit(FamilyAudit):
         keys = list(fits.models)
         with blas_threads(BLAS_THREADS):  # thin products and small factorisations
             representations = [self.coordinates(fits.models[key], centred) for key in keys]
-        found = representations_metrics(representations, codes, self.config, lineages=[name for name, _ in keys])
+        found = self.representations(representations, codes, replicate=False, lineages=[name for name, _ in keys])
         return dict(zip(keys, found, strict=True))
 
     def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
