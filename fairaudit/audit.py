@@ -847,8 +847,14 @@ def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str
         else:
             reasons.setdefault(base, "fewer than half of the bootstrap replicates gave a finite value")
     for what, reason in reasons.items():
-        sink.warn(f"{family.method}: no interval for {what}: {reason}.")
+        sink.warn(no_interval_warning(family.method, what, reason))
     return reasons
+
+
+def no_interval_warning(method: str, what: str, reason: str) -> str:
+    """The warning that says why ``what`` of ``method`` has no interval (one wording, so that the
+    dashboard can fold these warnings into its table of them)."""
+    return f"{method}: no interval for {what}: {reason}."
 
 
 def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfig) -> dict[str, Value]:

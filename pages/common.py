@@ -14,7 +14,7 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants
+from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants, no_interval_warning
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import level, plural
@@ -477,11 +477,11 @@ def show_table(result: AuditResult, method: str) -> None:
     show_missing_intervals(result, method)
 
 
-def missing_interval_notes(result: AuditResult, method: str) -> dict[str, str]:
-    """``{warning: what}`` for the warnings that say why some numbers of ``method`` have no
-    interval (``AuditResult.uncertainty[method]["not_bootstrapped"]``, also in the warnings)."""
+def missing_interval_notes(result: AuditResult, method: str) -> set[str]:
+    """The warnings that say why some numbers of ``method`` have no interval
+    (``AuditResult.uncertainty[method]["not_bootstrapped"]``, also in the warnings)."""
     missing = (result.uncertainty or {}).get(method, {}).get("not_bootstrapped", {})
-    return {f"{method}: no interval for {what}: {reason}.": what for what, reason in missing.items()}
+    return {no_interval_warning(method, what, reason) for what, reason in missing.items()}
 
 
 def show_missing_intervals(result: AuditResult, method: str) -> None:
@@ -510,7 +510,7 @@ def show_notes(result: AuditResult, method: str | None = None) -> None:
     for skip in result.skipped:
         if method is None or skip.get("method") == method:
             st.warning(f"Skipped {plain(variant_title(skip['method'], skip['variant']))}: {words(skip['reason'])}")
-    folded = missing_interval_notes(result, method) if method else {}  # shown with the table
+    folded = missing_interval_notes(result, method) if method else set()  # shown with the table
     for warning in result.warnings:
         if warning not in folded:
             st.caption(f"⚠ {words(warning)}")
