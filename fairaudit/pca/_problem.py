@@ -76,7 +76,7 @@ class GroupProblem:
         coordinates (``s = n_features``, or the row-space dimension for wide data).
     spectra : ndarray (k, s)
         Eigenvalues of each ``C_i``, descending (clipped at 0).
-    eigenvectors : ndarray (k, s, s)
+    eigenvectors : ndarray (k, s, s) or None
         The matching eigenvectors (columns): ``eigenvectors[i][:, :d]`` is group ``i``'s own
         rank-``d`` PCA.
     sizes : ndarray (k,)
@@ -89,11 +89,16 @@ class GroupProblem:
     basis : ndarray (n_features, s) or None
         ``Q``: orthonormal basis of the row space for wide data (``None``: the coordinates are
         the features themselves).
+
+    A stack of problems of the same rows regrouped (:meth:`regroupings`: the gap test's random
+    groups) carries a leading axis on ``covariances`` and ``spectra`` (no eigenvectors: no solver
+    runs on them); the metrics of a fitted map (:meth:`errors`, :meth:`losses`,
+    :meth:`best_errors`) broadcast over it.
     """
 
     covariances: np.ndarray
     spectra: np.ndarray
-    eigenvectors: np.ndarray
+    eigenvectors: np.ndarray | None
     sizes: np.ndarray
     mean: np.ndarray
     labels: tuple[str, ...]
@@ -162,10 +167,41 @@ class GroupProblem:
         origin = None if centre is None else np.zeros(basis.shape[1])  # coordinates of rows already centred at ``centre``
         return cls.from_moments(moments, mean=mean, basis=basis, centre=origin)
 
+    def regroupings(self, rows: np.ndarray, codes: np.ndarray) -> GroupProblem:
+        """The problems of this problem's own ``rows`` (the ``X`` it was built from) under each
+        row of ``codes`` (``B × n``: a regrouping that keeps every group's size, e.g. a
+        permutation of the groups), stacked on a leading axis, centred at this problem's mean
+        and in its coordinates.
+
+        One Gram matrix per group and regrouping but one — the largest group's is the whole
+        rows' minus the others' (``YᵀY`` is computed once) — and the spectra of all ``B × k``
+        covariances in one batched ``eigvalsh``; equal to :meth:`from_data` of each regrouping
+        up to rounding (``tests/test_pca_gap.py``)."""
+        Y = np.asarray(rows, dtype=float) - self.mean
+        if self.basis is not None:
+            Y = Y @ self.basis
+        codes = np.atleast_2d(np.asarray(codes))
+        k, s = self.n_groups, self.dim
+        rest = int(np.argmax(self.sizes))  # the largest group: by subtraction
+        total = Y.T @ Y
+        covariances = np.empty((codes.shape[0], k, s, s))
+        for b, regrouped in enumerate(codes):
+            others = np.zeros((s, s))
+            for g in range(k):
+                if g != rest:
+                    part = Y[regrouped == g]
+                    covariances[b, g] = part.T @ part
+                    others += covariances[b, g]
+            covariances[b, rest] = total - others
+        covariances /= self.sizes[:, None, None]
+        with blas_threads(BLAS_THREADS):
+            spectra = np.clip(np.linalg.eigvalsh(covariances)[..., ::-1], 0.0, None)
+        return GroupProblem(covariances, spectra, None, self.sizes, self.mean, self.labels, basis=self.basis)
+
     # ------------------------------------------------------------------ sizes
     @property
     def n_groups(self) -> int:
-        return self.covariances.shape[0]
+        return self.covariances.shape[-3]
 
     @property
     def n_features(self) -> int:
@@ -175,7 +211,7 @@ class GroupProblem:
     @property
     def dim(self) -> int:
         """Dimension of the problem coordinates (``n_features``, or the row space's)."""
-        return self.covariances.shape[1]
+        return self.covariances.shape[-1]
 
     @property
     def null_dim(self) -> int:
@@ -232,12 +268,12 @@ class GroupProblem:
     # ------------------------------------------------------------------ Samadi's quantities
     def captured(self, d: int) -> np.ndarray:
         """``c_i(d) = ‖Â_i‖²_F / m_i``: the variance group ``i``'s own rank-``d`` PCA captures."""
-        return self.spectra[:, :d].sum(axis=1)
+        return self.spectra[..., :d].sum(axis=-1)
 
     @property
     def traces(self) -> np.ndarray:
         """``tr C_i = ‖A_i‖²_F / m_i``."""
-        return np.trace(self.covariances, axis1=1, axis2=2)
+        return np.trace(self.covariances, axis1=-2, axis2=-1)
 
     def best_errors(self, d: int) -> np.ndarray:
         """``‖A_i − Â_i‖²_F / m_i``: the smallest error any rank-``d`` map achieves on group ``i``."""
@@ -249,7 +285,7 @@ class GroupProblem:
 
     def captured_by(self, vectors: np.ndarray) -> np.ndarray:
         """``u_jᵀ C_i u_j`` for each group ``i`` (rows) and column ``u_j`` of ``vectors``."""
-        return np.sum((self.covariances @ vectors) * vectors, axis=1)
+        return np.sum((self.covariances @ vectors) * vectors, axis=-2)
 
     def projection_losses(self, vectors: np.ndarray, d: int) -> np.ndarray:
         """Losses of the projection onto the span of orthonormal ``vectors``."""
