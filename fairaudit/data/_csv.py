@@ -115,6 +115,7 @@ class TextColumns:
     block: np.ndarray | None = None
     block_names: list[str] = field(default_factory=list)
     lines: np.ndarray | None = None  # line of each row; None: consecutive from first_line
+    missing: dict[str, int] = field(default_factory=dict)  # missing cells of numeric columns, where counted
     first_line: int = 1
     has_header: bool = True
     log: list[str] = field(default_factory=list)
@@ -461,6 +462,7 @@ class _Block:
         self.buffer = np.empty(max(capacity, 0) * len(self.number_names))
         self.strings: dict[str, list[pa.Array]] = {n: [] for n in names if n not in self.position}
         self.suspicious: set[str] = set()
+        self.missing = dict.fromkeys(self.number_names, 0)  # Arrow's nulls: NaN in the block
         self.rows = 0
 
     def add(self, batch: pa.RecordBatch) -> None:
@@ -477,6 +479,7 @@ class _Block:
             self.buffer[j * capacity + rows : j * capacity + rows + m] = values
             if m - np.count_nonzero(np.isfinite(values)) != column.null_count:
                 self.suspicious.add(column_name)
+            self.missing[column_name] += column.null_count
         self.rows = rows + m
 
     def finish(self) -> tuple[TextColumns, list[str]]:
@@ -488,6 +491,7 @@ class _Block:
             n_rows=self.rows,
             block=block,
             block_names=self.number_names,
+            missing={n: count for n, count in self.missing.items() if n not in self.suspicious},  # the others become text
         )
         return columns, [n for n in self.number_names if n in self.suspicious]
 

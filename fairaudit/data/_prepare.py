@@ -245,9 +245,10 @@ def _take(table: RawTable, chosen: FeatureColumns, rows: np.ndarray | None, reus
 def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[str]) -> None:
     """Leave out the features with one value on the kept rows (missing cells aside)."""
     gone = []
-    for j, values in enumerate(chosen.values):
-        column = values if keep.all() else values[keep]
-        present = column[~np.isnan(column)] if np.isnan(column).any() else column
+    every_row = keep.all()
+    for j, (name, values) in enumerate(zip(chosen.names, chosen.values, strict=True)):
+        column = values if every_row else values[keep]
+        present = column[~np.isnan(column)] if chosen.missing.get(name) != 0 and np.isnan(column).any() else column
         if present.size and present.min() == present.max():
             gone.append(j)
             chosen.exclude(chosen.names[j], "constant", f"the same value ({format_number(present[0])}) on every row kept")
@@ -261,15 +262,15 @@ def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[
         del chosen.names[j], chosen.values[j], chosen.sources[j]
 
 
-def _missing_masks(columns: list[np.ndarray], n_rows: int) -> tuple[list[np.ndarray], np.ndarray]:
+def _missing_masks(columns: list[np.ndarray], n_rows: int, counts: list[int | None]) -> tuple[list[np.ndarray], np.ndarray]:
     """Per column, which cells are missing, and which rows miss any. Columns without a missing
     cell share one all-false mask (20 masks of 1,000,000 rows were 20 MB held through
-    :func:`prepare` for nothing)."""
+    :func:`prepare` for nothing); a column the reader counted none in is not scanned."""
     none = np.zeros(n_rows, dtype=bool)
     masks, any_missing = [], none
-    for values in columns:
-        mask = np.isnan(values)
-        if mask.any():
+    for values, count in zip(columns, counts, strict=True):
+        mask = none if count == 0 else np.isnan(values)
+        if mask is not none and mask.any():
             masks.append(mask)
             any_missing = any_missing | mask
         else:
@@ -389,7 +390,7 @@ def prepare(
     label_missing = label_codes < 0 if label_codes is not None else np.zeros(table.n_rows, dtype=bool)
 
     # --- missing cells
-    feature_missing, any_feature_missing = _missing_masks(chosen.values, table.n_rows)
+    feature_missing, any_feature_missing = _missing_masks(chosen.values, table.n_rows, [chosen.missing.get(n) for n in chosen.names])
     reasons = np.zeros(table.n_rows, dtype=np.int8)
     if any_feature_missing.any() or group_missing.any() or label_missing.any():
         names = list(chosen.names) + sensitive + ([label] if label else [])

@@ -116,13 +116,16 @@ class FeatureColumns:
     names: list[str] = field(default_factory=list)
     values: list[np.ndarray] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the table column each feature comes from
+    missing: dict[str, int] = field(default_factory=dict)  # missing cells of a feature, where known
     excluded: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def add(self, name: str, values: np.ndarray, source: str) -> None:
+    def add(self, name: str, values: np.ndarray, source: str, missing: int | None = None) -> None:
         self.names.append(name)
         self.values.append(values)
         self.sources.append(source)
+        if missing is not None:
+            self.missing[name] = missing
 
     def exclude(self, column: str, reason: str, detail: str) -> None:
         self.excluded.append({"column": column, "reason": reason, "detail": detail})
@@ -197,7 +200,7 @@ def select_features(
 
 def _use_id_like(table: RawTable, column: str, detail: str, why: str, chosen: FeatureColumns, log: list[str]) -> None:
     """Use a column the identifier rules flag as a feature, and say so (log and warning)."""
-    chosen.add(column, table.numbers(column), column)
+    chosen.add(column, table.numbers(column), column, table.missing_count(column))
     log.append(f"used {column!r} as a feature although it looks like an identifier ({detail}), {why}")
     chosen.warnings.append(
         f"column {column!r} looks like an identifier ({detail}) and is used as a feature, {why}; an identifier is "
@@ -211,7 +214,7 @@ def _add_named(table: RawTable, column: str, chosen: FeatureColumns, one_hot_tex
         if detail:
             _use_id_like(table, column, detail, f"as named in {term('features')}", chosen, log)
         else:
-            chosen.add(column, table.numbers(column), column)
+            chosen.add(column, table.numbers(column), column, table.missing_count(column))
         return
     parsed = table.parsed(column)
     if one_hot_text:
@@ -225,7 +228,7 @@ def _add_default(
 ) -> None:
     if table.is_numeric(column):
         values = table.numbers(column)
-        if np.isnan(values).all():
+        if table.missing_count(column) == values.size:
             log.append(f"left out {column!r}: every cell is empty")
             chosen.exclude(column, "empty", "every cell is missing")
             return
@@ -242,7 +245,7 @@ def _add_default(
                     f"if it is a real feature, use it ({term('use_id_like', column)})."
                 )
             return
-        chosen.add(column, values, column)
+        chosen.add(column, values, column, table.missing_count(column))
         return
     parsed = table.parsed(column)
     n_present = int((~parsed.missing).sum())

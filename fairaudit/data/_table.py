@@ -70,6 +70,7 @@ class RawTable:
     _lines: np.ndarray | None = field(default=None, repr=False)
     _first_line: int = field(default=1, repr=False)
     format: str = "csv"
+    _missing: dict = field(default_factory=dict, repr=False)  # missing cells per numeric column, as the reader counted them
     _cache: dict = field(default_factory=dict, repr=False)
 
     # -- shape -------------------------------------------------------------------------------
@@ -139,6 +140,14 @@ class RawTable:
             return np.isnan(self._numeric[column])
         return missing_mask(self._text[column])
 
+    def missing_count(self, column: str) -> int:
+        """How many cells of numeric ``column`` are missing — as the reader counted them (Arrow's
+        nulls) when it did, so that preparing a complete column takes no pass over it for that."""
+        self._check_live()
+        if column not in self._missing:
+            self._missing[column] = int(np.count_nonzero(np.isnan(self._numeric[column])))
+        return self._missing[column]
+
     def cell(self, column: str, row: int) -> str:
         """The text of one cell (numbers formatted), for messages."""
         self._check_live()
@@ -205,6 +214,7 @@ class RawTable:
         further use raises, as after :meth:`hand_over`."""
         self._text.clear()
         self._numeric.clear()
+        self._missing.clear()
         self._cache.clear()
         self._cache["spent"] = True
         release_arrow_memory()
@@ -416,6 +426,7 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
         _lines=columns.lines,
         _first_line=int(columns.first_line),
         format=format,
+        _missing={n: count for n, count in columns.missing.items() if n in numeric},
     )
 
 
