@@ -61,13 +61,16 @@ def group_entries(read_codes: np.ndarray, read_labels: list[str], reasons: np.nd
     is the number of rows each entry stands for (the dask engine counts rows per partition and
     hands over one entry per group value and reason)."""
     entries = []
+    width = len(DROP_REASONS) + 1
+    k = len(read_labels)
+    # one count per (group, reason): group g's row of the table, the rows without a group the last
+    cells = np.where(read_codes >= 0, read_codes, k) * width + reasons
+    table = np.bincount(cells, weights=weights, minlength=(k + 1) * width).reshape(k + 1, width)
     for g, label in enumerate(list(read_labels) + [NO_GROUP]):
-        rows = read_codes == (g if g < len(read_labels) else -1)
-        w = None if weights is None else weights[rows]
-        n = int(rows.sum() if w is None else w.sum())
+        n = int(table[g].sum())
         if n == 0:
             continue
-        counts = np.rint(np.bincount(reasons[rows], weights=w, minlength=len(DROP_REASONS) + 1)).astype(np.int64)
+        counts = np.rint(table[g]).astype(np.int64)
         dropped = {reason: int(counts[i + 1]) for i, reason in enumerate(DROP_REASONS) if counts[i + 1]}
         entries.append({"group": label, "rows_read": n, "rows_used": int(counts[0]), "dropped": dropped})
     return entries

@@ -242,13 +242,24 @@ def _take(table: RawTable, chosen: FeatureColumns, rows: np.ndarray | None, reus
     return X
 
 
+CONSTANT_PROBE = 64
+"""Cells at the head of a complete column that :func:`_drop_constant_features` looks at first."""
+
+
+def _varies(cells: np.ndarray) -> bool:
+    return cells.size > 1 and bool((cells[1:] != cells[0]).any())
+
+
 def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[str]) -> None:
     """Leave out the features with one value on the kept rows (missing cells aside)."""
     gone = []
     every_row = keep.all()
     for j, (name, values) in enumerate(zip(chosen.names, chosen.values, strict=True)):
         column = values if every_row else values[keep]
-        present = column[~np.isnan(column)] if chosen.missing.get(name) != 0 and np.isnan(column).any() else column
+        complete = chosen.missing.get(name) == 0
+        if complete and _varies(column[:CONSTANT_PROBE]):
+            continue  # two different values among the first cells: not constant, no pass over the column
+        present = column[~np.isnan(column)] if not complete and np.isnan(column).any() else column
         if present.size and present.min() == present.max():
             gone.append(j)
             chosen.exclude(chosen.names[j], "constant", f"the same value ({format_number(present[0])}) on every row kept")
