@@ -45,6 +45,7 @@ from ..errors import (
     MalformedCSVError,
 )
 from ._cells import DECIMAL_COMMA_PATTERN, NULL_VALUES, looks_numeric, parse_text
+from ._memory import without_huge_pages
 from ._source import Scan, Source
 
 DELIMITERS = (",", ";", "\t", "|")
@@ -460,6 +461,7 @@ class _Block:
         self.number_names = [n for n, is_number in zip(names, numeric, strict=True) if is_number]
         self.position = {n: j for j, n in enumerate(self.number_names)}
         self.buffer = np.empty(max(capacity, 0) * len(self.number_names))
+        without_huge_pages(self.buffer)  # its first writes, 2–4× faster here (fairaudit.data._memory)
         self.strings: dict[str, list[pa.Array]] = {n: [] for n in names if n not in self.position}
         self.suspicious: set[str] = set()
         self.missing = dict.fromkeys(self.number_names, 0)  # Arrow's nulls: NaN in the block

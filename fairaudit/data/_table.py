@@ -9,8 +9,6 @@ with :meth:`RawTable.head` and :meth:`RawTable.describe`.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +20,7 @@ from ..errors import FairAuditError, ParameterError
 from ..vocabulary import term
 from . import _csv, _parquet
 from ._cells import Parsed, is_integer_valued, missing_mask, numeric_parsed, parse_text, text_in_head
+from ._memory import trim_heap
 from ._source import max_bytes_for, open_source, scan
 
 DEFAULT_MAX_MB = 200
@@ -373,21 +372,6 @@ def release_arrow_memory() -> None:
     top for reuse; :func:`trim_heap` hands that back too (~20 MB after the same file)."""
     pa.default_memory_pool().release_unused()
     trim_heap()
-
-
-@functools.cache
-def _malloc_trim():
-    try:
-        return ctypes.CDLL(None).malloc_trim  # glibc; absent elsewhere (macOS, musl builds may lack it)
-    except (OSError, AttributeError):
-        return None
-
-
-def trim_heap() -> None:
-    """Return the C heap's free memory to the system (glibc's ``malloc_trim``; nothing elsewhere)."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 def table_from_arrow(table: pa.Table, *, name: str, sha256: str = "", first_row: int = 1) -> RawTable:
