@@ -498,6 +498,9 @@ class RecordSink(Recorder):
         self._progress = progress
         self._expected = 0
         self._done = 0
+        self.preview: Callable[[dict], AuditResult] | None = None
+        """Set by :func:`run_audit` when someone follows the run: builds the result of this
+        family's point estimates (its records so far) for :meth:`estimates_ready`."""
 
     def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:
         low = high = float("nan")
@@ -555,6 +558,17 @@ class RecordSink(Recorder):
         propagates."""
         if self._progress is not None:
             self._progress({"method": self.method, **event})
+
+    def estimates_ready(self, summary: dict, replicates: int, seconds: float) -> None:
+        """The family's point estimates are all measured and its ``replicates`` bootstrap
+        replicates come next: pass a ``stage="estimates"`` event whose ``result`` is the
+        :class:`AuditResult` of the point estimates (no intervals yet; its summary says
+        ``intervals_pending``), so that a viewer can show the numbers while the intervals are
+        computed. Nothing is built when nobody follows the run."""
+        if self._progress is None or self.preview is None:
+            return
+        result = self.preview({**summary, "replicates": replicates, "intervals_pending": True})
+        self.event({"variant": "", "rank": None, "done": 0, "total": replicates, "seconds": seconds, "stage": "estimates", "result": result})
 
     def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:
         for item in caught:
@@ -726,6 +740,7 @@ class _Collector(Recorder):
 def run_family(family: FamilyAudit) -> dict:
     """Fit, measure and bootstrap one family (see the module docstring); records go to the
     family's sink. Returns the family's uncertainty summary for :attr:`AuditResult.uncertainty`."""
+    begun = time.perf_counter()
     config, sink = family.config, family.sink
     summary: dict = {"confidence": config.confidence, "holdout": config.holdout or 0}
     summary["degenerate_ranks"] = {str(rank): reason for rank, reason in family.degenerate_ranks().items()}
@@ -754,6 +769,7 @@ def run_family(family: FamilyAudit) -> dict:
     )
     summary.update(replicates=replicates, why=why)
     if replicates:
+        sink.estimates_ready(summary, replicates, time.perf_counter() - begun)
         started = time.perf_counter()
         found = _bootstrap(family, fits, train, test, replicates, pairs)
         summary["seconds"] = round(time.perf_counter() - started, 3)
@@ -968,8 +984,12 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     progress : callable, optional
         Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds",
         "stage": "fit"}`` and after every bootstrap replicate with ``stage="bootstrap"``
-        (``done``/``total`` counting replicates). Raising from it (e.g. :class:`AuditCancelled`)
-        stops the run; the exception propagates.
+        (``done``/``total`` counting replicates). Between the two, once per family that computes
+        intervals, with ``stage="estimates"`` and ``result``: the :class:`AuditResult` of that
+        family's point estimates (every record, no interval yet; its ``uncertainty`` summary has
+        ``intervals_pending``), for a viewer to show while the replicates run (the dashboard
+        does). Raising from it (e.g. :class:`AuditCancelled`) stops the run; the exception
+        propagates.
     """
     from .engine import family_input
 
@@ -995,6 +1015,8 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         given = family_input(data, method, config)  # data read by the dask engine: its moments, or its sample
         notes.extend(note for note in given.notes if note not in notes)
         sink = RecordSink(method, progress, keep_models=config.keep_models)
+        if progress is not None:
+            sink.preview = _preview(sink, data, config, created, started, notes)
         summaries[method] = audit_family(method, given.data, given.config, sink)
         if given.no_intervals:
             summaries[method]["why"] = given.no_intervals
@@ -1017,3 +1039,23 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         uncertainty=summaries,
         models=models,
     )
+
+
+def _preview(sink: RecordSink, data, config: AuditConfig, created: str, started: float, notes: list[str]) -> Callable[[dict], AuditResult]:
+    """The builder of one family's point-estimate result (:meth:`RecordSink.estimates_ready`):
+    its records and notes so far, as an :class:`AuditResult` of that family alone."""
+
+    def build(summary: dict) -> AuditResult:
+        return AuditResult(
+            records=pd.DataFrame(list(sink.rows), columns=RECORD_COLUMNS),
+            config=config.to_dict(),
+            data=data.fingerprint(),
+            skipped=list(sink.skipped),
+            warnings=[*notes, *(w for w in sink.warnings if w not in notes)],
+            details=dict(sink.details),
+            created=created,
+            seconds=round(time.perf_counter() - started, 3),
+            uncertainty={sink.method: summary},
+        )
+
+    return build

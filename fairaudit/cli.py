@@ -573,6 +573,12 @@ class ProgressReporter:
             self.method, self.method_started = method, self.last_event_time
         self.last_event_time = now
         done, total = int(event.get("done", 0)), int(event.get("total", 0))
+        if event.get("stage") == "estimates":  # the point estimates are in; the intervals' replicates follow
+            self.say(
+                f"{method}: {self.fits} fits and their point estimates done in {now - self.method_started:.1f} s; "
+                f"now {total} bootstrap replicates for the intervals"
+            )
+            return
         if event.get("stage") == "bootstrap":  # the intervals: one event per bootstrap replicate
             line = f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals)"
         else:

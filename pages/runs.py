@@ -99,6 +99,9 @@ class Job:
     replicates_done: int = 0
     replicates_total: int = 0
     """The bootstrap replicates of the family's intervals (``stage="bootstrap"`` progress), after its fits."""
+    kept_estimates: bool = False
+    """The job stopped during its intervals (cancelled, or an error) and kept its point estimates
+    as the family's result (:meth:`Run._keep_estimates`)."""
     expected: Expected | None = None
     """What the job should take (:func:`fairaudit.cost.expected_parts`): its fits and its replicates."""
     work: Callable[[Callable[[dict], None]], object] | None = field(default=None, repr=False)
@@ -159,6 +162,10 @@ class Run:
     """What each job with its own ``work`` returned, by method."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """``(method, message in the dashboard's words)`` for each family that failed."""
+    estimates: dict[str, AuditResult] = field(default_factory=dict)
+    """Per family whose intervals are being computed, the result of its point estimates
+    (``stage="estimates"`` progress): the family page shows it until the full result lands in
+    :attr:`results`."""
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -234,11 +241,16 @@ class Run:
 
     def _progress(self, event: dict) -> None:
         job = self._job
-        if event.get("stage") == "bootstrap":
+        if event.get("stage") == "estimates":  # the numbers are in; the intervals' replicates follow
+            if job.audits and event.get("result") is not None and not self._cancel.is_set():
+                self.estimates[job.method] = bind(event["result"], self.data)
+            job.replicates_done, job.replicates_total = 0, int(event.get("total", 0))
+        elif event.get("stage") == "bootstrap":
             job.replicates_done, job.replicates_total = int(event.get("done", 0)), int(event.get("total", 0))
         else:
             job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
-        self.last_event = dict(event)
+        if event.get("stage") != "estimates":
+            self.last_event = dict(event)
         if self._cancel.is_set():
             raise AuditCancelled(f"cancelled by the user after {job.counted()}")
 
@@ -278,22 +290,38 @@ class Run:
             result = run_audit(self.data, job.config, progress=self._progress)
         except AuditCancelled:
             job.state = "cancelled"
+            self._keep_estimates(job, f"the intervals were cancelled by the user after {job.counted()}")
             return
         except FairAuditError as exc:
             job.state = "failed"
             self.errors.append((job.method, exc.render("dashboard")))
+            self._keep_estimates(job, "the intervals stopped on an error (above)")
             return
         except Exception:  # a bug: the page gets a readable line, the server log the traceback
             log.exception("audit %s of run %s failed", job.method, self.id)
             job.state = "failed"
             self.errors.append((job.method, "the audit stopped on an unexpected error (a bug in fairaudit); "
                                 "the server's log has the details."))
+            self._keep_estimates(job, "the intervals stopped on an unexpected error (above)")
             return
         finally:
             job.seconds = time.monotonic() - job.started
         self.store.put(self.data, job.config, result)
         self.results[job.method] = bind(result, self.data)
+        self.estimates.pop(job.method, None)
         job.state = "done"
+
+    def _keep_estimates(self, job: Job, why: str) -> None:
+        """A family stopped during its intervals keeps its point estimates as its result (the
+        user's run is never thrown away), saying why it has no intervals; never cached, since
+        they are not what its configuration asks for."""
+        found = self.estimates.pop(job.method, None)
+        if found is None:
+            return
+        summary = {**found.uncertainty.get(job.method, {}), "replicates": 0, "why": why}
+        summary.pop("intervals_pending", None)
+        self.results[job.method] = dataclasses.replace(found, uncertainty={**found.uncertainty, job.method: summary})
+        job.kept_estimates = True
 
 
 # ---------------------------------------------------------------- the session's registry
@@ -304,6 +332,7 @@ class RunRegistry:
         self.store = store
         self.runs: list[Run] = []
         self._seen: set[int] = set()
+        self._estimated: set[tuple[int, str]] = set()
 
     def start(self, label: str, data, data_token: int, configs: Sequence[tuple[str, AuditConfig]]) -> Run:
         return self._start(Run(label=label, data=data, data_token=data_token, jobs=[Job(m, c) for m, c in configs], store=self.store))
@@ -339,6 +368,23 @@ class RunRegistry:
                 if job.method in run.results:
                     found[job.method] = (run.results[job.method], job.config)
         return found
+
+    def estimates_for(self, method: str, data_token: int) -> tuple[AuditResult, AuditConfig] | None:
+        """The point estimates of ``method`` (with their configuration) from the active run on
+        this data whose intervals are being computed, if any (:attr:`Run.estimates`)."""
+        run = self.running_for(method, data_token)
+        found = None if run is None else run.estimates.get(method)
+        if found is None:
+            return None
+        return found, next(job.config for job in run.jobs if job.method == method)
+
+    def newly_estimated(self) -> bool:
+        """Whether any active run's point estimates arrived since the last call (the pages rerun
+        to show them)."""
+        found = {(run.id, method) for run in self.active() for method in run.estimates}
+        new = bool(found - self._estimated)
+        self._estimated |= found
+        return new
 
     def newly_ended(self) -> list[Run]:
         """Runs that ended since the last call (each reported once): the pages rerun to show them."""

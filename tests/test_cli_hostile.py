@@ -147,6 +147,13 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     assert any(line.startswith("fairaudit: pca done: 8 fits in") for line in lines)
     assert any(line.startswith("fairaudit: nmf done:") for line in lines)
     assert "finding (pca, " in out and "fairaudit:" not in out
+    assert not any("point estimates done" in line for line in lines)  # no intervals here (the tests' default cap)
+    code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--methods", "pca", "--bootstrap", "10"])
+    lines = capsys.readouterr().err.splitlines()
+    said = [line for line in lines if "point estimates done" in line]
+    assert code == 0 and len(said) == 1
+    assert said[0].startswith("fairaudit: pca: 8 fits and their point estimates done in") and said[0].endswith("now 10 bootstrap replicates for the intervals")
+    assert lines.index(said[0]) < min(i for i, line in enumerate(lines) if "bootstrap replicate 1/10" in line)
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""

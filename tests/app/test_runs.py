@@ -110,3 +110,83 @@ def test_notes_that_name_lines_are_never_another_sessions():
         assert run.wait(120) and run.state == "done", run.errors
         notes[name] = " ".join(run.results["nmf"].warnings)
     assert "line 7" in notes["plain.csv"] and "line 8" in notes["preamble.csv"]
+
+
+# ---------------------------------------------------------------- point estimates before intervals
+class GatedAudit:
+    """``run_audit`` as the dashboard sees it, under the test's control: the real point-estimate
+    result of a PCA audit is handed over (``stage="estimates"``), then the replicates report every
+    50 ms until the test opens the gate, so a cancel stops them there."""
+
+    def __init__(self, gate_before_estimates: bool = False):
+        import threading
+
+        from fairaudit.audit import run_audit
+
+        events = []
+        config = AuditConfig(ranks=(1, 2), variants="vanilla", bootstrap=10)
+        self.final = run_audit(tiny(), config, progress=events.append)
+        self.estimates = next(e for e in events if e["stage"] == "estimates")
+        self.gate = threading.Event()
+        self.handed_over = threading.Event()
+        self.fitted = threading.Event()
+        self.gate_before_estimates = gate_before_estimates
+
+    def __call__(self, data, config, progress=None):
+        progress({"method": "pca", "variant": "vanilla", "rank": 2, "done": 2, "total": 2, "seconds": 0.01, "stage": "fit"})
+        self.fitted.set()
+        if self.gate_before_estimates:
+            assert self.gate.wait(60)
+        progress(self.estimates)
+        self.handed_over.set()
+        done = 0
+        while not self.gate.wait(0.05):  # a replicate's report every 50 ms until the gate opens: a cancel stops it there
+            done = min(done + 1, 9)
+            progress({"method": "pca", "variant": "", "rank": None, "done": done, "total": 10, "seconds": 0.1, "stage": "bootstrap"})
+        return self.final
+
+
+def gated_run(monkeypatch, gate_before_estimates: bool = False):
+    import pages.runs
+
+    fake = GatedAudit(gate_before_estimates)
+    monkeypatch.setattr(pages.runs, "run_audit", fake)
+    registry = RunRegistry(ResultStore())
+    run = registry.start("PCA", tiny(), 1, [("pca", AuditConfig(ranks=(1, 2), variants="vanilla", bootstrap=10))])
+    assert (fake.fitted if gate_before_estimates else fake.handed_over).wait(60)
+    return fake, registry, run
+
+
+def test_the_point_estimates_show_while_the_intervals_run_then_the_full_result(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    early, config = registry.estimates_for("pca", 1)
+    assert early.uncertainty["pca"]["intervals_pending"] and config.bootstrap == 10
+    assert early.data["name"] == "t.csv"  # bound to this session's data
+    assert registry.newly_estimated() and not registry.newly_estimated()  # the page reruns once for them
+    assert registry.latest(1) == {} and registry.estimates_for("pca", 2) is None  # not a result yet; other data: nothing
+    fake.gate.set()
+    assert run.wait(60) and run.state == "done"
+    assert registry.estimates_for("pca", 1) is None and not run.estimates
+    assert registry.latest(1)["pca"][0].records.equals(fake.final.records)
+
+
+def test_cancelling_the_intervals_keeps_the_point_estimates_and_says_why(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    run.cancel()
+    assert run.wait(60) and run.state == "cancelled"
+    job = run.jobs[0]
+    assert job.state == "cancelled" and job.kept_estimates
+    kept = registry.latest(1)["pca"][0]
+    summary = kept.uncertainty["pca"]
+    assert summary["replicates"] == 0 and "intervals_pending" not in summary
+    assert summary["why"].startswith("the intervals were cancelled by the user after") and "bootstrap replicates" in summary["why"]
+    assert kept.records.equals(fake.estimates["result"].records)
+    assert run.store.get(run.data, job.config) is None  # not what the configuration asks for: never cached
+
+
+def test_a_cancel_before_the_estimates_keeps_nothing(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch, gate_before_estimates=True)
+    run.cancel()  # during the fits: the estimates that arrive after it are not kept
+    fake.gate.set()
+    assert run.wait(60) and run.state == "cancelled"
+    assert not run.jobs[0].kept_estimates and registry.latest(1) == {} and not run.estimates
