@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairaudit import FairAuditError
-from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, run_audit
+from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun
 from fairaudit.cost import Expected, expected_parts
 
 log = logging.getLogger("fairaudit.app")
@@ -95,10 +95,13 @@ class Job:
     total: int = 0
     started: float | None = None
     seconds: float | None = None
-    state: str = "waiting"  # waiting, running, done, failed, cancelled, cached
+    state: str = "waiting"  # waiting, running, estimated (numbers in, intervals to come), done, failed, cancelled, cached
     replicates_done: int = 0
     replicates_total: int = 0
     """The bootstrap replicates of the family's intervals (``stage="bootstrap"`` progress), after its fits."""
+    spent: float = 0.0
+    """Seconds the job has run so far, over its stages (a run does every family's fits before any
+    family's intervals, so a job's stages are apart)."""
     kept_estimates: bool = False
     """The job stopped during its intervals (cancelled, or an error) and kept its point estimates
     as the family's result (:meth:`Run._keep_estimates`)."""
@@ -124,13 +127,17 @@ class Job:
         expected time (a family's intervals can take far longer than its fits)."""
         if self.state in ("done", "cached", "failed"):
             return 1.0
-        if self.state != "running":
+        if self.state not in ("running", "estimated"):
             return 0.0
         fits = self.expected.fits if self.expected else 1.0
         replicates = self.expected.bootstrap if self.expected else 0.0
         fitted = 1.0 if self.replicates_total else (self.done / self.total if self.total else 0.0)
         resampled = self.replicates_done / self.replicates_total if self.replicates_total else 0.0
         return (fits * fitted + replicates * resampled) / max(fits + replicates, 1e-9)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds the job has run by ``now``: its finished stages and the current one."""
+        return self.spent + (now - self.started if self.state == "running" and self.started is not None else 0.0)
 
     def counted(self) -> str:
         """Where the job is: “12 of 40 fits” or “7 of 100 bootstrap replicates” (empty before its first fit)."""
@@ -217,12 +224,12 @@ class Run:
             if job.state in ("done", "failed") and job.seconds:
                 measured_weight += weight
                 measured_seconds += job.seconds
-            elif job.state == "running" and job.started is not None and share > 0:
-                spent = now - job.started
+            elif job.state in ("running", "estimated") and share > 0:
+                spent = job.elapsed(now)
                 measured_weight += weight * share
                 measured_seconds += spent
                 left += spent / share - spent
-            elif job.state in ("waiting", "running"):  # not started, or nothing finished yet
+            elif job.state in ("waiting", "running", "estimated"):  # not started, or nothing finished yet
                 pending_weight += weight
         if measured_weight == 0:
             return None
@@ -255,15 +262,30 @@ class Run:
             raise AuditCancelled(f"cancelled by the user after {job.counted()}")
 
     def _execute(self) -> None:
+        """Every family's numbers first, then every family's intervals (:class:`AuditRun`'s two
+        stages): the pages show each family's point estimates as soon as they are measured, not
+        after the families before it have computed their intervals."""
         with EXECUTION_LOCK:
             self.state = "running"
             self.started = time.monotonic()
             try:
+                staged: list[tuple[Job, AuditRun]] = []
                 for job in self.jobs:
                     if self._cancel.is_set():
                         job.state = "cancelled"
                         continue
-                    self._run_job(job)
+                    audit = self._stage(job, self._estimate, job)
+                    if audit is not None and audit.intervals_pending:
+                        job.state = "estimated"
+                        staged.append((job, audit))
+                    elif audit is not None:
+                        self._stage(job, self._finish, job, audit)
+                for job, audit in staged:
+                    if self._cancel.is_set():
+                        job.state = "cancelled"
+                        self._keep_estimates(job, "the intervals were cancelled by the user before they started")
+                        continue
+                    self._stage(job, self._finish, job, audit)
             finally:
                 self.finished = time.monotonic()
                 if self._cancel.is_set():
@@ -273,39 +295,50 @@ class Run:
                 else:
                     self.state = "done"
 
-    def _run_job(self, job: Job) -> None:
+    def _stage(self, job: Job, work, *args):
+        """Run one stage of ``job`` (its fits, or its intervals), its time added to the job's: a
+        failure or a cancel ends the job, in the dashboard's words, keeping any point estimates."""
         self._job = job
-        job.started = time.monotonic()
-        cached = self.store.get(self.data, job.config) if job.audits else None
-        if cached is not None:
-            job.state, job.seconds = "cached", 0.0
-            self.results[job.method] = bind(cached, self.data)
-            return
-        job.state = "running"
+        job.state, job.started = "running", time.monotonic()
         try:
-            if job.work is not None:
-                self.outputs[job.method] = job.work(self._progress)
-                job.state = "done"
-                return
-            result = run_audit(self.data, job.config, progress=self._progress)
+            return work(*args)
         except AuditCancelled:
             job.state = "cancelled"
             self._keep_estimates(job, f"the intervals were cancelled by the user after {job.counted()}")
-            return
         except FairAuditError as exc:
             job.state = "failed"
             self.errors.append((job.method, exc.render("dashboard")))
             self._keep_estimates(job, "the intervals stopped on an error (above)")
-            return
         except Exception:  # a bug: the page gets a readable line, the server log the traceback
             log.exception("audit %s of run %s failed", job.method, self.id)
             job.state = "failed"
             self.errors.append((job.method, "the audit stopped on an unexpected error (a bug in fairaudit); "
                                 "the server's log has the details."))
             self._keep_estimates(job, "the intervals stopped on an unexpected error (above)")
-            return
         finally:
-            job.seconds = time.monotonic() - job.started
+            job.spent += time.monotonic() - job.started
+            job.seconds = job.spent
+        return None
+
+    def _estimate(self, job: Job) -> AuditRun | None:
+        """A job's first stage: its result from the shared cache, its own work (``Job.work``), or
+        the family's fits and point estimates (an :class:`AuditRun` to finish)."""
+        cached = self.store.get(self.data, job.config) if job.audits else None
+        if cached is not None:
+            job.state = "cached"
+            self.results[job.method] = bind(cached, self.data)
+            return None
+        if job.work is not None:
+            self.outputs[job.method] = job.work(self._progress)
+            job.state = "done"
+            return None
+        audit = AuditRun(self.data, job.config, progress=self._progress)
+        audit.estimate()
+        return audit
+
+    def _finish(self, job: Job, audit: AuditRun) -> None:
+        """A job's second stage: the family's intervals, then its result (cached for everyone)."""
+        result = audit.finish()
         self.store.put(self.data, job.config, result)
         self.results[job.method] = bind(result, self.data)
         self.estimates.pop(job.method, None)

@@ -152,8 +152,10 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     lines = capsys.readouterr().err.splitlines()
     said = [line for line in lines if "point estimates done" in line]
     assert code == 0 and len(said) == 1
-    assert said[0].startswith("fairaudit: pca: 8 fits and their point estimates done in") and said[0].endswith("now 10 bootstrap replicates for the intervals")
+    assert said[0].startswith("fairaudit: pca: 8 fits and their point estimates done in") and said[0].endswith("10 bootstrap replicates for the intervals follow")
     assert lines.index(said[0]) < min(i for i, line in enumerate(lines) if "bootstrap replicate 1/10" in line)
+    assert any(line.startswith("fairaudit: pca intervals done: 10 bootstrap replicates in") for line in lines)
+    assert not any(" done: 8 fits in" in line for line in lines)  # the family is done with its intervals, not its fits
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""

@@ -299,3 +299,23 @@ def test_bootstrap_intervals_cover_the_population_loss():
     assert (found["coverage"]["percentile"] >= 25 / 30).all(), found
     ratio = found["width"] / found["spread"]
     assert ((2.5 < ratio) & (ratio < 6.0)).all(), ratio  # 3.92 for a normal 95 % interval
+
+
+def test_every_familys_numbers_come_before_any_familys_intervals():
+    """Two families in one audit: both families' fits and point estimates, then both families'
+    replicates (a viewer has every number before the first interval starts); the result is the same
+    as auditing each family on its own."""
+    events = []
+    data = load_sample("two_groups")
+    config = AuditConfig(methods=("pca", "fs"), ranks=(1, 2), variants=("vanilla", "lapscore"), bootstrap=10)
+    together = run_audit(data, config, progress=events.append)
+    order = [(e["method"], e["stage"]) for e in events]
+    first_replicate = order.index(("pca", "bootstrap"))
+    assert order.index(("pca", "estimates")) < order.index(("fs", "estimates")) < first_replicate
+    assert all(stage != "fit" for _, stage in order[first_replicate:])
+    for method in ("pca", "fs"):
+        alone = run_audit(data, AuditConfig(methods=(method,), ranks=(1, 2), variants=("vanilla",) if method == "pca" else ("lapscore",),
+                                            bootstrap=10)).records
+        mine = together.records[together.records.method == method].reset_index(drop=True)
+        facts = alone.metric.isin(["seconds", "estimate_seconds"])
+        np.testing.assert_array_equal(mine[~facts.to_numpy()][["value", "ci_low", "ci_high"]], alone[~facts][["value", "ci_low", "ci_high"]])

@@ -197,7 +197,7 @@ def gated(monkeypatch, gate_before_estimates: bool = False) -> GatedAudit:
     import pages.runs
 
     fake = GatedAudit(gate_before_estimates)
-    monkeypatch.setattr(pages.runs, "run_audit", fake)
+    monkeypatch.setattr(pages.runs, "AuditRun", fake)
     store = pages.runs.ResultStore()
     monkeypatch.setattr(pages.common, "result_store", lambda: store)
     return fake

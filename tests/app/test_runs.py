@@ -114,9 +114,10 @@ def test_notes_that_name_lines_are_never_another_sessions():
 
 # ---------------------------------------------------------------- point estimates before intervals
 class GatedAudit:
-    """``run_audit`` as the dashboard sees it, under the test's control: the real point-estimate
-    result of a PCA audit is handed over (``stage="estimates"``), then the replicates report every
-    50 ms until the test opens the gate, so a cancel stops them there."""
+    """:class:`fairaudit.audit.AuditRun` as the dashboard sees it, under the test's control: its
+    first stage hands over the real point-estimate result of a PCA audit (``stage="estimates"``),
+    its second reports a replicate every 50 ms until the test opens the gate, so a cancel stops it
+    there. Called as ``AuditRun(data, config, progress=…)`` is."""
 
     def __init__(self, gate_before_estimates: bool = False):
         import threading
@@ -133,24 +134,37 @@ class GatedAudit:
         self.gate_before_estimates = gate_before_estimates
 
     def __call__(self, data, config, progress=None):
-        progress({"method": "pca", "variant": "vanilla", "rank": 2, "done": 2, "total": 2, "seconds": 0.01, "stage": "fit"})
-        self.fitted.set()
-        if self.gate_before_estimates:
-            assert self.gate.wait(60)
-        progress(self.estimates)
-        self.handed_over.set()
+        return _GatedRun(self, progress)
+
+
+class _GatedRun:
+    intervals_pending = True
+
+    def __init__(self, fake: GatedAudit, progress):
+        self.fake, self.progress = fake, progress
+
+    def estimate(self) -> None:
+        fake = self.fake
+        self.progress({"method": "pca", "variant": "vanilla", "rank": 2, "done": 2, "total": 2, "seconds": 0.01, "stage": "fit"})
+        fake.fitted.set()
+        if fake.gate_before_estimates:
+            assert fake.gate.wait(60)
+        self.progress(fake.estimates)
+        fake.handed_over.set()
+
+    def finish(self):
         done = 0
-        while not self.gate.wait(0.05):  # a replicate's report every 50 ms until the gate opens: a cancel stops it there
+        while not self.fake.gate.wait(0.05):
             done = min(done + 1, 9)
-            progress({"method": "pca", "variant": "", "rank": None, "done": done, "total": 10, "seconds": 0.1, "stage": "bootstrap"})
-        return self.final
+            self.progress({"method": "pca", "variant": "", "rank": None, "done": done, "total": 10, "seconds": 0.1, "stage": "bootstrap"})
+        return self.fake.final
 
 
 def gated_run(monkeypatch, gate_before_estimates: bool = False):
     import pages.runs
 
     fake = GatedAudit(gate_before_estimates)
-    monkeypatch.setattr(pages.runs, "run_audit", fake)
+    monkeypatch.setattr(pages.runs, "AuditRun", fake)
     registry = RunRegistry(ResultStore())
     run = registry.start("PCA", tiny(), 1, [("pca", AuditConfig(ranks=(1, 2), variants="vanilla", bootstrap=10))])
     assert (fake.fitted if gate_before_estimates else fake.handed_over).wait(60)
@@ -190,3 +204,29 @@ def test_a_cancel_before_the_estimates_keeps_nothing(monkeypatch):
     fake.gate.set()
     assert run.wait(60) and run.state == "cancelled"
     assert not run.jobs[0].kept_estimates and registry.latest(1) == {} and not run.estimates
+
+
+def test_a_run_of_several_families_shows_every_familys_numbers_before_any_intervals(monkeypatch):
+    import pages.runs
+    from fairaudit.audit import AuditRun
+
+    calls = []
+
+    class Spy(AuditRun):
+        def estimate(self):
+            calls.append(("numbers", self.config.methods[0]))
+            super().estimate()
+
+        def finish(self):
+            calls.append(("intervals", self.config.methods[0]))
+            return super().finish()
+
+    monkeypatch.setattr(pages.runs, "AuditRun", Spy)
+    registry = RunRegistry(ResultStore())
+    config = {"ranks": (1, 2), "bootstrap": 10}
+    run = registry.start("two", tiny(), 1, [("pca", AuditConfig(methods=("pca",), variants="vanilla", **config)),
+                                            ("fs", AuditConfig(methods=("fs",), variants="lapscore", **config))])
+    assert run.wait(120) and run.state == "done", run.errors
+    assert calls == [("numbers", "pca"), ("numbers", "fs"), ("intervals", "pca"), ("intervals", "fs")]
+    assert all(job.state == "done" and job.seconds > 0 for job in run.jobs)
+    assert set(run.results) == {"pca", "fs"} and not run.estimates
