@@ -82,6 +82,13 @@ if missing:
                 st.rerun()
 runs_panel("report")
 show_last_run_messages()
+ready = [m for m in FAMILIES if m not in results and registry().estimates_for(m, data_token()) is not None]
+if ready:  # a run's numbers are in on their pages; the report waits for their intervals and verdicts
+    st.info(
+        f"Numbers ready, intervals running: {', '.join(FAMILY_TITLES.get(m, m) for m in ready)} — each family's page "
+        "shows its point estimates now; the report includes a family when its intervals and verdicts are in.",
+        icon=":material/hourglass_top:",
+    )
 
 if not results:
     st.stop()

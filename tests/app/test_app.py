@@ -232,9 +232,12 @@ def test_the_page_shows_the_point_estimates_while_the_intervals_run(monkeypatch)
     assert any("Point estimates" in i.value and "being computed" in i.value for i in at.info)
     assert not finding_texts(at) and any("with the intervals" in c.value for c in at.caption)
     assert len(at.get("plotly_chart")) >= 3 and at.dataframe
+    at.switch_page("pages/report.py").run()  # the report waits for the intervals, and says where the numbers are
+    assert not at.exception
+    assert any(i.value.startswith("Numbers ready, intervals running: PCA") for i in at.info)
     fake.gate.set()
     wait_for_runs(at)
-    at.run()
+    at.switch_page("pages/pca.py").run()
     assert not any("Point estimates" in i.value for i in at.info)
     assert any("vanilla PCA" in text for text in finding_texts(at))
     assert any("10 stratified bootstrap replicates" in c.value for c in at.caption)
