@@ -237,3 +237,4 @@ def test_the_time_model_follows_its_measurements():
     assert seconds("pca", 50, 5000) < 15  # wide data: the row space (measured 2.9–3.3 s)
     assert seconds("pca", 1000, 1000) > 150  # measured 166–206 s
     assert duration(45) == "45 seconds" and duration(600) == "10 minutes" and duration(7 * 3600) == "7 hours"
+    assert duration(0.8) == duration(1.4) == "a second" and duration(1.6) == "2 seconds"
