@@ -659,6 +659,7 @@ def _print_findings(result, found: dict, out) -> None:
     """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
+    from .report import verdict_settings
 
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
@@ -668,11 +669,14 @@ def _print_findings(result, found: dict, out) -> None:
         for finding in items:
             print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)
     if any(f.verdict != "info" for items in found.values() for f in items):
-        runs = result.config.get("runs", [result.config])
-        rules = verdict_rules(float(runs[0].get("flag_ratio", 1.25)), float(runs[0].get("confidence", 0.95)))
-        print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
-        for text in rules.values():
-            print(f"  {render(text, 'cli')}", file=out)
+        settings = verdict_settings(result)
+        for families, flag_ratio, confidence in settings:  # once per setting (families audited apart may differ)
+            which = f"{', '.join(families)}: " if len(settings) > 1 else ""
+            print(f"verdict rules ({which}tolerance {number(flag_ratio)}, confidence {level(confidence)}):", file=out)
+            for text in verdict_rules(flag_ratio, confidence).values():
+                print(f"  {render(text, 'cli')}", file=out)
+
+
 def _print_accounting(data: dict, out) -> None:
     """Rows read and used per group, the features used, the columns left out and why, and the
     data warnings (e.g. a drop that removed a much larger share of one group)."""
