@@ -406,13 +406,16 @@ def merged_options(config: AuditConfig, method: str, defaults: dict, what: str) 
     return {**defaults, **{key: value for key, value in given.items() if value is not None}}
 
 
+def family_run(config: dict, method: str) -> dict:
+    """The configuration that audited ``method``: ``config`` itself (a single run's
+    ``AuditConfig.to_dict()``), or the run of a :func:`combine_results` config's ``runs`` that
+    named ``method`` (``config`` when none did)."""
+    return next((run for run in config.get("runs", [config]) if method in run.get("methods", ())), config)
+
+
 def family_options(config: dict, method: str) -> dict:
-    """The options ``config`` gave ``method``: a single run's ``AuditConfig.to_dict()`` or the
-    ``runs`` of a :func:`combine_results` config (the run that audited ``method``)."""
-    for run in config.get("runs", [config]):
-        if method in run.get("methods", ()):
-            return run.get("options", {}).get(method, {})
-    return config.get("options", {}).get(method, {})
+    """The options ``config`` gave ``method`` (:func:`family_run`'s)."""
+    return family_run(config, method).get("options", {}).get(method, {})
 
 
 def _worded_summary(summary: dict) -> dict:

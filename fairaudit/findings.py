@@ -33,6 +33,7 @@ import pandas as pd
 from .audit import (
     HELDOUT_PREFIX,
     family_options,
+    family_run,
     is_sweep_variant,
     split_variant,
     whole_metrics,
@@ -163,7 +164,7 @@ class Records:
         }
         self.method = method
         self.records = rows
-        run = _run_config(result.config, method)
+        run = family_run(result.config, method)
         self.flag_ratio = float(run.get("flag_ratio", 1.25))
         self.confidence = float(run.get("confidence", 0.95))
         summary = result.uncertainty.get(method, {}) if getattr(result, "uncertainty", None) else {}
@@ -200,13 +201,6 @@ class Records:
         rule = self.rules.get(verdict, self.rules["info"])
         evidence = {key: _json(value) for key, value in (evidence or {}).items()}  # NaN → None: comparable, JSON-ready
         return Finding(self.method, rank, variant, verdict, text, rule, evidence)
-
-
-def _run_config(config: dict, method: str) -> dict:
-    for run in config.get("runs", [config]):
-        if method in run.get("methods", ()):
-            return run
-    return config
 
 
 def _has_interval(estimate: Estimate | None) -> bool:

@@ -14,7 +14,15 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants, no_interval_warning
+from fairaudit.audit import (
+    FAMILY_TITLES,
+    HELDOUT_PREFIX,
+    AuditConfig,
+    AuditResult,
+    default_variants,
+    family_run,
+    no_interval_warning,
+)
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import duration, level, plural
@@ -362,7 +370,7 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
             icon=":material/hourglass_top:",
         )
         return
-    chosen = next((r for r in result.config.get("runs", [result.config]) if method in r.get("methods", ())), result.config)
+    chosen = family_run(result.config, method)
     why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
     if replicates:
         seconds = summary.get("seconds")
