@@ -200,11 +200,12 @@ def run_status(run: Run) -> tuple[float, str]:
         return 0.0, f"{run.label}: waiting for another audit on this server to finish…"
     event = run.last_event
     parts = [run.label]
-    if len(run.jobs) > 1:
-        current = next((j for j in run.jobs if j.state == "running"), None)
-        finished = sum(j.state in ("done", "cached", "failed") for j in run.jobs)
-        parts.append(f"family {min(finished + 1, len(run.jobs))} of {len(run.jobs)}"
-                     + (f" ({FAMILY_TITLES.get(current.method, current.method)})" if current else ""))
+    if len(run.jobs) > 1:  # every family's numbers, then every family's intervals: the running one's place in the run
+        current = next((i for i, j in enumerate(run.jobs) if j.state == "running"), None)
+        if current is not None:
+            job = run.jobs[current]
+            stage = "intervals" if job.replicates_total else "numbers"
+            parts.append(f"{stage} of family {current + 1} of {len(run.jobs)} ({FAMILY_TITLES.get(job.method, job.method)})")
     if event:
         job = next((j for j in run.jobs if j.method == event.get("method")), None)
         stage = event.get("stage")

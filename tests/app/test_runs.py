@@ -230,3 +230,18 @@ def test_a_run_of_several_families_shows_every_familys_numbers_before_any_interv
     assert calls == [("numbers", "pca"), ("numbers", "fs"), ("intervals", "pca"), ("intervals", "fs")]
     assert all(job.state == "done" and job.seconds > 0 for job in run.jobs)
     assert set(run.results) == {"pca", "fs"} and not run.estimates
+
+
+def test_the_progress_line_names_the_stage_and_the_running_familys_place():
+    from pages.common import run_status
+
+    run = Run(label="Default audit of every family", data=None, data_token=1, store=ResultStore(),
+              jobs=[Job("pca", AuditConfig(bootstrap=10)), Job("nmf", AuditConfig(bootstrap=10))])
+    pca, nmf = run.jobs
+    run.state, run.started = "running", 0.0
+    pca.state, pca.replicates_total = "estimated", 10  # its numbers are in; NMF's fits run
+    nmf.state = "running"
+    assert "numbers of family 2 of 2 (NMF)" in run_status(run)[1]
+    nmf.state, nmf.replicates_total = "estimated", 10
+    pca.state = "running"  # the intervals, in the same order
+    assert "intervals of family 1 of 2 (PCA)" in run_status(run)[1]
