@@ -241,7 +241,7 @@ def test_the_progress_line_names_the_stage_and_the_running_familys_place():
     run.state, run.started = "running", 0.0
     pca.state, pca.replicates_total = "estimated", 10  # its numbers are in; NMF's fits run
     nmf.state = "running"
-    assert "numbers of family 2 of 2 (NMF)" in run_status(run)[1]
+    assert "numbers of family 2 of 2 \\(NMF\\)" in run_status(run)[1]  # Markdown-escaped
     nmf.state, nmf.replicates_total = "estimated", 10
     pca.state = "running"  # the intervals, in the same order
-    assert "intervals of family 1 of 2 (PCA)" in run_status(run)[1]
+    assert "intervals of family 1 of 2 \\(PCA\\)" in run_status(run)[1]
