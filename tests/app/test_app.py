@@ -256,6 +256,8 @@ def test_cancelling_the_intervals_keeps_the_numbers(monkeypatch):
     assert any("No intervals: the intervals were cancelled by the user after" in i.value for i in at.info)
     found = finding_texts(at)
     assert found and all(":gray-badge[" in text for text in found if "reconstruction loss" in text)  # no verdict without intervals
+    assert any("No verdict: the intervals were not computed (the intervals were cancelled by the user after" in unescaped(text)
+               for text in found)  # why, in the finding itself (not "Bootstrap replicates → 0")
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert any("PCA during its intervals" in w.value and "point estimates are kept" in w.value for w in at.warning)
