@@ -17,13 +17,13 @@ from ._base import NMFBase
 from ._core import (
     CHECK_EVERY,
     NEAR_EXACT,
-    TINY,
     GroupedData,
     StoppingRule,
     blas_threads,
     check_custom_factors,
     group_errors,
     mu_update_W,
+    multiplicative_step,
     random_factors,
 )
 from ._standard import STANDARD_MAX_ITER, solve_standard
@@ -340,7 +340,7 @@ def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: 
     ``W̃ᵀW̃ = Σ a_ℓ W_ℓᵀW_ℓ``)."""
     numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
     denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
-    H *= numerator / np.maximum(denominator, TINY)
+    multiplicative_step(H, numerator, denominator)
 
 
 def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
