@@ -4,27 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.base import clone
 
 from fairaudit.engine import RowSample
 from fairaudit.groups import GroupCodes
 from fairaudit.pca import PCA, FairPCA, GroupProblem
-from fairaudit.pca.audit import GAP_PERMUTATIONS, VARIANTS, _gap_pvalues
+from fairaudit.pca.audit import GAP_PERMUTATIONS, _gap_pvalues, observed_gaps
 
 from .conftest import random_groups_data
 
 
 def _one_by_one_pvalues(sample, labels, centre, models, random_state):
     """The gap test as first written: a fresh problem per regrouping (the reference)."""
-    observed_problem = GroupProblem.from_data(sample.X, GroupCodes(sample.codes, labels), centre=centre)
-    references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
-    for rank in sorted({rank for _, rank in models}):
-        if rank not in references:
-            references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(observed_problem)
-    observed = {}
-    for key, model in models.items():
-        found = observed_problem.losses(observed_problem.reduce(model.map_), key[1])
-        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
+    observed_problem, references, observed = observed_gaps(sample, labels, centre, models)
     rng = np.random.default_rng(random_state)
     exceed = dict.fromkeys(models, 0)
     for _ in range(GAP_PERMUTATIONS):

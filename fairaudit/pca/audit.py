@@ -141,6 +141,22 @@ def gap_test_cost(sample: RowSample, n_groups: int) -> float:
     return GAP_PERMUTATIONS * (n * d * s + n_groups * s**3)
 
 
+def observed_gaps(sample: RowSample, labels, centre: np.ndarray, models: dict) -> tuple[GroupProblem, dict, dict]:
+    """What :func:`_gap_pvalues` compares regroupings with: the problem of ``sample``'s rows in
+    their own groups, vanilla PCA's fit at every rank of ``models`` (theirs where they have one),
+    and each model's ``(worst group, best group, loss gap)`` on those rows."""
+    problem = GroupProblem.from_data(sample.X, GroupCodes(sample.codes, labels), centre=centre)
+    references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
+    for rank in sorted({rank for _, rank in models}):
+        if rank not in references:
+            references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(problem)
+    observed = {}
+    for key, model in models.items():
+        found = problem.losses(problem.reduce(model.map_), key[1])
+        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
+    return problem, references, observed
+
+
 def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[tuple[str, int], float]:
     """Permutation p-values of every fit's loss gap: how often groups of the same sizes drawn at
     random from the same rows show, under vanilla PCA's map at that rank, a gap (between the same
@@ -160,17 +176,8 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     (:meth:`GroupProblem.regroupings`: one Gram matrix per group but the largest, the spectra in
     one batched call), the permutations drawn one by one from the same generator as ever.
     """
-    ranks = sorted({rank for _, rank in models})
-    observed_problem = GroupProblem.from_data(sample.X, GroupCodes(sample.codes, labels), centre=centre)
-    references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
-    for rank in ranks:
-        if rank not in references:
-            references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(observed_problem)
+    observed_problem, references, observed = observed_gaps(sample, labels, centre, models)
     reduced = {rank: observed_problem.reduce(model.map_) for rank, model in references.items()}
-    observed = {}
-    for key, model in models.items():
-        found = observed_problem.losses(observed_problem.reduce(model.map_), key[1])
-        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
     rng = np.random.default_rng(random_state)
     exceed = dict.fromkeys(models, 0)
     with blas_threads(BLAS_THREADS):
