@@ -8,6 +8,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import sparse
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -17,7 +18,7 @@ from threadpoolctl import threadpool_limits
 
 from fairaudit import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector, metrics
 from fairaudit.errors import ParameterError, RankError
-from fairaudit.fs.baselines import heat_graph
+from fairaudit.fs.baselines import heat_graph, nearest_neighbours
 from fairaudit.fs.evaluation import cluster_scores
 
 
@@ -64,6 +65,26 @@ def test_laplacian_score_graph_is_symmetric_knn_with_heat_weights():
         for b in neighbours[a]:
             assert S[a, b] == pytest.approx(np.exp(-distances[a, b] ** 2 / t))
     assert (S > 0).sum(axis=1).min() >= 4
+
+
+def test_identical_rows_are_neighbours_with_weight_one():
+    """A repeated row (every bootstrap resample has many) is its copy's nearest neighbour at distance
+    0: the edge stays, with weight exp(0) = 1, and the width t averages over it too."""
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0]])
+    S, t = heat_graph(X, 2)
+    S = S.toarray()
+    assert S[0, 1] == S[1, 0] == 1.0
+    squared = np.sum((X[:, None] - X[None]) ** 2, axis=2)
+    edges = S > 0
+    assert t == pytest.approx(squared[edges].mean())
+    np.testing.assert_allclose(S[edges], np.exp(-squared[edges] / t))
+    # without repeated rows the graph is the symmetrised k-NN distance matrix, as before
+    Y = _data(3, n=40)
+    S, t = heat_graph(Y, 4)
+    distances, indices = nearest_neighbours(Y, 4)
+    graph = sparse.csr_matrix((distances.ravel(), indices.ravel(), np.arange(0, 40 * 4 + 1, 4)), shape=(40, 40))
+    graph = graph.maximum(graph.T).toarray()
+    np.testing.assert_allclose(S.toarray(), np.where(graph > 0, np.exp(-(graph**2) / t), 0.0), rtol=1e-15)
 
 
 @pytest.mark.parametrize("criterion", ["phi1", "phi2", "phi3"])

@@ -90,14 +90,36 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
         return rbf(X, X, 1.0 / t), t
     k = min(int(n_neighbors), n - 1)
     distances, indices = nearest_neighbours(X, k)
-    graph = sparse.csr_matrix((distances.ravel(), indices.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
-    graph = graph.maximum(graph.T).tocsr()
+    graph = _symmetric_knn(distances, indices)
     squared = graph.data**2
     if t == "auto":
         t = float(squared.mean()) if squared.size else 1.0
     t = t if t > 0 else 1.0
     graph.data = np.exp(-squared / t)
     return graph, float(t)
+
+
+def _symmetric_knn(distances: np.ndarray, indices: np.ndarray) -> sparse.csr_matrix:
+    """The k-NN distances ``(n, k)`` as a symmetric sparse matrix: an entry wherever either row is
+    among the other's nearest, with the larger of the two distances found for the pair (sorted
+    indices, as ``graph.maximum(graph.T)`` gives them). Identical rows are neighbours at distance 0
+    and keep their entry, which SciPy's sparse arithmetic would drop as an explicit zero — their
+    heat-kernel weight is ``exp(0) = 1``, the strongest edge of the graph. (It used to vanish: a
+    bootstrap resample repeats about a third of its rows, so its graphs lost many of their
+    strongest edges and fell apart into components; the 4,165-row credit table has 12 repeated
+    rows.)"""
+    n, k = distances.shape
+    rows = np.repeat(np.arange(n), k)
+    cols = indices.ravel()
+    keys = np.concatenate([rows * n + cols, cols * n + rows])
+    values = np.concatenate([distances.ravel(), distances.ravel()])
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    data = np.maximum.reduceat(values, first)
+    kept = keys[first]
+    indptr = np.searchsorted(kept // n, np.arange(n + 1))
+    return sparse.csr_matrix((data, kept % n, indptr), shape=(n, n))
 
 
 def dense_width(X: np.ndarray, t="auto") -> float:
