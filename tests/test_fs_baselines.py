@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -325,3 +326,53 @@ def test_sparse_spectral_embedding_matches_dense_eigenvalues():
     normalised = dense / np.sqrt(np.outer(degree, degree))
     np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
     np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)
+
+
+def _normalised(S, degree):
+    dense = S.toarray()
+    return dense / np.sqrt(np.outer(degree, degree))
+
+
+@pytest.mark.parametrize("min_rows", [10, 10**9])  # shift-invert Lanczos or LAPACK for the k-NN graph
+def test_spectral_embedding_of_a_connected_graph_does_not_depend_on_the_solver(monkeypatch, min_rows):
+    from fairaudit.fs import baselines
+
+    X = np.random.default_rng(21).normal(size=(400, 3))
+    S, _ = heat_graph(X, 5)
+    assert connected_components(S)[0] == 1
+    reference = np.linalg.eigh(_normalised(S, np.asarray(S.sum(axis=1)).ravel()))
+    monkeypatch.setattr(baselines, "SPARSE_EIGEN_MIN_ROWS", min_rows)
+    values, vectors, degree = baselines._spectral_embedding(S, 4, 0)
+    np.testing.assert_allclose(values, reference[0][::-1][:4], atol=1e-12)
+    expected = reference[1][:, ::-1][:, :4]
+    expected *= np.sign(expected[np.argmax(np.abs(expected), axis=0), range(4)])  # the fixed sign
+    np.testing.assert_allclose(vectors, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("min_rows", [10, 10**9])
+def test_spectral_embedding_of_a_graph_in_pieces_has_a_fixed_basis(monkeypatch, min_rows):
+    """Eigenvalue 1 once per piece: any basis of it would do for a solver, so the embedding fixes
+    it — D^{1/2}1 first, then the pieces' own, orthogonalised in the pieces' order; below 1 the
+    pieces' own eigenvectors, largest first."""
+    from fairaudit.fs import baselines
+
+    rng = np.random.default_rng(22)
+    X = np.vstack([rng.normal(size=(n, 3)) + 100.0 * shift for n, shift in ((250, 0), (230, 1), (240, 2))])
+    S, _ = heat_graph(X, 5)
+    monkeypatch.setattr(baselines, "SPARSE_EIGEN_MIN_ROWS", min_rows)
+    values, vectors, degree = baselines._spectral_embedding(S, 5, 0)
+    root = np.sqrt(degree)
+    N = _normalised(S, degree)
+    np.testing.assert_allclose(values[:3], 1.0, atol=1e-12)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(5), atol=1e-9)
+    np.testing.assert_allclose(N @ vectors, vectors * values, atol=1e-8)
+    np.testing.assert_allclose(vectors[:, 0], root / np.linalg.norm(root), atol=1e-12)
+    pieces = [slice(0, 250), slice(250, 480), slice(480, 720)]
+    second = root.copy()
+    second[pieces[0]] *= 1.0 - root[pieces[0]] @ root[pieces[0]] / (root @ root)
+    second[250:] *= -root[pieces[0]] @ root[pieces[0]] / (root @ root)  # piece 1's D^{1/2}1 minus its part along D^{1/2}1
+    second /= np.linalg.norm(second)
+    np.testing.assert_allclose(vectors[:, 1], second * np.sign(second[np.argmax(np.abs(second))]), atol=1e-12)
+    own = sorted(((np.linalg.eigvalsh(N[p, p])[-2], i) for i, p in enumerate(pieces)), reverse=True)
+    np.testing.assert_allclose(values[3:], [v for v, _ in own[:2]], atol=1e-10)
+    assert np.all(vectors[pieces[own[0][1]], 3] != 0) and np.count_nonzero(vectors[:, 3]) == pieces[own[0][1]].stop - pieces[own[0][1]].start
