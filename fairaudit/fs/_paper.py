@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..kernels import distinct_rows
 from ._alignment import _inner
 
 
@@ -82,10 +83,23 @@ def rbf_kernel_weighted(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: flo
     return K
 
 
-def centre(K: np.ndarray) -> np.ndarray:
-    """``H K H`` for a symmetric ``K``."""
-    rows = K.mean(axis=1)
-    return K - rows[:, None] - rows[None, :] + rows.mean()
+def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """``H K H`` for a symmetric ``K``.
+
+    With ``counts`` (row ``u`` standing for ``counts_u`` identical rows, :func:`fairaudit.kernels.
+    distinct_rows`) the centred kernel of the repeated rows — centred with the weighted means —
+    times ``counts_u · counts_v``: its Frobenius product with any kernel of the distinct rows is the
+    trace over the repeated rows."""
+    if counts is None:
+        rows = K.mean(axis=1)
+        return K - rows[:, None] - rows[None, :] + rows.mean()
+    c = counts.astype(float)
+    n = c.sum()
+    rows = (K @ c) / n
+    centred = K - rows[:, None] - rows[None, :] + (c @ rows) / n
+    centred *= c[:, None]
+    centred *= c[None, :]
+    return centred
 
 
 def _distance_gradient(U: np.ndarray, X: np.ndarray, sq: np.ndarray) -> np.ndarray:
@@ -112,14 +126,23 @@ class PaperObjective:
     """
 
     def __init__(self, X, P, *, alpha: float, beta: float, gamma: float, gamma_protected: float, scale: float = 1.0):
-        self.X = np.ascontiguousarray(X, dtype=float)
+        X = np.asarray(X, dtype=float)
+        P = np.asarray(P, dtype=float).reshape(X.shape[0], -1)
+        # Identical rows (with the same protected value) are kept once with their count: every
+        # trace is a sum over row pairs of functions of the two rows (the centred targets carry
+        # the counts, :func:`centre`), so the objective and its gradient are those of all rows on
+        # 0.4 of the kernel cells for a bootstrap resample (about 63 % of its rows distinct).
+        rows, counts, _ = distinct_rows(np.hstack([X, P]))
+        counts = counts if rows.shape[0] < X.shape[0] else None
+        self.X = np.ascontiguousarray(rows[:, : X.shape[1]] if counts is not None else X)
+        P = rows[:, X.shape[1] :] if counts is not None else P
         self.sq = self.X * self.X
-        self.n, self.d = self.X.shape
+        self.d = self.X.shape[1]
+        self.n = X.shape[0]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
-        P = np.asarray(P, dtype=float)
-        self.data_target = centre(rbf_kernel_weighted(self.X, self.sq, np.ones(self.d), self.gamma))  # HKH
+        self.data_target = centre(rbf_kernel_weighted(self.X, self.sq, np.ones(self.d), self.gamma), counts)  # HKH
         P_sq = P * P
-        self.protected_target = centre(rbf_kernel_weighted(P, P_sq, np.ones(P.shape[1]), float(gamma_protected)))  # HK^PH
+        self.protected_target = centre(rbf_kernel_weighted(P, P_sq, np.ones(P.shape[1]), float(gamma_protected)), counts)  # HK^PH
         self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
 
     def parts(self, m: np.ndarray, g: np.ndarray) -> dict[str, float]:
