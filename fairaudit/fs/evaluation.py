@@ -56,13 +56,19 @@ def _nearest(distance: np.ndarray, code) -> np.ndarray:
     """``distance.argmin(axis=1)`` of a ``(runs, K, n)`` array, as ``code`` integers: the first
     cluster among equally near ones, as ``argmin``. One comparison per cluster instead of an
     ``argmin`` along the middle axis, which NumPy runs row by row — measured 60.8 of the 115 ms
-    of 50 runs on the credit table's 4,165 rows (K = 2, 39 iterations), against 3 ms."""
-    best = distance[:, 0].copy()
-    nearest = np.zeros(best.shape, dtype=code)
-    for c in range(1, distance.shape[1]):
-        closer = distance[:, c] < best
-        nearest[closer] = c
-        np.minimum(best, distance[:, c], out=best)
+    of 50 runs on the credit table's 4,165 rows (K = 2, 39 iterations), against 3 ms. The first
+    comparison is the labels themselves, and later ones mark their rows in place (``putmask``): for
+    10 runs, two clusters and 600 rows 4.2 µs against 18 µs with a running copy and boolean
+    indexing (three clusters 18 against 25 µs), the same labels."""
+    K = distance.shape[1]
+    if K == 1:
+        return np.zeros((distance.shape[0], distance.shape[2]), dtype=code)
+    nearest = np.less(distance[:, 1], distance[:, 0]).astype(code)
+    if K > 2:
+        best = np.minimum(distance[:, 0], distance[:, 1])
+        for c in range(2, K):
+            np.putmask(nearest, np.less(distance[:, c], best), c)
+            np.minimum(best, distance[:, c], out=best)
     return nearest
 
 
@@ -90,8 +96,7 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
         for _ in range(MAX_ITER):
             C = centres[active].reshape(-1, p)  # (a·K, p)
             # ‖z − c‖² up to the row's own ‖z‖², which does not change the nearest centre: one GEMM
-            distance = (C @ Z.T).reshape(active.size, K, n)
-            distance *= -2.0
+            distance = ((-2.0 * C) @ Z.T).reshape(active.size, K, n)  # the factor 2 is exact: −2·(Cz) bit for bit
             distance += np.einsum("ij,ij->i", C, C).reshape(active.size, K, 1)
             new = _nearest(distance, code)  # (a, n)
             unchanged = np.all(new == assigned[active], axis=1)
