@@ -34,11 +34,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
 from ..data import AuditData
 from ..errors import ParameterError
+from ..linalg import blas_threads
 from ..parallel import map_threads
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
@@ -146,7 +146,8 @@ THREADS = 1
 """BLAS and OpenMP threads while the FS audit runs. Its products are thin (n × d with small d)
 and scikit-learn's k-NN graph and KMeans use OpenMP: on the shared two-core machine the default
 sample's audit took 5.5 s with the libraries' default threads and 2.1 s with one (same process,
-load average 10)."""
+load average 10). Set through the cached controller (:func:`fairaudit.linalg.blas_threads`): a
+fresh ``threadpool_limits`` reads the loaded libraries (2–4 ms), twice per bootstrap replicate."""
 
 
 REPLICATE_KMEANS_RUNS = 10
@@ -202,7 +203,7 @@ class FSAudit(FamilyAudit):
         fits = Fits(rows=rows, shared={"order": {}})
         if not replicate:
             self.sink.expect(len(self.chosen) * len(self.ranks))
-        with threadpool_limits(limits=THREADS):
+        with blas_threads(THREADS, user_api=None):
             for name in self.chosen:
                 with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
                     for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed):
@@ -244,7 +245,7 @@ class FSAudit(FamilyAudit):
         distinct = {}  # each distinct selection → the first selector that made it (its lineage)
         for (name, _), order in orders.items():
             distinct.setdefault(order, name)
-        with threadpool_limits(limits=THREADS):
+        with blas_threads(THREADS, user_api=None):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
             if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
                 self.sink.warn(
