@@ -151,6 +151,16 @@ def _check(value, name: str, low: int, high: int | None = None) -> int:
     return int(value)
 
 
+def _per_table(metric, tables: np.ndarray) -> list[float]:
+    """``[metric(t) for t in tables]``, each distinct table computed once: k-means runs mostly end
+    in the same few clusterings (the 10 runs of a bootstrap replicate's selection in one to three
+    on the default sample), and the metrics — a Hungarian matching, entropies — were 20 ms of a
+    replicate's 70 ms of measurements."""
+    distinct, inverse = np.unique(tables.reshape(len(tables), -1), axis=0, return_inverse=True)
+    values = [metric(table.reshape(tables.shape[1:])) for table in distinct]
+    return [values[i] for i in inverse.ravel()]
+
+
 def cluster_scores(
     Z: np.ndarray,
     groups: np.ndarray,
@@ -175,13 +185,13 @@ def cluster_scores(
     found: dict[str, list[float]] = {}
     _, group_codes = np.unique(np.asarray(groups), return_inverse=True)
     tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1)
-    found["balance"] = [metrics.balance_from_table(t) for t in tables]
-    found["proportion"] = [metrics.proportion_from_table(t) for t in tables]
+    found["balance"] = _per_table(metrics.balance_from_table, tables)
+    found["proportion"] = _per_table(metrics.proportion_from_table, tables)
     if labels is not None:
         _, label_codes = np.unique(np.asarray(labels), return_inverse=True)
         tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1)
-        found["acc"] = [metrics.accuracy_from_table(t) for t in tables]
-        found["nmi"] = [metrics.nmi_from_table(t[t.sum(axis=1) > 0]) for t in tables]
+        found["acc"] = _per_table(metrics.accuracy_from_table, tables)
+        found["nmi"] = _per_table(lambda t: metrics.nmi_from_table(t[t.sum(axis=1) > 0]), tables)
     out: dict[str, float] = {}
     for name in ("acc", "nmi", "balance", "proportion"):
         values = found.get(name)
