@@ -174,7 +174,21 @@ def mu_update_W(X: np.ndarray, W: np.ndarray, H: np.ndarray, work: np.ndarray | 
     np.maximum(ratio, TINY, out=ratio)
     np.divide(XHt, ratio, out=ratio)
     W *= ratio
+    flush_subnormal(W)
     return XHt, HHt
+
+
+def flush_subnormal(A: np.ndarray) -> None:
+    """Set the entries of ``A`` (non-negative) below the smallest normal double, ``TINY``, to 0 in
+    place.
+
+    Multiplicative updates shrink entries that should vanish by a factor per iteration, and near
+    an exact fit they reach the subnormal range (down to 5·10⁻³²⁴, measured in the rank-9 fits of
+    the default sample), where every product that touches them runs on the processor's slow path:
+    a Fairer-NMF iteration took 142 µs instead of 50–70. Such an entry adds less than 10⁻³⁰⁷ to
+    any sum it enters, so setting it to 0 changes no other number (what a processor's
+    flush-to-zero mode does); it only stays 0 instead of shrinking further."""
+    np.putmask(A, A < TINY, 0.0)
 
 
 NEAR_EXACT = 1e-6

@@ -22,6 +22,7 @@ from ._core import (
     StoppingRule,
     blas_threads,
     check_custom_factors,
+    flush_subnormal,
     group_errors,
     mu_update_W,
     random_factors,
@@ -341,6 +342,7 @@ def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: 
     numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
     denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
     H *= numerator / np.maximum(denominator, TINY)
+    flush_subnormal(H)
 
 
 def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
