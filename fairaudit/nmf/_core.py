@@ -297,6 +297,11 @@ class StoppingRule:
             self._reference = objective
         return iteration >= self.max_iter
 
+    def uses_scale(self, iteration: int) -> bool:
+        """Whether :meth:`done` reads ``scale`` after ``iteration`` (the window rule's checks only),
+        so that a caller computes it only then."""
+        return self.rule == "window" and iteration % self.every == 0
+
     def start(self, errors) -> None:
         """Record the starting point's errors, so that eq. (10) can stop after iteration 1."""
         if self.rule == "eq10":
