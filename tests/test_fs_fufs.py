@@ -119,6 +119,23 @@ def test_exact_alignment_counts_repeated_rows_as_often_as_they_occur():
     np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
 
 
+def test_nystroem_alignments_on_repeated_rows_are_those_of_every_row():
+    """The gradient-free Nyström alignments (the audit's measurement) keep each distinct row once
+    with its count: the same alignments as the computation over every row (with the gradient)."""
+    X, Y, rng = _problem(8, n=60)
+    rows = np.sort(rng.integers(0, 60, size=60))
+    X, Y = X[rows], Y[rows]
+    Y[-1] = Y[0][::-1]  # the first row once more, in another group
+    X[-1] = X[0]
+    d = X.shape[1]
+    B = NystroemRBF(X, 0.2, n_landmarks=20, random_state=1)
+    assert B._distinct is not None
+    targets = [B.target_weights(np.ones(d), d), B.target_factor(Y)]
+    for w in (rng.uniform(0.1, 1.0, size=d), (np.arange(d) < 3).astype(float)):
+        every_row = B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets)[2]
+        np.testing.assert_allclose(B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets, gradient=False)[2], every_row, rtol=1e-8)
+
+
 def test_linear_closed_form_is_the_definition():
     X, Y, rng = _problem(4)
     d = X.shape[1]
