@@ -406,13 +406,16 @@ def merged_options(config: AuditConfig, method: str, defaults: dict, what: str) 
     return {**defaults, **{key: value for key, value in given.items() if value is not None}}
 
 
+def family_run(config: dict, method: str) -> dict:
+    """The configuration that audited ``method``: ``config`` itself (a single run's
+    ``AuditConfig.to_dict()``), or the run of a :func:`combine_results` config's ``runs`` that
+    named ``method`` (``config`` when none did)."""
+    return next((run for run in config.get("runs", [config]) if method in run.get("methods", ())), config)
+
+
 def family_options(config: dict, method: str) -> dict:
-    """The options ``config`` gave ``method``: a single run's ``AuditConfig.to_dict()`` or the
-    ``runs`` of a :func:`combine_results` config (the run that audited ``method``)."""
-    for run in config.get("runs", [config]):
-        if method in run.get("methods", ()):
-            return run.get("options", {}).get(method, {})
-    return config.get("options", {}).get(method, {})
+    """The options ``config`` gave ``method`` (:func:`family_run`'s)."""
+    return family_run(config, method).get("options", {}).get(method, {})
 
 
 def _worded_summary(summary: dict) -> dict:
@@ -498,6 +501,9 @@ class RecordSink(Recorder):
         self._progress = progress
         self._expected = 0
         self._done = 0
+        self.preview: Callable[[dict], AuditResult] | None = None
+        """Set by :func:`run_audit` when someone follows the run: builds the result of this
+        family's point estimates (its records so far) for :meth:`estimates_ready`."""
 
     def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:
         low = high = float("nan")
@@ -555,6 +561,17 @@ class RecordSink(Recorder):
         propagates."""
         if self._progress is not None:
             self._progress({"method": self.method, **event})
+
+    def estimates_ready(self, summary: dict, replicates: int, seconds: float) -> None:
+        """The family's point estimates are all measured and its ``replicates`` bootstrap
+        replicates come next: pass a ``stage="estimates"`` event whose ``result`` is the
+        :class:`AuditResult` of the point estimates (no intervals yet; its summary says
+        ``intervals_pending``), so that a viewer can show the numbers while the intervals are
+        computed. Nothing is built when nobody follows the run."""
+        if self._progress is None or self.preview is None:
+            return
+        result = self.preview({**summary, "replicates": replicates, "intervals_pending": True})
+        self.event({"variant": "", "rank": None, "done": 0, "total": replicates, "seconds": seconds, "stage": "estimates", "result": result})
 
     def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:
         for item in caught:
@@ -723,15 +740,38 @@ class _Collector(Recorder):
         self.inner.add(variant, rank, metric, value, group)
 
 
+@dataclass
+class FamilyEstimates:
+    """A family after its first stage (:func:`estimate_family`): fitted and measured, its point
+    estimates in its sink; what its intervals (:func:`finish_family`) need."""
+
+    family: FamilyAudit
+    summary: dict
+    fits: Fits | None = None
+    train: np.ndarray | None = None
+    test: np.ndarray | None = None
+    pairs: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    """How long the first stage took."""
+
+
 def run_family(family: FamilyAudit) -> dict:
     """Fit, measure and bootstrap one family (see the module docstring); records go to the
     family's sink. Returns the family's uncertainty summary for :attr:`AuditResult.uncertainty`."""
+    return finish_family(estimate_family(family))
+
+
+def estimate_family(family: FamilyAudit) -> FamilyEstimates:
+    """The first stage of :func:`run_family`: fit (on the training rows with a held-out split),
+    measure, record the disparities and the facts of the fits, and decide the replicates; then
+    hand the point estimates over (:meth:`RecordSink.estimates_ready`) when intervals follow."""
+    begun = time.perf_counter()
     config, sink = family.config, family.sink
     summary: dict = {"confidence": config.confidence, "holdout": config.holdout or 0}
     summary["degenerate_ranks"] = {str(rank): reason for rank, reason in family.degenerate_ranks().items()}
     if not family.active:
         summary.update(replicates=0, why="nothing was fitted")
-        return summary
+        return FamilyEstimates(family, summary)
     everything = np.arange(len(family.codes))
     train, test = everything, None
     if config.holdout:
@@ -753,13 +793,25 @@ def run_family(family: FamilyAudit) -> dict:
         family.method, config.bootstrap, family.data.n_rows, family.data.n_features, len(getattr(family, "ranks", ())) or None
     )
     summary.update(replicates=replicates, why=why)
+    seconds = time.perf_counter() - begun
     if replicates:
-        started = time.perf_counter()
-        found = _bootstrap(family, fits, train, test, replicates, pairs)
-        summary["seconds"] = round(time.perf_counter() - started, 3)
-        summary["interval"] = uncertainty.INTERVAL_METHOD
-        _apply_intervals(family, found, config.confidence)
-        summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
+        sink.estimates_ready(summary, replicates, seconds)
+    return FamilyEstimates(family, summary, fits, train, test, pairs, seconds)
+
+
+def finish_family(stage: FamilyEstimates) -> dict:
+    """The second stage of :func:`run_family`: the bootstrap replicates and their intervals,
+    written into the sink's records. Returns the family's uncertainty summary."""
+    family, summary = stage.family, stage.summary
+    replicates = summary.get("replicates", 0)
+    if stage.fits is None or not replicates:
+        return summary
+    started = time.perf_counter()
+    found = _bootstrap(family, stage.fits, stage.train, stage.test, replicates, stage.pairs)
+    summary["seconds"] = round(time.perf_counter() - started, 3)
+    summary["interval"] = uncertainty.INTERVAL_METHOD
+    _apply_intervals(family, found, family.config.confidence)
+    summary["not_bootstrapped"] = _missing_interval_reasons(family, family.sink)
     return summary
 
 
@@ -948,15 +1000,9 @@ def _family(method: str) -> type[FamilyAudit]:
     return getattr(importlib.import_module(module_name), name)
 
 
-def audit_family(method: str, data: AuditData, config: AuditConfig, sink: RecordSink) -> dict:
-    """Prepare and run one family on ``data`` (records to ``sink``); returns its uncertainty
-    summary. Fitted models, if kept, are in ``sink.models``."""
-    family = _family(method)(data, config, sink)
-    return run_family(family)
-
-
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:
-    """Run every requested family on ``data``; see the module docstring.
+    """Run every requested family on ``data``; see the module docstring. Every family's point
+    estimates come first, then every family's intervals (:class:`AuditRun`).
 
     Parameters
     ----------
@@ -968,52 +1014,111 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     progress : callable, optional
         Called after every fit with ``{"method", "variant", "rank", "done", "total", "seconds",
         "stage": "fit"}`` and after every bootstrap replicate with ``stage="bootstrap"``
-        (``done``/``total`` counting replicates). Raising from it (e.g. :class:`AuditCancelled`)
-        stops the run; the exception propagates.
+        (``done``/``total`` counting replicates). Once per family that computes intervals, after
+        its fits and before any replicate, with ``stage="estimates"`` and ``result``: the
+        :class:`AuditResult` of that family's point estimates (every record, no bootstrap
+        interval yet; its ``uncertainty`` summary has ``intervals_pending``), for a viewer to show
+        while the replicates run (the dashboard does). Raising from it (e.g.
+        :class:`AuditCancelled`) stops the run; the exception propagates.
     """
-    from .engine import family_input
+    run = AuditRun(data, config, progress)
+    run.estimate()
+    return run.finish()
 
-    config = config or AuditConfig()
-    config.check_variants()
-    started = time.perf_counter()
-    created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-    rows: list[tuple] = []
-    skipped: list[dict] = []
-    notes: list[str] = []
-    details: dict[str, dict] = {}
-    summaries: dict[str, dict] = {}
-    models: dict[tuple[str, str, int], object] = {}
-    smallest = min(data.group_sizes().items(), key=lambda item: item[1])
-    if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
-        notes.append(
-            f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
-            f"{smallest[1]} rows and the cross-validated leakage test needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
-            f"per group; use fewer sensitive columns (fewer intersections), or leave the group out with "
-            f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
+
+class AuditRun:
+    """:func:`run_audit` in its two stages, for a caller that interleaves several audits (the
+    dashboard shows every family's numbers before any family's intervals):
+
+    * :meth:`estimate` — every family's fits and point estimates (``stage="estimates"`` progress
+      per family, which carries them);
+    * :meth:`finish` — every family's bootstrap replicates, then the :class:`AuditResult`.
+    """
+
+    def __init__(self, data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None):
+        self.data = data
+        self.config = config or AuditConfig()
+        self.config.check_variants()
+        self.progress = progress
+        self.started = time.perf_counter()
+        self.created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+        self.notes: list[str] = []
+        smallest = min(data.group_sizes().items(), key=lambda item: item[1])
+        if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
+            self.notes.append(
+                f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
+                f"{smallest[1]} rows and the cross-validated leakage test needs at least {metrics.LEAKAGE_MIN_GROUP_ROWS} "
+                f"per group; use fewer sensitive columns (fewer intersections), or leave the group out with "
+                f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
+            )
+        self.stages: list[tuple[object, FamilyEstimates]] = []
+
+    def estimate(self) -> None:
+        """Fit and measure every family (the first stage)."""
+        from .engine import family_input
+
+        for method in self.config.methods:
+            given = family_input(self.data, method, self.config)  # data read by the dask engine: its moments, or its sample
+            sink = RecordSink(method, self.progress, keep_models=self.config.keep_models)
+            if self.progress is not None:
+                sink.preview = _preview(sink, self.data, self.config, self.created, self.started, [*self.notes, *given.notes])
+            family = _family(method)(given.data, given.config, sink)
+            self.stages.append((given, estimate_family(family)))
+
+    @property
+    def intervals_pending(self) -> bool:
+        """Whether :meth:`finish` has replicates to run (else it only assembles the result)."""
+        return any(stage.fits is not None and stage.summary.get("replicates") for _, stage in self.stages)
+
+    def finish(self) -> AuditResult:
+        """Every family's intervals (the second stage), then the whole result."""
+        rows: list[tuple] = []
+        skipped: list[dict] = []
+        notes = list(self.notes)
+        details: dict[str, dict] = {}
+        summaries: dict[str, dict] = {}
+        models: dict[tuple[str, str, int], object] = {}
+        for given, stage in self.stages:
+            sink, method = stage.family.sink, stage.family.method
+            notes.extend(note for note in given.notes if note not in notes)
+            summaries[method] = finish_family(stage)
+            if given.no_intervals:
+                summaries[method]["why"] = given.no_intervals
+            models.update(sink.models)
+            rows.extend(sink.rows)
+            skipped.extend(sink.skipped)
+            notes.extend(sink.warnings)
+            if sink.details:
+                details[method] = sink.details
+        return AuditResult(
+            records=pd.DataFrame(rows, columns=RECORD_COLUMNS),
+            config=self.config.to_dict(),
+            data=self.data.fingerprint(),
+            skipped=skipped,
+            warnings=notes,
+            details=details,
+            created=self.created,
+            seconds=round(time.perf_counter() - self.started, 3),
+            uncertainty=summaries,
+            models=models,
         )
-    for method in config.methods:
-        given = family_input(data, method, config)  # data read by the dask engine: its moments, or its sample
-        notes.extend(note for note in given.notes if note not in notes)
-        sink = RecordSink(method, progress, keep_models=config.keep_models)
-        summaries[method] = audit_family(method, given.data, given.config, sink)
-        if given.no_intervals:
-            summaries[method]["why"] = given.no_intervals
-        models.update(sink.models)
-        rows.extend(sink.rows)
-        skipped.extend(sink.skipped)
-        notes.extend(sink.warnings)
-        if sink.details:
-            details[method] = sink.details
-    records = pd.DataFrame(rows, columns=RECORD_COLUMNS)
-    return AuditResult(
-        records=records,
-        config=config.to_dict(),
-        data=data.fingerprint(),
-        skipped=skipped,
-        warnings=notes,
-        details=details,
-        created=created,
-        seconds=round(time.perf_counter() - started, 3),
-        uncertainty=summaries,
-        models=models,
-    )
+
+
+def _preview(sink: RecordSink, data, config: AuditConfig, created: str, started: float, notes: list[str]) -> Callable[[dict], AuditResult]:
+    """The builder of one family's point-estimate result (:meth:`RecordSink.estimates_ready`):
+    its records and notes so far, as an :class:`AuditResult` of that family alone."""
+
+    def build(summary: dict) -> AuditResult:
+        return AuditResult(
+            records=pd.DataFrame(list(sink.rows), columns=RECORD_COLUMNS),
+            config=config.to_dict(),
+            data=data.fingerprint(),
+            skipped=list(sink.skipped),
+            warnings=[*notes, *(w for w in sink.warnings if w not in notes)],
+            details=dict(sink.details),
+            created=created,
+            seconds=round(time.perf_counter() - started, 3),
+            uncertainty={sink.method: summary},
+        )
+
+    return build

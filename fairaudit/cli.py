@@ -541,7 +541,8 @@ def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None
 class ProgressReporter:
     """The ``run_audit`` progress callback of the CLI: a line per fit on stderr with the elapsed
     time (rewritten in place on a terminal; at most one line per ``interval`` seconds otherwise,
-    plus each family's first and last fit), and a line when a family is done."""
+    plus each family's first and last fit), and a line when a family's numbers are in, and when
+    its intervals are (every family's numbers come before any family's intervals)."""
 
     def __init__(self, stream, *, interval: float = 1.0):
         self.stream = stream
@@ -553,6 +554,7 @@ class ProgressReporter:
         self.last_written = -float("inf")
         self.last_event_time = self.started
         self.fits = 0
+        self.intervals_to_come: set[str] = set()
         self._open_line = False
 
     def say(self, text: str) -> None:
@@ -573,7 +575,13 @@ class ProgressReporter:
             self.method, self.method_started = method, self.last_event_time
         self.last_event_time = now
         done, total = int(event.get("done", 0)), int(event.get("total", 0))
-        if event.get("stage") == "bootstrap":  # the intervals: one event per bootstrap replicate
+        stage = event.get("stage")
+        if stage == "estimates":  # the point estimates are in; the intervals' replicates follow every family's numbers
+            self.intervals_to_come.add(method)
+            self.say(f"{method}: {self.fits} fits and their point estimates done in {now - self.method_started:.1f} s; "
+                     f"{total} bootstrap replicates for the intervals follow")
+            return
+        if stage == "bootstrap":  # the intervals: one event per bootstrap replicate
             line = f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals)"
         else:
             self.fits = done
@@ -584,9 +592,15 @@ class ProgressReporter:
         elif done in (1, total) or now - self.last_written >= self.interval:
             print(line, file=self.stream, flush=True)
             self.last_written = now
+        if stage == "bootstrap" and done == total:
+            self.intervals_to_come.discard(method)
+            self.say(f"{method} intervals done: {total} bootstrap replicates in {now - self.method_started:.1f} s "
+                     f"(total {now - self.started:.1f} s)")
+            self.method = None
 
     def family_done(self, now: float | None = None) -> None:
-        if self.method is None:
+        """The line for the family whose fits just ended, unless its intervals are still to come."""
+        if self.method is None or self.method in self.intervals_to_come:
             return
         now = now or time.monotonic()
         self.say(f"{self.method} done: {self.fits} fits in {now - self.method_started:.1f} s (total {now - self.started:.1f} s)")
@@ -645,6 +659,7 @@ def _print_findings(result, found: dict, out) -> None:
     """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
+    from .report import verdict_settings
 
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
@@ -654,11 +669,14 @@ def _print_findings(result, found: dict, out) -> None:
         for finding in items:
             print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)
     if any(f.verdict != "info" for items in found.values() for f in items):
-        runs = result.config.get("runs", [result.config])
-        rules = verdict_rules(float(runs[0].get("flag_ratio", 1.25)), float(runs[0].get("confidence", 0.95)))
-        print(f"verdict rules (tolerance {number(float(runs[0].get('flag_ratio', 1.25)))}):", file=out)
-        for text in rules.values():
-            print(f"  {render(text, 'cli')}", file=out)
+        settings = verdict_settings(result)
+        for families, flag_ratio, confidence in settings:  # once per setting (families audited apart may differ)
+            which = f"{', '.join(families)}: " if len(settings) > 1 else ""
+            print(f"verdict rules ({which}tolerance {number(flag_ratio)}, confidence {level(confidence)}):", file=out)
+            for text in verdict_rules(flag_ratio, confidence).values():
+                print(f"  {render(text, 'cli')}", file=out)
+
+
 def _print_accounting(data: dict, out) -> None:
     """Rows read and used per group, the features used, the columns left out and why, and the
     data warnings (e.g. a drop that removed a much larger share of one group)."""

@@ -33,6 +33,7 @@ import pandas as pd
 from .audit import (
     HELDOUT_PREFIX,
     family_options,
+    family_run,
     is_sweep_variant,
     split_variant,
     whole_metrics,
@@ -163,11 +164,15 @@ class Records:
         }
         self.method = method
         self.records = rows
-        run = _run_config(result.config, method)
+        run = family_run(result.config, method)
         self.flag_ratio = float(run.get("flag_ratio", 1.25))
         self.confidence = float(run.get("confidence", 0.95))
         summary = result.uncertainty.get(method, {}) if getattr(result, "uncertainty", None) else {}
         self.degenerate = {int(rank): reason for rank, reason in summary.get("degenerate_ranks", {}).items()}
+        why = summary.get("why") if not summary.get("replicates") and run.get("bootstrap") != 0 else None
+        self.no_intervals = why or term("bootstrap", 0)
+        """Why this family has no intervals, for the findings' "No verdict" (turned off, too slow by
+        default on data this size, cancelled by the user, …)."""
         self.rules = verdict_rules(self.flag_ratio, self.confidence)
         self.variants = list(dict.fromkeys(rows.variant))
         self.sizes = result.data.get("group_sizes", {})
@@ -200,13 +205,6 @@ class Records:
         rule = self.rules.get(verdict, self.rules["info"])
         evidence = {key: _json(value) for key, value in (evidence or {}).items()}  # NaN → None: comparable, JSON-ready
         return Finding(self.method, rank, variant, verdict, text, rule, evidence)
-
-
-def _run_config(config: dict, method: str) -> dict:
-    for run in config.get("runs", [config]):
-        if method in run.get("methods", ()):
-            return run
-    return config
 
 
 def _has_interval(estimate: Estimate | None) -> bool:
@@ -392,7 +390,7 @@ def disparity_findings(
         )
     else:
         text = (
-            f"At rank {top.rank}, {sentence}. No verdict: the intervals were not computed ({term('bootstrap', 0)}), so this "
+            f"At rank {top.rank}, {sentence}. No verdict: the intervals were not computed ({records.no_intervals}), so this "
             "difference is not tested against sampling noise."
         )
     found = [records.finding(top.rank, "vanilla", top.verdict, text, top.evidence())]
@@ -702,7 +700,7 @@ def fs_findings(result) -> list[Finding]:
         )
         verdict = "gap"
     elif all(verdicts[b][0] == "info" for b in baselines):
-        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals ({term('bootstrap', 0)}).", "info"
+        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals ({records.no_intervals}).", "info"
     else:
         text, verdict = f"No evidence of unbalanced clusters with {plural(rank, 'selected feature')} by {names}: at worst, with {variant_title('fs', worst)}, {describe}.", "no_evidence"
     found.append(records.finding(rank, worst, verdict, text, {"relative_balance": list(est) if est else None}))

@@ -117,6 +117,8 @@ def pvalue(p) -> str:
 
 def duration(seconds: float) -> str:
     """``seconds`` in words a person plans with: 40 seconds, 12 minutes, 3 hours, 2 days."""
+    if seconds < 1.5:
+        return "a second"
     if seconds < 90:
         return f"{seconds:.0f} seconds"
     if seconds < 2 * 3600:

@@ -52,7 +52,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.metaestimators import available_if
 
 from ._version import __version__
-from .audit import AuditConfig, AuditResult, family_options, is_sweep_variant, run_audit, split_variant, whole_metrics
+from .audit import AuditConfig, AuditResult, family_options, family_run, is_sweep_variant, run_audit, split_variant, whole_metrics
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
 from .data import AuditData, FeatureRows, RawTable, feature_rows, scaling_parameters
@@ -771,8 +771,7 @@ def refit_model(result: AuditResult, data: AuditData, method: str, variant: str,
     if key in result.models:
         return model_from_result(result, data, *key)
     _check_same_data(result, data)
-    runs = result.config.get("runs", [result.config])
-    run = next((r for r in runs if method in r.get("methods", ())), result.config)
+    run = family_run(result.config, method)
     fields = {f.name for f in dataclasses.fields(AuditConfig)}
     options = dict(family_options(result.config, method))
     audited = result.records[(result.records.method == method)]

@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from .audit import FAMILY_TITLES, AuditResult, whole_metrics
+from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import interval, level, number, plural
 from .metrics import metric_definition
@@ -206,7 +206,7 @@ def verdict_settings(result: AuditResult) -> list[tuple[list[str], float, float]
     methods = list(dict.fromkeys(result.records.method)) or [m for run in runs for m in run.get("methods", ())]
     grouped: dict[tuple[float, float], list[str]] = {}
     for method in methods:
-        run = next((r for r in runs if method in r.get("methods", ())), runs[0])
+        run = family_run(result.config, method)
         key = (float(run.get("flag_ratio", 1.25)), float(run.get("confidence", 0.95)))
         grouped.setdefault(key, []).append(method)
     return [(families, flag, confidence) for (flag, confidence), families in grouped.items()]

@@ -18,7 +18,8 @@ with the same metrics as fairaudit's own variants:
     non-negative least-squares fit (:meth:`fairaudit.nmf.NMF.transform`), on the NMF input the
     audit uses (non-negativity policy and unit-ℓ2 features by default: fit ``H`` on that input,
     or audit with ``nmf.scaling="none"`` for an ``H`` of the raw values); ``E_ℓ`` by Algorithm 1
-    with the audit's settings; the same records as the family's variants.
+    with the audit's settings; the same records, held-out rows and bootstrap intervals as the
+    family's variants (:class:`YoursNMFAudit`), so its findings carry verdicts.
 
 * **Embeddings** (one row per audited data row, any number of columns), read by
   :func:`read_embedding`, audited by :func:`audit_embedding`: only the metrics that need nothing
@@ -43,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, add_disparity, representation_metrics, run_family
+from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, representation_metrics, run_family
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
@@ -51,9 +52,7 @@ from .formatting import number
 from .linalg import LowRankMap, orthonormal_basis
 from .nmf import NMF
 from .nmf._core import GroupedData, group_errors
-from .nmf._estimates import data_key, estimate_group_errors
-from .nmf._standard import STANDARD_MAX_ITER
-from .nmf.audit import NMFAudit, nmf_input, nmf_options, standard_settings
+from .nmf.audit import REPLICATE_ESTIMATES, NMFAudit
 from .pca._problem import GroupProblem
 from .pca.audit import PCAAudit
 from .vocabulary import term
@@ -253,10 +252,8 @@ def audit_components(data: AuditData, components: Representation, config: AuditC
     sinks, summaries, describe = [], {}, {"kind": "components", **components.source}
     for method in methods:
         sink = RecordSink(method, progress)
-        if method == "pca":
-            ranks, summaries[method] = _pca_components(data, components.matrix, config, sink)
-        else:
-            ranks = _nmf_components(data, components.matrix, config, sink)
+        audit = _pca_components if method == "pca" else _nmf_components
+        ranks, summaries[method] = audit(data, components.matrix, config, sink)
         describe[f"{method}_ranks"] = list(ranks)
         sinks.append(sink)
     for method in config.methods:
@@ -335,49 +332,83 @@ def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, si
     return ranks, summary
 
 
-def _nmf_components(data: AuditData, H: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[int, ...]:
+class _DictionaryFit:
+    """A fixed NMF dictionary ``H`` as a fitted model of the NMF family, on some rows: ``W`` by
+    non-negative least squares (:meth:`fairaudit.nmf.NMF.transform`), each group's error and
+    relative loss against its own ``E_ℓ`` (Algorithm 1) — the attributes
+    :meth:`fairaudit.nmf.audit.NMFAudit.measure` reads of the family's own fits."""
+
+    n_iter_ = 0
+
+    def __init__(self, H: np.ndarray, X: np.ndarray, grouped: GroupedData, E: np.ndarray):
+        self.transformer = NMF(n_components=H.shape[0])
+        self.transformer.components_, self.transformer.n_features_in_ = H, X.shape[1]
+        self.components_ = H
+        self.W_ = self.transformer.transform(X)
+        errors = group_errors(grouped, self.W_[grouped.order], H)
+        self.group_errors_ = errors / grouped.norms
+        self.group_losses_ = (errors - E) / grouped.norms
+        self.own_rel_errors_ = E / grouped.norms
+        self.reconstruction_err_ = float(np.linalg.norm(X - self.W_ @ H))
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return self.transformer.transform(X)
+
+
+class YoursNMFAudit(NMFAudit):
+    """An NMF dictionary ``H`` audited by the NMF family's protocol as the variant ``yours``: the
+    same input (non-negativity policy, unit-ℓ2 features), ``E_ℓ``, records, disparities, held-out
+    rows and bootstrap as the family's own variants. The dictionary is fixed: a replicate
+    re-estimates ``E_ℓ`` on the resampled rows (as the family's replicates do) and each row's
+    ``W`` by NNLS against ``H`` — the interval of its per-group errors and relative losses on
+    another sample of the population, so its findings carry verdicts like theirs."""
+
+    def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink, H: np.ndarray):
+        super().__init__(data, replace(config, variants=("vanilla",), ranks=None), sink)
+        r = H.shape[0]
+        X, sizes = self.prepared.X, np.bincount(self.prepared.codes, minlength=len(self.prepared.labels))
+        if r > min(X.shape[1], X.shape[0], int(sizes.min())):
+            raise RankError(
+                f"the NMF dictionary has {r} rows, more than the data allow for per-group NMFs (features "
+                f"{X.shape[1]}, smallest group {int(sizes.min())} rows); E_ℓ (Algorithm 1) would be exact and the "
+                "relative losses meaningless."
+            )
+        if config.ranks is not None and r not in config.ranks:
+            sink.warn(f"nmf/{YOURS}: audited at its own rank {r} (the number of rows of H), not at the requested ranks.")
+        self.H, self.ranks, self.chosen = H, (r,), [YOURS]
+        self.replicate_ranks_skipped = {}
+
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        X = self.prepared.X[rows]
+        grouped = GroupedData.build(X, self._sensitive(rows))
+        (r,) = self.ranks
+        fits = Fits(rows=rows, shared={"estimate_seconds": {}})
+        if not replicate:
+            self.sink.expect(1)
+        started = time.perf_counter()
+        with self.sink.collect_warnings(YOURS, forward=() if replicate else Warning):
+            if replicate:
+                E, seconds = self._estimates(grouped, r, REPLICATE_ESTIMATES, np.random.default_rng(seed))
+            else:
+                E, seconds = self._estimates(grouped, r, self.options["n_estimates"], self.config.random_state)
+        fits.shared["estimate_seconds"][r] = seconds
+        fits.models[(YOURS, r)] = _DictionaryFit(self.H, X, grouped, E)
+        fits.seconds[(YOURS, r)] = time.perf_counter() - started
+        if not replicate:
+            self.sink.progress(YOURS, r, fits.seconds[(YOURS, r)])
+        return fits
+
+
+def _nmf_components(data: AuditData, H: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[tuple[int, ...], dict]:
+    """The ``yours`` records of an NMF dictionary (:class:`YoursNMFAudit`); its rank and the
+    uncertainty summary."""
     if (H < 0).any():
         raise InputFileError(
             f"the components have negative weights, so they are not an NMF dictionary H; audit them with "
             f"{term('yours_family', 'pca')}."
         )
-    options = nmf_options(config)
-    prepared = nmf_input(data, options["nonnegative"], options["scaling"], options["zero_rows"])
-    for note in prepared.notes:
-        sink.warn(note)
-    r = H.shape[0]
-    sizes = np.bincount(prepared.codes, minlength=len(prepared.labels))
-    if r > min(prepared.X.shape[1], prepared.X.shape[0], int(sizes.min())):
-        raise RankError(
-            f"the NMF dictionary has {r} rows, more than the data allow for per-group NMFs (features "
-            f"{prepared.X.shape[1]}, smallest group {int(sizes.min())} rows); E_ℓ (Algorithm 1) would be exact and the "
-            "relative losses meaningless."
-        )
-    if config.ranks is not None and r not in config.ranks:
-        sink.warn(f"nmf/{YOURS}: audited at its own rank {r} (the number of rows of H), not at the requested ranks.")
-    sink.expect(1)
-    started = time.perf_counter()
-    X = prepared.X
-    estimator = NMF(n_components=r)
-    estimator.components_, estimator.n_features_in_ = H, X.shape[1]
-    W = estimator.transform(X)
-    grouped = GroupedData.build(X, prepared.sensitive_features)
-    with sink.collect_warnings(YOURS, forward=Warning):
-        E, _ = estimate_group_errors(
-            grouped, r, n_estimates=options["n_estimates"], max_iter=STANDARD_MAX_ITER, random_state=config.random_state,
-            key=data_key(grouped), **standard_settings(options),
-        )
-    errors = group_errors(grouped, W[grouped.order], H)
-    labels = list(grouped.labels)
-    losses = (errors - E) / grouped.norms
-    sink.add_groups(YOURS, r, "rel_error", labels, errors / grouped.norms)
-    sink.add_groups(YOURS, r, "rel_loss", labels, losses)
-    sink.add_groups(YOURS, r, "own_rel_error", labels, E / grouped.norms)
-    add_disparity(sink, YOURS, r, NMFAudit.disparities[0], losses, errors / grouped.norms)
-    sink.add(YOURS, r, "total_rel_error", float(np.linalg.norm(X - W @ H) / np.linalg.norm(X)))
-    sink.add_all(YOURS, r, representation_metrics(W, prepared.codes, config))
-    sink.progress(YOURS, r, time.perf_counter() - started)
-    return (r,)
+    summary = run_family(YoursNMFAudit(data, config, sink, H))
+    return (H.shape[0],), summary
 
 
 def audit_embedding(data: AuditData, embedding: Representation, config: AuditConfig | None = None, *, progress=None) -> AuditResult:

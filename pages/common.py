@@ -14,10 +14,18 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES, HELDOUT_PREFIX, AuditConfig, AuditResult, default_variants, no_interval_warning
+from fairaudit.audit import (
+    FAMILY_TITLES,
+    HELDOUT_PREFIX,
+    AuditConfig,
+    AuditResult,
+    default_variants,
+    family_run,
+    no_interval_warning,
+)
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
-from fairaudit.formatting import level, plural
+from fairaudit.formatting import duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
@@ -192,11 +200,12 @@ def run_status(run: Run) -> tuple[float, str]:
         return 0.0, f"{run.label}: waiting for another audit on this server to finish…"
     event = run.last_event
     parts = [run.label]
-    if len(run.jobs) > 1:
-        current = next((j for j in run.jobs if j.state == "running"), None)
-        finished = sum(j.state in ("done", "cached", "failed") for j in run.jobs)
-        parts.append(f"family {min(finished + 1, len(run.jobs))} of {len(run.jobs)}"
-                     + (f" ({FAMILY_TITLES.get(current.method, current.method)})" if current else ""))
+    if len(run.jobs) > 1:  # every family's numbers, then every family's intervals: the running one's place in the run
+        current = next((i for i, j in enumerate(run.jobs) if j.state == "running"), None)
+        if current is not None:
+            job = run.jobs[current]
+            stage = "intervals" if job.replicates_total else "numbers"
+            parts.append(f"{stage} of family {current + 1} of {len(run.jobs)} ({FAMILY_TITLES.get(job.method, job.method)})")
     if event:
         job = next((j for j in run.jobs if j.method == event.get("method")), None)
         stage = event.get("stage")
@@ -242,7 +251,7 @@ def runs_panel(where: str, method: str | None = None, runs: Sequence[Run] | None
 
     @st.fragment(run_every=PROGRESS_REFRESH_SECONDS)
     def panel():
-        if reg.newly_ended():
+        if reg.newly_ended() or reg.newly_estimated():  # new results, or a family's point estimates
             st.rerun()
         _draw_runs(active(), where)
 
@@ -266,8 +275,11 @@ def show_run_messages(method: str) -> None:
             if failed == method:
                 st.error(plain(message))
         job = next(j for j in run.jobs if j.method == method)
-        if job.state == "cancelled":
-            title = FAMILY_TITLES.get(method, method)
+        title = FAMILY_TITLES.get(method, method)
+        if job.state == "cancelled" and job.kept_estimates:
+            st.warning(f"{title}: the last run's intervals were cancelled after {job.counted()}; its point "
+                       "estimates are kept below, without intervals and so without verdicts.")
+        elif job.state == "cancelled":
             st.warning(
                 f"{title}: the last run was cancelled after {job.counted()}; nothing from it was kept."
                 if job.counted() else f"{title}: the last run was cancelled before this family started."
@@ -287,11 +299,14 @@ def show_last_run_messages() -> None:
     stopped = [j for j in run.jobs if j.state == "cancelled"]
     if stopped:
         parts = [
+            f"{FAMILY_TITLES.get(j.method, j.method)} during its intervals, after {j.counted()} (its point estimates are kept, without intervals)"
+            if j.kept_estimates else
             f"{FAMILY_TITLES.get(j.method, j.method)} after {j.counted()}" if j.counted()
             else f"{FAMILY_TITLES.get(j.method, j.method)} before it started"
             for j in stopped
         ]
-        st.warning(f"The last run was cancelled: {'; '.join(parts)}. Nothing of a cancelled family was kept.")
+        tail = "" if all(j.kept_estimates for j in stopped) else " Nothing else of a cancelled family was kept."
+        st.warning(f"The last run was cancelled: {'; '.join(parts)}.{tail}")
 
 
 def results_for() -> dict[str, AuditResult]:
@@ -347,7 +362,16 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
     if not summary:
         return
     replicates = int(summary.get("replicates") or 0)
-    chosen = next((r for r in result.config.get("runs", [result.config]) if method in r.get("methods", ())), result.config)
+    if summary.get("intervals_pending"):
+        st.info(
+            f"Point estimates, {result.seconds:.1f} s in: every number below is measured; their intervals "
+            f"({plural(replicates, 'stratified bootstrap replicate')}) are being computed — progress above. Until they "
+            "are in, no finding carries a verdict and the charts have no bands; the page fills them in when they "
+            "are. Cancelling keeps these numbers.",
+            icon=":material/hourglass_top:",
+        )
+        return
+    chosen = family_run(result.config, method)
     why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
     if replicates:
         seconds = summary.get("seconds")
@@ -459,7 +483,7 @@ def show_table(result: AuditResult, method: str) -> None:
     )
     summary = (result.uncertainty or {}).get(method, {})
     confidence = level(summary.get("confidence", AuditConfig.confidence))
-    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") else ""
+    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") and not summary.get("intervals_pending") else ""
     config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
     config["variant"] = st.column_config.TextColumn("variant", width="medium")
     config["rank"] = st.column_config.NumberColumn("rank", format="%d", width="small")
@@ -527,14 +551,25 @@ def show_explainers(result: AuditResult, method: str) -> None:
             )
 
 
+def pending_intervals(result: AuditResult, method: str) -> bool:
+    """Whether ``result`` holds only ``method``'s point estimates, its intervals still being
+    computed (``stage="estimates"`` progress; :attr:`pages.runs.Run.estimates`)."""
+    return bool((result.uncertainty or {}).get(method, {}).get("intervals_pending"))
+
+
 def show_result(result: AuditResult, method: str, variants=None) -> None:
     show_uncertainty(result, method)
-    show_findings(result, method)
+    if pending_intervals(result, method):
+        st.caption("Findings and their verdicts: with the intervals.")
+    else:
+        show_findings(result, method)
     show_figures(result, method, variants)
     show_table(result, method)
     show_details(result, method)
     show_notes(result, method)
     show_explainers(result, method)
+    if pending_intervals(result, method):
+        return
     st.caption(
         f"{FAMILY_TITLES.get(method, method)} audit of {plain(result.data.get('name'))} "
         f"(sha256 {plain(str(result.data.get('sha256'))[:12])}…) in {result.seconds:.1f} s. "
@@ -624,9 +659,10 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
 
 
 AUTO_RUN_MAX_SECONDS = 5.0
-"""A page that may start its default audit on first open (the PCA page, on data small enough for
-its fits to take a few seconds) does so only when the intervals' bootstrap replicates are expected
-to add less than this (``fairaudit.cost``); otherwise the audit waits for *Run audit*, with the
+"""A page that may start its default audit on first open (the PCA and feature-selection pages)
+does so only when its point estimates are expected within this (``fairaudit.cost``: the fits and
+their measurements; the intervals' replicates follow while the page already shows the numbers,
+and cancelling them keeps the numbers); otherwise the audit waits for *Run audit*, with the
 expected time said."""
 
 
@@ -662,7 +698,8 @@ def method_page(
     slider (it returns the ranks, or None for the family's default sweep). ``leakage_option``
     names the family option that takes the leakage classifier (the CP family has its own)
     instead of the audit-wide setting. ``auto_run``: the page may start its default audit on
-    first open (only for audits that take a few seconds at most).
+    first open (only when its point estimates are expected within :data:`AUTO_RUN_MAX_SECONDS`;
+    the intervals fill in after).
     """
     data, token = current_data(), data_token()
     saved = saved_settings(method)
@@ -722,18 +759,21 @@ def method_page(
             )
         except FairAuditError as exc:
             show_error(exc)
-    intervals = 0.0
+    estimates_seconds = 0.0
     if config is not None:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
         seconds, intervals, expected = expected_text(data.n_rows, data.n_features, config)
+        estimates_seconds = seconds - intervals
         if seconds >= AUTO_RUN_MAX_SECONDS:
-            st.caption(f"Expect {expected} on data this size (two cores); the run goes on if you open other pages, "
-                       "and its progress stays in the sidebar.")
+            first = (f"; the numbers show after about {duration(estimates_seconds)} and their intervals fill in after"
+                     if intervals >= 1 else "")
+            st.caption(f"Expect {expected} on data this size (two cores){first}. The run goes on if you open other "
+                       "pages, and its progress stays in the sidebar.")
     reg = registry()
     running = reg.running_for(method, token)
     first_visit = (method, token) not in st.session_state.setdefault("auto-started", set())
-    # nothing slower than a few seconds starts unasked: the page's own size rule for the fits (measured),
-    # and the intervals' replicates must add less than a few seconds too
-    quick = auto_run and intervals < AUTO_RUN_MAX_SECONDS
+    # nothing starts unasked whose numbers take more than a few seconds to show (the page's own size rule,
+    # and the time model); the intervals follow on the page
+    quick = auto_run and estimates_seconds < AUTO_RUN_MAX_SECONDS
     if config is not None and (submitted or (quick and first_visit and running is None and method not in results_for())):
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
@@ -745,13 +785,14 @@ def method_page(
     if running is not None:
         runs_panel(f"page-{method}", method)
     show_run_messages(method)
-    latest = reg.latest(token).get(method)
+    estimates = reg.estimates_for(method, token)
+    latest = estimates or reg.latest(token).get(method)
     if latest is None:
         if running is None:
             st.info("Press **Run audit** to fit the chosen variants over the ranks.")
         return None
     result, used = latest
-    if running is not None:
+    if running is not None and estimates is None:
         st.caption("Below: the previous result, until the run above finishes.")
     shown_variants = [v for v in variants if used.names(method, v) or (used.variants == "all" and used.wants(method, v))]
     show_result(result, method, shown_variants)

@@ -83,4 +83,5 @@ method_page(
     rank_limit=n,
     options_ui=options,
     ranks_ui=ranks_ui,
+    auto_run=True,  # on first open when its numbers are expected within a few seconds (the time model decides)
 )

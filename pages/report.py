@@ -14,7 +14,7 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.cost import expected_text
 from fairaudit.findings import findings, verdict_rules
-from fairaudit.formatting import level, number
+from fairaudit.formatting import duration, level, number
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
 from fairaudit.uncertainty import default_replicates
 from pages.common import (
@@ -64,15 +64,18 @@ if missing:
             submitted = st.form_submit_button(
                 "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
                 key="report-run-all", type="primary",
-                help="One family after the other, in the background: you can look at other pages meanwhile and cancel it.",
+                help="In the background: every family's numbers first (each shows on its page as soon as it is in), then every "
+                     "family's intervals. You can look at other pages meanwhile and cancel it; cancelling keeps the numbers.",
             )
         try:
             configs = [(method, AuditConfig(methods=(method,), **trust)) for method in to_run]
         except FairAuditError as exc:
             show_error(exc)
         else:
-            _, _, expected = expected_text(data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust))
-            st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks.")
+            seconds, intervals, expected = expected_text(data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust))
+            first = (f"; every family's numbers after about {duration(seconds - intervals)}, then the intervals"
+                     if intervals >= 1 else "")
+            st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks{first}.")
             if submitted:
                 settings = st.session_state.setdefault("settings", {})
                 settings["report"] = dict(trust)
@@ -82,6 +85,13 @@ if missing:
                 st.rerun()
 runs_panel("report")
 show_last_run_messages()
+ready = [m for m in FAMILIES if m not in results and registry().estimates_for(m, data_token()) is not None]
+if ready:  # a run's numbers are in on their pages; the report waits for their intervals and verdicts
+    st.info(
+        f"Numbers ready, intervals running: {', '.join(FAMILY_TITLES.get(m, m) for m in ready)} — each family's page "
+        "shows its point estimates now; the report includes a family when its intervals and verdicts are in.",
+        icon=":material/hourglass_top:",
+    )
 
 if not results:
     st.stop()

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairaudit import FairAuditError
-from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, run_audit
+from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun
 from fairaudit.cost import Expected, expected_parts
 
 log = logging.getLogger("fairaudit.app")
@@ -95,10 +95,16 @@ class Job:
     total: int = 0
     started: float | None = None
     seconds: float | None = None
-    state: str = "waiting"  # waiting, running, done, failed, cancelled, cached
+    state: str = "waiting"  # waiting, running, estimated (numbers in, intervals to come), done, failed, cancelled, cached
     replicates_done: int = 0
     replicates_total: int = 0
     """The bootstrap replicates of the family's intervals (``stage="bootstrap"`` progress), after its fits."""
+    spent: float = 0.0
+    """Seconds the job has run so far, over its stages (a run does every family's fits before any
+    family's intervals, so a job's stages are apart)."""
+    kept_estimates: bool = False
+    """The job stopped during its intervals (cancelled, or an error) and kept its point estimates
+    as the family's result (:meth:`Run._keep_estimates`)."""
     expected: Expected | None = None
     """What the job should take (:func:`fairaudit.cost.expected_parts`): its fits and its replicates."""
     work: Callable[[Callable[[dict], None]], object] | None = field(default=None, repr=False)
@@ -121,13 +127,17 @@ class Job:
         expected time (a family's intervals can take far longer than its fits)."""
         if self.state in ("done", "cached", "failed"):
             return 1.0
-        if self.state != "running":
+        if self.state not in ("running", "estimated"):
             return 0.0
         fits = self.expected.fits if self.expected else 1.0
         replicates = self.expected.bootstrap if self.expected else 0.0
         fitted = 1.0 if self.replicates_total else (self.done / self.total if self.total else 0.0)
         resampled = self.replicates_done / self.replicates_total if self.replicates_total else 0.0
         return (fits * fitted + replicates * resampled) / max(fits + replicates, 1e-9)
+
+    def elapsed(self, now: float) -> float:
+        """Seconds the job has run by ``now``: its finished stages and the current one."""
+        return self.spent + (now - self.started if self.state == "running" and self.started is not None else 0.0)
 
     def counted(self) -> str:
         """Where the job is: “12 of 40 fits” or “7 of 100 bootstrap replicates” (empty before its first fit)."""
@@ -159,6 +169,10 @@ class Run:
     """What each job with its own ``work`` returned, by method."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """``(method, message in the dashboard's words)`` for each family that failed."""
+    estimates: dict[str, AuditResult] = field(default_factory=dict)
+    """Per family whose intervals are being computed, the result of its point estimates
+    (``stage="estimates"`` progress): the family page shows it until the full result lands in
+    :attr:`results`."""
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -210,12 +224,12 @@ class Run:
             if job.state in ("done", "failed") and job.seconds:
                 measured_weight += weight
                 measured_seconds += job.seconds
-            elif job.state == "running" and job.started is not None and share > 0:
-                spent = now - job.started
+            elif job.state in ("running", "estimated") and share > 0:
+                spent = job.elapsed(now)
                 measured_weight += weight * share
                 measured_seconds += spent
                 left += spent / share - spent
-            elif job.state in ("waiting", "running"):  # not started, or nothing finished yet
+            elif job.state in ("waiting", "running", "estimated"):  # not started, or nothing finished yet
                 pending_weight += weight
         if measured_weight == 0:
             return None
@@ -234,24 +248,44 @@ class Run:
 
     def _progress(self, event: dict) -> None:
         job = self._job
-        if event.get("stage") == "bootstrap":
+        if event.get("stage") == "estimates":  # the numbers are in; the intervals' replicates follow
+            if job.audits and event.get("result") is not None and not self._cancel.is_set():
+                self.estimates[job.method] = bind(event["result"], self.data)
+            job.replicates_done, job.replicates_total = 0, int(event.get("total", 0))
+        elif event.get("stage") == "bootstrap":
             job.replicates_done, job.replicates_total = int(event.get("done", 0)), int(event.get("total", 0))
         else:
             job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
-        self.last_event = dict(event)
+        if event.get("stage") != "estimates":
+            self.last_event = dict(event)
         if self._cancel.is_set():
             raise AuditCancelled(f"cancelled by the user after {job.counted()}")
 
     def _execute(self) -> None:
+        """Every family's numbers first, then every family's intervals (:class:`AuditRun`'s two
+        stages): the pages show each family's point estimates as soon as they are measured, not
+        after the families before it have computed their intervals."""
         with EXECUTION_LOCK:
             self.state = "running"
             self.started = time.monotonic()
             try:
+                staged: list[tuple[Job, AuditRun]] = []
                 for job in self.jobs:
                     if self._cancel.is_set():
                         job.state = "cancelled"
                         continue
-                    self._run_job(job)
+                    audit = self._stage(job, self._estimate, job)
+                    if audit is not None and audit.intervals_pending:
+                        job.state = "estimated"
+                        staged.append((job, audit))
+                    elif audit is not None:
+                        self._stage(job, self._finish, job, audit)
+                for job, audit in staged:
+                    if self._cancel.is_set():
+                        job.state = "cancelled"
+                        self._keep_estimates(job, "the intervals were cancelled by the user before they started")
+                        continue
+                    self._stage(job, self._finish, job, audit)
             finally:
                 self.finished = time.monotonic()
                 if self._cancel.is_set():
@@ -261,39 +295,66 @@ class Run:
                 else:
                     self.state = "done"
 
-    def _run_job(self, job: Job) -> None:
+    def _stage(self, job: Job, work, *args):
+        """Run one stage of ``job`` (its fits, or its intervals), its time added to the job's: a
+        failure or a cancel ends the job, in the dashboard's words, keeping any point estimates."""
         self._job = job
-        job.started = time.monotonic()
-        cached = self.store.get(self.data, job.config) if job.audits else None
-        if cached is not None:
-            job.state, job.seconds = "cached", 0.0
-            self.results[job.method] = bind(cached, self.data)
-            return
-        job.state = "running"
+        job.state, job.started = "running", time.monotonic()
         try:
-            if job.work is not None:
-                self.outputs[job.method] = job.work(self._progress)
-                job.state = "done"
-                return
-            result = run_audit(self.data, job.config, progress=self._progress)
+            return work(*args)
         except AuditCancelled:
             job.state = "cancelled"
-            return
+            self._keep_estimates(job, f"the intervals were cancelled by the user after {job.counted()}")
         except FairAuditError as exc:
             job.state = "failed"
             self.errors.append((job.method, exc.render("dashboard")))
-            return
+            self._keep_estimates(job, "the intervals stopped on an error (above)")
         except Exception:  # a bug: the page gets a readable line, the server log the traceback
             log.exception("audit %s of run %s failed", job.method, self.id)
             job.state = "failed"
             self.errors.append((job.method, "the audit stopped on an unexpected error (a bug in fairaudit); "
                                 "the server's log has the details."))
-            return
+            self._keep_estimates(job, "the intervals stopped on an unexpected error (above)")
         finally:
-            job.seconds = time.monotonic() - job.started
+            job.spent += time.monotonic() - job.started
+            job.seconds = job.spent
+        return None
+
+    def _estimate(self, job: Job) -> AuditRun | None:
+        """A job's first stage: its result from the shared cache, its own work (``Job.work``), or
+        the family's fits and point estimates (an :class:`AuditRun` to finish)."""
+        cached = self.store.get(self.data, job.config) if job.audits else None
+        if cached is not None:
+            job.state = "cached"
+            self.results[job.method] = bind(cached, self.data)
+            return None
+        if job.work is not None:
+            self.outputs[job.method] = job.work(self._progress)
+            job.state = "done"
+            return None
+        audit = AuditRun(self.data, job.config, progress=self._progress)
+        audit.estimate()
+        return audit
+
+    def _finish(self, job: Job, audit: AuditRun) -> None:
+        """A job's second stage: the family's intervals, then its result (cached for everyone)."""
+        result = audit.finish()
         self.store.put(self.data, job.config, result)
         self.results[job.method] = bind(result, self.data)
+        self.estimates.pop(job.method, None)
         job.state = "done"
+
+    def _keep_estimates(self, job: Job, why: str) -> None:
+        """A family stopped during its intervals keeps its point estimates as its result (the
+        user's run is never thrown away), saying why it has no intervals; never cached, since
+        they are not what its configuration asks for."""
+        found = self.estimates.pop(job.method, None)
+        if found is None:
+            return
+        summary = {**found.uncertainty.get(job.method, {}), "replicates": 0, "why": why}
+        summary.pop("intervals_pending", None)
+        self.results[job.method] = dataclasses.replace(found, uncertainty={**found.uncertainty, job.method: summary})
+        job.kept_estimates = True
 
 
 # ---------------------------------------------------------------- the session's registry
@@ -304,6 +365,7 @@ class RunRegistry:
         self.store = store
         self.runs: list[Run] = []
         self._seen: set[int] = set()
+        self._estimated: set[tuple[int, str]] = set()
 
     def start(self, label: str, data, data_token: int, configs: Sequence[tuple[str, AuditConfig]]) -> Run:
         return self._start(Run(label=label, data=data, data_token=data_token, jobs=[Job(m, c) for m, c in configs], store=self.store))
@@ -339,6 +401,23 @@ class RunRegistry:
                 if job.method in run.results:
                     found[job.method] = (run.results[job.method], job.config)
         return found
+
+    def estimates_for(self, method: str, data_token: int) -> tuple[AuditResult, AuditConfig] | None:
+        """The point estimates of ``method`` (with their configuration) from the active run on
+        this data whose intervals are being computed, if any (:attr:`Run.estimates`)."""
+        run = self.running_for(method, data_token)
+        found = None if run is None else run.estimates.get(method)
+        if found is None:
+            return None
+        return found, next(job.config for job in run.jobs if job.method == method)
+
+    def newly_estimated(self) -> bool:
+        """Whether any active run's point estimates arrived since the last call (the pages rerun
+        to show them)."""
+        found = {(run.id, method) for run in self.active() for method in run.estimates}
+        new = bool(found - self._estimated)
+        self._estimated |= found
+        return new
 
     def newly_ended(self) -> list[Run]:
         """Runs that ended since the last call (each reported once): the pages rerun to show them."""

@@ -40,13 +40,18 @@ def kept_widget(key: str, default) -> str:
     return key
 
 
-def choose_one(label: str, options: Sequence, *, key: str, default=None, **kwargs):
-    """A kept selectbox; a kept value no longer among ``options`` falls back to ``default`` (or
-    the first option)."""
+def _keep_one(options: Sequence, key: str, default) -> None:
+    """Keep ``key``'s single choice; a kept value no longer among ``options`` falls back to
+    ``default`` (or the first option)."""
     fallback = default if default in options else (options[0] if options else None)
     kept_widget(key, fallback)
     if st.session_state[key] not in options:
         st.session_state[key] = fallback
+
+
+def choose_one(label: str, options: Sequence, *, key: str, default=None, **kwargs):
+    """A kept selectbox (:func:`_keep_one`)."""
+    _keep_one(options, key, default)
     return st.selectbox(label, options, key=key, **kwargs)
 
 
@@ -58,9 +63,6 @@ def choose_many(label: str, options: Sequence, *, key: str, default: Sequence = 
 
 
 def choose_radio(label: str, options: Sequence, *, key: str, default=None, **kwargs):
-    """A kept radio (as :func:`choose_one`)."""
-    fallback = default if default in options else options[0]
-    kept_widget(key, fallback)
-    if st.session_state[key] not in options:
-        st.session_state[key] = fallback
+    """A kept radio (:func:`_keep_one`)."""
+    _keep_one(options, key, default)
     return st.radio(label, options, key=key, **kwargs)

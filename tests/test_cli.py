@@ -99,3 +99,23 @@ def test_parse_ranks():
     assert parse_ranks("1:4") == [1, 2, 3, 4]
     assert parse_ranks("2,4,8") == [2, 4, 8]
     assert parse_ranks("1:9:4") == [1, 5, 9]
+
+
+def test_the_verdict_rules_are_printed_once_per_setting_the_families_used():
+    """A result of families audited apart with different tolerances (the dashboard's pages) prints
+    each setting's rules with its families, not the first family's rules for all."""
+    import io
+
+    from fairaudit.audit import AuditConfig, combine_results, run_audit
+    from fairaudit.cli import _print_findings
+    from fairaudit.findings import findings
+    from fairaudit.samples import load_sample
+
+    data = load_sample("two_groups")
+    pca = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 3), variants="vanilla", bootstrap=10, flag_ratio=1.25))
+    fs = run_audit(data, AuditConfig(methods=("fs",), ranks=(2,), variants="lapscore", bootstrap=10, flag_ratio=1.5, confidence=0.9))
+    result = combine_results([pca, fs])
+    out = io.StringIO()
+    _print_findings(result, findings(result), out)
+    heads = [line for line in out.getvalue().splitlines() if line.startswith("verdict rules")]
+    assert heads == ["verdict rules (pca: tolerance 1.25, confidence 95 %):", "verdict rules (fs: tolerance 1.50, confidence 90 %):"]

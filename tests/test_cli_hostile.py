@@ -147,6 +147,15 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     assert any(line.startswith("fairaudit: pca done: 8 fits in") for line in lines)
     assert any(line.startswith("fairaudit: nmf done:") for line in lines)
     assert "finding (pca, " in out and "fairaudit:" not in out
+    assert not any("point estimates done" in line for line in lines)  # no intervals here (the tests' default cap)
+    code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--methods", "pca", "--bootstrap", "10"])
+    lines = capsys.readouterr().err.splitlines()
+    said = [line for line in lines if "point estimates done" in line]
+    assert code == 0 and len(said) == 1
+    assert said[0].startswith("fairaudit: pca: 8 fits and their point estimates done in") and said[0].endswith("10 bootstrap replicates for the intervals follow")
+    assert lines.index(said[0]) < min(i for i, line in enumerate(lines) if "bootstrap replicate 1/10" in line)
+    assert any(line.startswith("fairaudit: pca intervals done: 10 bootstrap replicates in") for line in lines)
+    assert not any(" done: 8 fits in" in line for line in lines)  # the family is done with its intervals, not its fits
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""
@@ -228,3 +237,4 @@ def test_the_time_model_follows_its_measurements():
     assert seconds("pca", 50, 5000) < 15  # wide data: the row space (measured 2.9–3.3 s)
     assert seconds("pca", 1000, 1000) > 150  # measured 166–206 s
     assert duration(45) == "45 seconds" and duration(600) == "10 minutes" and duration(7 * 3600) == "7 hours"
+    assert duration(0.8) == duration(1.4) == "a second" and duration(1.6) == "2 seconds"

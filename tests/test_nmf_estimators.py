@@ -362,3 +362,42 @@ def test_nmf_passes_scikit_learns_estimator_checks():
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert not failed
 
+
+
+def test_a_multiplicative_step_leaves_zero_entries_at_zero():
+    """A feature every part leaves out (a zero column of H) has denominator 0 and a positive
+    numerator: the step must leave it at 0, not compute 0 · (x / 0) = NaN (flooring the denominator
+    at the smallest float overflowed to inf, and 0 · inf is NaN just the same)."""
+    from fairaudit.nmf._core import multiplicative_step
+    from fairaudit.nmf.fair import mu_update_H
+
+    rng = np.random.default_rng(0)
+    W, X = rng.uniform(size=(30, 2)), rng.uniform(1, 5, size=(30, 4))
+    H = rng.uniform(size=(2, 4))
+    H[:, 2] = 0.0
+    expected = H * (W.T @ X) / (W.T @ W @ H)
+    mu_update_H(H, [W.T @ X], [W.T @ W], np.array([1.0]))
+    assert np.isfinite(H).all() and (H[:, 2] == 0).all()
+    np.testing.assert_array_equal(H[:, [0, 1, 3]], expected[:, [0, 1, 3]])  # the same arithmetic elsewhere
+    factor = np.array([0.0, 2.0])
+    multiplicative_step(factor, np.array([5.0, 3.0]), np.array([0.0, 1.5]))
+    np.testing.assert_array_equal(factor, [0.0, 4.0])
+
+
+def test_fairer_nmf_on_one_hot_census_data_stays_finite():
+    """A 2,000-row extract of the one-hot Adult data (../shared): Fairer-NMF's multiplicative updates
+    turned every factor NaN at every rank (the audit recorded NaN relative losses without a word)."""
+    import pandas as pd
+
+    from fairaudit import prepare, read_table
+    from fairaudit.nmf.audit import nmf_input
+    from tests.conftest import shared_file
+
+    frame = pd.read_csv(shared_file("adult/Adult_Income_Data.csv")).sample(2000, random_state=1)
+    data = prepare(read_table(frame.to_csv(index=False).encode(), name="adult_2000.csv"), sensitive="V10")
+    prepared = nmf_input(data)
+    for rank in (1, 4):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # 300 iterations: enough to break down, not to converge
+            fair = FairerNMF(rank, random_state=0, max_iter=300).fit(prepared.X, sensitive_features=prepared.sensitive_features)
+        assert np.isfinite(fair.W_).all() and np.isfinite(fair.components_).all() and np.isfinite(fair.group_losses_).all()

@@ -13,7 +13,9 @@ import pytest
 
 from fairaudit import AuditData, uncertainty
 from fairaudit.audit import (
+    LEAKAGE_METRICS,
     RECORD_COLUMNS,
+    RECORD_KEY,
     AuditCancelled,
     AuditConfig,
     AuditResult,
@@ -148,6 +150,38 @@ def test_progress_reports_bootstrap_replicates(pca_result):
     assert {"method", "variant", "rank", "done", "total", "seconds", "stage"} <= set(last)
 
 
+def test_the_point_estimates_are_handed_over_before_the_replicates(pca_result):
+    """One ``stage="estimates"`` event per family, after its fits and before its first replicate,
+    carrying every point value of the final result (no interval yet, and it says they are pending)."""
+    result, events = pca_result
+    stages = [e["stage"] for e in events]
+    assert stages.count("estimates") == 1 and stages.index("estimates") == stages.index("bootstrap") - 1
+    event = events[stages.index("estimates")]
+    assert event["total"] == 20 and {"method", "variant", "rank", "done", "total", "seconds"} <= set(event)
+    early = event["result"]
+    summary = early.uncertainty["pca"]
+    assert summary["intervals_pending"] and summary["replicates"] == 20 and summary["rows"] == result.uncertainty["pca"]["rows"]
+    final = result.records.set_index(RECORD_KEY)
+    points = early.records.set_index(RECORD_KEY)
+    assert set(points.index) <= set(final.index)
+    measured = points.index[~points.index.get_level_values("metric").isin(["seconds", "iterations"])]
+    np.testing.assert_array_equal(points.loc[measured, "value"], final.loc[measured, "value"])
+    # no bootstrap interval yet; only the rows that carry their own (the leakage test's) have one, final already
+    bootstrapped = final.loc[points.index].ci_low.notna() & points.ci_low.isna()
+    losses = (points.index.get_level_values("metric") == "loss") & (points.index.get_level_values("variant") == "vanilla")
+    assert bootstrapped[losses].all()
+    own = points.ci_low.notna()
+    assert own.any() and all(m.removeprefix("heldout_") in LEAKAGE_METRICS for m in points[own].index.get_level_values("metric"))
+    np.testing.assert_array_equal(points[own].ci_low, final.loc[points[own].index].ci_low)
+    assert not early.models and early.data == result.data
+
+
+def test_no_estimates_event_without_intervals():
+    events = []
+    run_audit(load_sample("two_groups"), AuditConfig(ranks=(1,), variants="vanilla", bootstrap=0), progress=events.append)
+    assert "estimates" not in {e["stage"] for e in events}
+
+
 def test_a_callback_that_raises_cancels_the_run_during_the_bootstrap():
     def cancel(event):
         if event["stage"] == "bootstrap" and event["done"] == 3:
@@ -265,3 +299,23 @@ def test_bootstrap_intervals_cover_the_population_loss():
     assert (found["coverage"]["percentile"] >= 25 / 30).all(), found
     ratio = found["width"] / found["spread"]
     assert ((2.5 < ratio) & (ratio < 6.0)).all(), ratio  # 3.92 for a normal 95 % interval
+
+
+def test_every_familys_numbers_come_before_any_familys_intervals():
+    """Two families in one audit: both families' fits and point estimates, then both families'
+    replicates (a viewer has every number before the first interval starts); the result is the same
+    as auditing each family on its own."""
+    events = []
+    data = load_sample("two_groups")
+    config = AuditConfig(methods=("pca", "fs"), ranks=(1, 2), variants=("vanilla", "lapscore"), bootstrap=10)
+    together = run_audit(data, config, progress=events.append)
+    order = [(e["method"], e["stage"]) for e in events]
+    first_replicate = order.index(("pca", "bootstrap"))
+    assert order.index(("pca", "estimates")) < order.index(("fs", "estimates")) < first_replicate
+    assert all(stage != "fit" for _, stage in order[first_replicate:])
+    for method in ("pca", "fs"):
+        alone = run_audit(data, AuditConfig(methods=(method,), ranks=(1, 2), variants=("vanilla",) if method == "pca" else ("lapscore",),
+                                            bootstrap=10)).records
+        mine = together.records[together.records.method == method].reset_index(drop=True)
+        facts = alone.metric.isin(["seconds", "estimate_seconds"])
+        np.testing.assert_array_equal(mine[~facts.to_numpy()][["value", "ci_low", "ci_high"]], alone[~facts][["value", "ci_low", "ci_high"]])

@@ -195,3 +195,27 @@ def test_yours_gets_intervals_and_findings_like_any_variant(tmp_path):
     assert len(mine) == 1 and mine[0].verdict == "gap" and mine[0].text.startswith("Your representation leaves a gap at rank 3")
     assert html.escape(mine[0].text) in render_html(result)
     assert any(f["variant"] == YOURS and f["verdict"] == "gap" for f in json.loads(result.to_json())["findings"])
+
+
+def test_an_nmf_dictionary_gets_intervals_and_verdicts_like_the_familys_variants(tmp_path):
+    """Our own standard NMF's H brought back as 'yours': bootstrapped (E_ℓ and each row's NNLS W
+    redone on every resample), its relative losses with intervals, and a finding with a verdict —
+    not the 'no verdict' it had when only the point values were measured."""
+    from fairaudit.findings import findings
+    from fairaudit.samples import load_sample
+
+    sample = load_sample("two_groups")
+    positive = AuditData.from_arrays(np.abs(sample.X_raw), sample.sensitive_features, feature_names=sample.feature_names)
+    config = AuditConfig(methods=("nmf",), ranks=(3,), variants=("vanilla",), bootstrap=10, keep_models=True,
+                         options={"nmf": {"n_estimates": 2}})
+    audited = run_audit(positive, config)
+    H = audited.models[("nmf", "vanilla", 3)].components_
+    yours = audit_components(positive, read_components(_write(tmp_path, H, positive), positive), config)
+    assert yours.uncertainty["nmf"]["replicates"] == 10
+    losses = yours.records.query("metric == 'rel_loss'")
+    assert len(losses) == 2 and losses.ci_low.notna().all() and (losses.ci_low <= losses.ci_high).all()
+    assert yours.records.query("metric == 'rel_loss_gap'").ci_low.notna().all()
+    both = attach(audited, yours)
+    mine = [f for f in findings(both)["nmf"] if f.variant == YOURS]
+    assert mine and all(f.verdict in ("gap", "no_evidence", "mitigated", "worse") for f in mine), [(f.verdict, f.text) for f in mine]
+    assert both.uncertainty["nmf"][YOURS]["replicates"] == 10

@@ -406,23 +406,28 @@ def _reduce(tasks: list, plan: PartitionPlan, client, say=None) -> PartitionSumm
         from dask import delayed
 
         merge = delayed(merge_summaries, pure=True)
-        while len(tasks) > 1:
-            tasks = [merge(tasks[i], tasks[i + 1], plan.sample_rows) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
-        return _compute(tasks[0], None)
+        return _compute(_pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows)), None)
     from distributed import as_completed
 
-    level = client.compute(tasks)
-    watcher, total = as_completed(level, loop=client.loop), len(level)
-    while len(level) > 1:
-        level = [client.submit(merge_summaries, level[i], level[i + 1], plan.sample_rows) if i + 1 < len(level) else level[i]
-                 for i in range(0, len(level), 2)]
+    parts = client.compute(tasks)
+    watcher, total = as_completed(parts, loop=client.loop), len(parts)
+    whole = _pairwise_tree(parts, lambda a, b: client.submit(merge_summaries, a, b, plan.sample_rows))
     started = last = time.perf_counter()
     for done, _ in enumerate(watcher, 1):
         now = time.perf_counter()
         if say is not None and now - last >= PROGRESS_SECONDS and done < total:
             say(f"{done:,} of {total:,} partitions read ({now - started:.0f} s)")
             last = now
-    return level[0].result()
+    return whole.result()
+
+
+def _pairwise_tree(items: list, combine):
+    """``items`` reduced pairwise, level by level, by ``combine(a, b)`` (a delayed merge, or one
+    submitted to the cluster): a fixed tree, so the rounding is the same whatever order the
+    workers finish in, and each input can be freed once merged."""
+    while len(items) > 1:
+        items = [combine(items[i], items[i + 1]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
+    return items[0]
 
 
 # ============================================================================ after the pass
@@ -709,11 +714,9 @@ class DaskEngine(LocalEngine):
         tasks = [part(X[s : s + CHUNK_ROWS], groups.codes[s : s + CHUNK_ROWS], n_groups=groups.n_groups, labels=groups.labels,
                       weights=None if weights is None else weights[s : s + CHUNK_ROWS])
                  for s in range(0, X.shape[0], CHUNK_ROWS)]
-        merge = delayed(GroupMoments.merge, pure=True)
-        while len(tasks) > 1:
-            tasks = [merge(tasks[i], tasks[i + 1]) if i + 1 < len(tasks) else tasks[i] for i in range(0, len(tasks), 2)]
+        whole = _pairwise_tree(tasks, delayed(GroupMoments.merge, pure=True))
         with _scheduler(self.scheduler) as (client, _):
-            return _compute(tasks[0], client)
+            return _compute(whole, client)
 
 
 # ============================================================================ clusters

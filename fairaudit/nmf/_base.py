@@ -87,6 +87,11 @@ class NMFBase(TransformerMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ results
     def _set_factors(self, X: np.ndarray, W: np.ndarray, H: np.ndarray) -> None:
+        if not (np.isfinite(W).all() and np.isfinite(H).all()):  # never a NaN number in an audit, silently
+            raise FairAuditError(
+                f"{type(self).__name__} at rank {H.shape[0]} broke down numerically (its factors hold NaN or infinite "
+                "values): a bug in fairaudit, please report it with the data's shape; meanwhile leave this variant out."
+            )
         self.W_ = W
         self.components_ = H
         self.n_components_ = H.shape[0]

@@ -23,9 +23,23 @@ from ..validation import check_rank
 from ..vocabulary import term
 
 TINY = np.finfo(float).tiny
-"""Floor for multiplicative-update denominators. A denominator is 0 only where the matching
-numerator is 0 too (a zero row of ``H`` or column of ``W``), so the floor never changes a
-Lee–Seung step; it only turns 0/0 into 0."""
+"""The smallest positive normal float (a floor where a mean or a norm must not be 0)."""
+
+
+def multiplicative_step(factor: np.ndarray, numerator: np.ndarray, denominator: np.ndarray) -> None:
+    """``factor ← factor ⊙ numerator / denominator`` in place (a Lee–Seung step), entries at 0 left
+    at 0 — as the step itself leaves them. Their denominator can be 0 while their numerator is not:
+    a feature that every part of ``H`` leaves out (a zero column of ``H``; a rare one-hot category
+    drives it there) or a row that ``W`` leaves out, and ``0 · (x / 0)`` is NaN — flooring the
+    denominator at :data:`TINY` made ``x / TINY`` overflow to inf and ``0 · inf`` NaN just the
+    same, which turned every later iterate NaN (Fairer-NMF on a 2,000-row extract of the one-hot
+    Adult data, every rank). Where ``factor > 0`` the denominator is positive and the step is the
+    same arithmetic as before. Entries the step leaves below the smallest normal float become 0
+    (:func:`flush_subnormal`). ``denominator`` is overwritten (with the ratio)."""
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        np.divide(numerator, denominator, out=denominator)
+    np.multiply(factor, denominator, out=factor, where=factor > 0)
+    flush_subnormal(factor)
 
 BLAS_THREADS: int | None = 1
 """BLAS threads while the NMF family fits (``None``: leave BLAS alone). Its products are thin
@@ -172,10 +186,7 @@ def mu_update_W(X: np.ndarray, W: np.ndarray, H: np.ndarray, work: np.ndarray | 
     HHt = H @ H.T
     np.matmul(X, H.T, out=XHt)
     np.matmul(W, HHt, out=ratio)
-    np.maximum(ratio, TINY, out=ratio)
-    np.divide(XHt, ratio, out=ratio)
-    W *= ratio
-    flush_subnormal(W)
+    multiplicative_step(W, XHt, ratio)
     return XHt, HHt
 
 

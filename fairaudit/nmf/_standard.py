@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.decomposition import non_negative_factorization
 from sklearn.exceptions import ConvergenceWarning
 
-from ._core import NEAR_EXACT, TINY, StoppingRule, flush_subnormal, mu_update_W
+from ._core import NEAR_EXACT, StoppingRule, mu_update_W, multiplicative_step
 
 SOLVERS = ("mu", "cd")
 STANDARD_MAX_ITER = 20000
@@ -72,8 +72,7 @@ def solve_standard(
         mu_update_W(X, W, H, work)  # §3.2: W ← W ⊙ XHᵀ / (WHHᵀ)
         WtX = W.T @ X
         WtW = W.T @ W
-        H *= WtX / np.maximum(WtW @ H, TINY)  # §3.2: H ← H ⊙ WᵀX / (WᵀWH)
-        flush_subnormal(H)
+        multiplicative_step(H, WtX, WtW @ H)  # §3.2: H ← H ⊙ WᵀX / (WᵀWH)
         squared = squared_norm - 2.0 * float(np.vdot(H, WtX)) + float(np.vdot(WtW, H @ H.T))
         error = np.sqrt(max(squared, 0.0)) if squared > NEAR_EXACT * squared_norm else float(np.linalg.norm(X - W @ H))
         history.append(error / norm)

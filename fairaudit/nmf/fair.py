@@ -17,14 +17,13 @@ from ._base import NMFBase
 from ._core import (
     CHECK_EVERY,
     NEAR_EXACT,
-    TINY,
     GroupedData,
     StoppingRule,
     blas_threads,
     check_custom_factors,
-    flush_subnormal,
     group_errors,
     mu_update_W,
+    multiplicative_step,
     random_factors,
 )
 from ._standard import STANDARD_MAX_ITER, solve_standard
@@ -350,9 +349,7 @@ def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: 
     for w, p, g in zip(a[1:], WtX[1:], WtW[1:], strict=True):
         numerator += w * p
         gram += w * g
-    denominator = gram @ H
-    H *= numerator / np.maximum(denominator, TINY)
-    flush_subnormal(H)
+    multiplicative_step(H, numerator, gram @ H)
 
 
 def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:

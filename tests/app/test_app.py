@@ -9,6 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from fairaudit.samples import sample_bytes
+from tests.app.test_runs import GatedAudit
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
@@ -49,7 +50,19 @@ def test_pca_page_runs_its_quick_default_audit_on_first_open():
     assert len(at.get("plotly_chart")) >= 5
 
 
-@pytest.mark.parametrize("page", ["pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py"])
+def test_feature_selection_page_runs_its_quick_default_audit_on_first_open():
+    """Its numbers take about a second on the default sample (``fairaudit.cost``), so the page
+    starts its default audit unasked, as the PCA page does."""
+    at = app().run()
+    at.switch_page("pages/feature_selection.py").run()
+    assert not at.exception
+    wait_for_runs(at)
+    at.run()
+    assert [run.methods for run in at.session_state["runs"].runs] == [("fs",)]
+    assert any("FUFS" in text for text in finding_texts(at))
+
+
+@pytest.mark.parametrize("page", ["pages/nmf.py", "pages/tensor.py"])
 def test_slower_families_wait_for_the_run_button(page):
     at = app().run()
     at.switch_page(page).run()
@@ -177,20 +190,78 @@ def test_a_run_survives_switching_pages_and_lands_on_its_page_and_the_report(mon
     assert not any("Not audited yet" in info.value and "NMF" in info.value for info in at.info)
 
 
-def test_cancel_stops_a_run_and_keeps_nothing(monkeypatch):
+def gated(monkeypatch, gate_before_estimates: bool = False) -> GatedAudit:
+    """The dashboard's audits under the test's control (:class:`GatedAudit`), and a result cache of
+    this test's own (the shared one may hold the same audit from another test)."""
     import pages.common
+    import pages.runs
 
-    monkeypatch.setattr(pages.common, "QUICK_WAIT_SECONDS", 0.0)
+    fake = GatedAudit(gate_before_estimates)
+    monkeypatch.setattr(pages.runs, "AuditRun", fake)
+    store = pages.runs.ResultStore()
+    monkeypatch.setattr(pages.common, "result_store", lambda: store)
+    return fake
+
+
+def test_cancel_stops_a_run_and_keeps_nothing(monkeypatch):
+    """Cancelled during its fits, before any number is in: nothing is kept, and the page says so."""
+    fake = gated(monkeypatch, gate_before_estimates=True)
     at = app().run()
-    at.switch_page("pages/feature_selection.py").run()
-    at.button(key="FormSubmitter:fs-settings-Run audit").click().run()
+    at.switch_page("pages/nmf.py").run()
+    at.button(key="FormSubmitter:nmf-settings-Run audit").click().run()
     run = at.session_state["runs"].runs[0]
+    assert fake.fitted.wait(60)
     run.cancel()
+    fake.gate.set()
     assert run.wait(60)
-    assert run.state == "cancelled" and "fs" not in run.results
-    at.switch_page("pages/feature_selection.py").run()
+    assert run.state == "cancelled" and "nmf" not in run.results
+    at.switch_page("pages/nmf.py").run()
     assert not at.exception
-    assert any("cancelled" in w.value for w in at.warning)
+    assert any("cancelled" in w.value and "nothing from it was kept" in w.value for w in at.warning)
+
+
+def test_the_page_shows_the_point_estimates_while_the_intervals_run(monkeypatch):
+    """The numbers show as soon as they are measured, marked as point estimates, with no verdict;
+    the findings and their verdicts come with the intervals."""
+    fake = gated(monkeypatch)
+    at = app().run()
+    at.switch_page("pages/pca.py").run()  # its quick default audit starts; the intervals wait for the gate
+    assert fake.handed_over.wait(60)
+    at.run()
+    assert not at.exception
+    assert any("Point estimates" in i.value and "being computed" in i.value for i in at.info)
+    assert not finding_texts(at) and any("with the intervals" in c.value for c in at.caption)
+    assert len(at.get("plotly_chart")) >= 3 and at.dataframe
+    at.switch_page("pages/report.py").run()  # the report waits for the intervals, and says where the numbers are
+    assert not at.exception
+    assert any(i.value.startswith("Numbers ready, intervals running: PCA") for i in at.info)
+    fake.gate.set()
+    wait_for_runs(at)
+    at.switch_page("pages/pca.py").run()
+    assert not any("Point estimates" in i.value for i in at.info)
+    assert any("vanilla PCA" in text for text in finding_texts(at))
+    assert any("10 stratified bootstrap replicates" in c.value for c in at.caption)
+
+
+def test_cancelling_the_intervals_keeps_the_numbers(monkeypatch):
+    fake = gated(monkeypatch)
+    at = app().run()
+    at.switch_page("pages/pca.py").run()
+    assert fake.handed_over.wait(60)
+    at.session_state["runs"].runs[0].cancel()
+    wait_for_runs(at)
+    at.run()
+    assert not at.exception
+    assert any("intervals were cancelled" in w.value and "point estimates are kept" in w.value for w in at.warning)
+    assert any("No intervals: the intervals were cancelled by the user after" in i.value for i in at.info)
+    found = finding_texts(at)
+    assert found and all(":gray-badge[" in text for text in found if "reconstruction loss" in text)  # no verdict without intervals
+    assert any("No verdict: the intervals were not computed (the intervals were cancelled by the user after" in unescaped(text)
+               for text in found)  # why, in the finding itself (not "Bootstrap replicates → 0")
+    at.switch_page("pages/report.py").run()
+    assert not at.exception
+    assert any("PCA during its intervals" in w.value and "point estimates are kept" in w.value for w in at.warning)
+    assert len(at.get("download_button")) == 4  # the numbers can be exported, their missing intervals said
 
 
 # ---------------------------------------------------------------- safe by default

@@ -110,3 +110,138 @@ def test_notes_that_name_lines_are_never_another_sessions():
         assert run.wait(120) and run.state == "done", run.errors
         notes[name] = " ".join(run.results["nmf"].warnings)
     assert "line 7" in notes["plain.csv"] and "line 8" in notes["preamble.csv"]
+
+
+# ---------------------------------------------------------------- point estimates before intervals
+class GatedAudit:
+    """:class:`fairaudit.audit.AuditRun` as the dashboard sees it, under the test's control: its
+    first stage hands over the real point-estimate result of a PCA audit (``stage="estimates"``),
+    its second reports a replicate every 50 ms until the test opens the gate, so a cancel stops it
+    there. Called as ``AuditRun(data, config, progress=…)`` is."""
+
+    def __init__(self, gate_before_estimates: bool = False):
+        import threading
+
+        from fairaudit.audit import run_audit
+
+        events = []
+        config = AuditConfig(ranks=(1, 2), variants="vanilla", bootstrap=10)
+        self.final = run_audit(tiny(), config, progress=events.append)
+        self.estimates = next(e for e in events if e["stage"] == "estimates")
+        self.gate = threading.Event()
+        self.handed_over = threading.Event()
+        self.fitted = threading.Event()
+        self.gate_before_estimates = gate_before_estimates
+
+    def __call__(self, data, config, progress=None):
+        return _GatedRun(self, progress)
+
+
+class _GatedRun:
+    intervals_pending = True
+
+    def __init__(self, fake: GatedAudit, progress):
+        self.fake, self.progress = fake, progress
+
+    def estimate(self) -> None:
+        fake = self.fake
+        self.progress({"method": "pca", "variant": "vanilla", "rank": 2, "done": 2, "total": 2, "seconds": 0.01, "stage": "fit"})
+        fake.fitted.set()
+        if fake.gate_before_estimates:
+            assert fake.gate.wait(60)
+        self.progress(fake.estimates)
+        fake.handed_over.set()
+
+    def finish(self):
+        done = 0
+        while not self.fake.gate.wait(0.05):
+            done = min(done + 1, 9)
+            self.progress({"method": "pca", "variant": "", "rank": None, "done": done, "total": 10, "seconds": 0.1, "stage": "bootstrap"})
+        return self.fake.final
+
+
+def gated_run(monkeypatch, gate_before_estimates: bool = False):
+    import pages.runs
+
+    fake = GatedAudit(gate_before_estimates)
+    monkeypatch.setattr(pages.runs, "AuditRun", fake)
+    registry = RunRegistry(ResultStore())
+    run = registry.start("PCA", tiny(), 1, [("pca", AuditConfig(ranks=(1, 2), variants="vanilla", bootstrap=10))])
+    assert (fake.fitted if gate_before_estimates else fake.handed_over).wait(60)
+    return fake, registry, run
+
+
+def test_the_point_estimates_show_while_the_intervals_run_then_the_full_result(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    early, config = registry.estimates_for("pca", 1)
+    assert early.uncertainty["pca"]["intervals_pending"] and config.bootstrap == 10
+    assert early.data["name"] == "t.csv"  # bound to this session's data
+    assert registry.newly_estimated() and not registry.newly_estimated()  # the page reruns once for them
+    assert registry.latest(1) == {} and registry.estimates_for("pca", 2) is None  # not a result yet; other data: nothing
+    fake.gate.set()
+    assert run.wait(60) and run.state == "done"
+    assert registry.estimates_for("pca", 1) is None and not run.estimates
+    assert registry.latest(1)["pca"][0].records.equals(fake.final.records)
+
+
+def test_cancelling_the_intervals_keeps_the_point_estimates_and_says_why(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    run.cancel()
+    assert run.wait(60) and run.state == "cancelled"
+    job = run.jobs[0]
+    assert job.state == "cancelled" and job.kept_estimates
+    kept = registry.latest(1)["pca"][0]
+    summary = kept.uncertainty["pca"]
+    assert summary["replicates"] == 0 and "intervals_pending" not in summary
+    assert summary["why"].startswith("the intervals were cancelled by the user after") and "bootstrap replicates" in summary["why"]
+    assert kept.records.equals(fake.estimates["result"].records)
+    assert run.store.get(run.data, job.config) is None  # not what the configuration asks for: never cached
+
+
+def test_a_cancel_before_the_estimates_keeps_nothing(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch, gate_before_estimates=True)
+    run.cancel()  # during the fits: the estimates that arrive after it are not kept
+    fake.gate.set()
+    assert run.wait(60) and run.state == "cancelled"
+    assert not run.jobs[0].kept_estimates and registry.latest(1) == {} and not run.estimates
+
+
+def test_a_run_of_several_families_shows_every_familys_numbers_before_any_intervals(monkeypatch):
+    import pages.runs
+    from fairaudit.audit import AuditRun
+
+    calls = []
+
+    class Spy(AuditRun):
+        def estimate(self):
+            calls.append(("numbers", self.config.methods[0]))
+            super().estimate()
+
+        def finish(self):
+            calls.append(("intervals", self.config.methods[0]))
+            return super().finish()
+
+    monkeypatch.setattr(pages.runs, "AuditRun", Spy)
+    registry = RunRegistry(ResultStore())
+    config = {"ranks": (1, 2), "bootstrap": 10}
+    run = registry.start("two", tiny(), 1, [("pca", AuditConfig(methods=("pca",), variants="vanilla", **config)),
+                                            ("fs", AuditConfig(methods=("fs",), variants="lapscore", **config))])
+    assert run.wait(120) and run.state == "done", run.errors
+    assert calls == [("numbers", "pca"), ("numbers", "fs"), ("intervals", "pca"), ("intervals", "fs")]
+    assert all(job.state == "done" and job.seconds > 0 for job in run.jobs)
+    assert set(run.results) == {"pca", "fs"} and not run.estimates
+
+
+def test_the_progress_line_names_the_stage_and_the_running_familys_place():
+    from pages.common import run_status
+
+    run = Run(label="Default audit of every family", data=None, data_token=1, store=ResultStore(),
+              jobs=[Job("pca", AuditConfig(bootstrap=10)), Job("nmf", AuditConfig(bootstrap=10))])
+    pca, nmf = run.jobs
+    run.state, run.started = "running", 0.0
+    pca.state, pca.replicates_total = "estimated", 10  # its numbers are in; NMF's fits run
+    nmf.state = "running"
+    assert "numbers of family 2 of 2 \\(NMF\\)" in run_status(run)[1]  # Markdown-escaped
+    nmf.state, nmf.replicates_total = "estimated", 10
+    pca.state = "running"  # the intervals, in the same order
+    assert "intervals of family 1 of 2 \\(PCA\\)" in run_status(run)[1]

@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from fairaudit.formatting import number
 from fairaudit.uncertainty import DEFAULT_CAP_VARIABLE
 from fairaudit.vocabulary import OPTIONS
-from tests.app.test_app import finding_texts, unescaped, wait_for_runs
+from tests.app.test_app import finding_texts, gated, unescaped, wait_for_runs
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 REPLICATES = 20
@@ -193,17 +193,21 @@ def test_the_run_of_every_family_takes_the_reports_settings(monkeypatch):
     assert at.number_input(key="nmf-confidence").value == 90.0 and at.checkbox(key="nmf-heldout").value is True
 
 
-def test_intervals_that_would_take_long_wait_for_the_run_button(monkeypatch):
-    """With the library's real defaults (100 PCA replicates), the PCA page does not start its audit
-    unasked; it says how long the run would take and how much of it is the intervals."""
+def test_the_page_says_when_the_numbers_show_and_when_their_intervals_do(monkeypatch):
+    """With the library's real defaults (100 PCA replicates), the PCA page still starts its audit on
+    first open — its numbers take about a second, the intervals fill in after — and says how long
+    the run takes, how much of it is the intervals, and when the numbers show."""
     monkeypatch.delenv(DEFAULT_CAP_VARIABLE, raising=False)
+    fake = gated(monkeypatch)  # the run is the test's to release
     at = app()
     at.switch_page("pages/pca.py").run()
     assert not at.exception
-    assert not at.session_state["runs"].runs
     assert at.number_input(key="pca-bootstrap").placeholder == "100 (default)"
-    assert any("Expect roughly" in c.value and "100 bootstrap replicates" in c.value for c in at.caption)
-    assert any("Run audit" in i.value for i in at.info)
+    assert any("Expect roughly" in c.value and "100 bootstrap replicates" in c.value and "the numbers show after about" in c.value
+               for c in at.caption)
+    assert [run.methods for run in at.session_state["runs"].runs] == [("pca",)]
+    fake.gate.set()
+    wait_for_runs(at)
 
 
 @pytest.mark.parametrize("page", ["pages/nmf.py", "pages/feature_selection.py", "pages/tensor.py"])
