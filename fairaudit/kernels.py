@@ -1,5 +1,7 @@
 """RBF kernels in cache-sized row blocks, shared by the CP penalties and metrics and the
-feature-selection similarity graph.
+feature-selection similarity graph; and the distinct rows of a matrix with their counts, which
+let a kernel sum over repeated rows (a bootstrap resample repeats about a third of its rows) be
+computed on the distinct ones (:func:`distinct_rows`).
 
 ``exp(−γ‖x − y‖²)`` between the rows of ``X`` and ``Y``: the exponent comes from one matrix
 product of the rows augmented by their squared norms, ``[2γx, −γ‖x‖², −1] · [y, 1, γ‖y‖²]ᵀ =
@@ -60,3 +62,20 @@ def rbf_row_blocks(X: np.ndarray, Y: np.ndarray, gamma: float, *, sq_x=None, sq_
         np.minimum(block, 0.0, out=block)
         np.exp(block, out=block)
         yield rows, block
+
+
+def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, counts, inverse)``: the distinct rows of ``X`` in the order they first occur, how
+    often each occurs, and for every row of ``X`` the index of its distinct row
+    (``rows[inverse] == X``).
+
+    A kernel sum over the rows of ``X`` — ``Σ_ab f(K_ab)`` with ``K_ab`` a function of rows ``a``
+    and ``b`` only — equals the sum over distinct rows weighted by ``counts_u · counts_v``: a
+    bootstrap resample of ``n`` rows holds about ``0.632 n`` distinct ones, so its ``n × n`` kernels
+    shrink to ``0.4`` of their cells."""
+    X = np.ascontiguousarray(X)
+    _, first, inverse, counts = np.unique(X, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    return X[first[order]], counts[order], position[inverse.ravel()]

@@ -54,10 +54,10 @@ BOOTSTRAP_REASONS: dict[str, str] = {
     "default sample on two cores, most of it JEVD-PCA's column selection and Fair PCA's dual): 100 replicates, "
     "steady 95 % intervals",
     "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
-    "(2.2 s on the default sample on two cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.27 s on the default "
+    "(1.6 s on the default sample on two cores): 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.10 s on the default "
     "sample on two cores): 50 replicates",
-    "cpd": "a CP replicate refits every method at every rank (1.0 s on the default sample on two cores; the "
+    "cpd": "a CP replicate refits every method at every rank (0.7 s on the default sample on two cores; the "
     "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
 }
 """Why each family's default is what it is (stated in every report and by the CLI)."""
@@ -74,18 +74,22 @@ can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN 
 
 REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
     "pca": ((600, 10, 0.10), (4165, 12, 0.10), (30000, 22, 0.13)),
-    "nmf": ((600, 10, 2.15), (4165, 12, 2.4), (30000, 22, 14.3)),
-    "fs": ((600, 10, 0.27), (4165, 12, 0.91), (30000, 22, 10.9)),
-    "cpd": ((600, 10, 0.98), (4165, 12, 5.2), (30000, 22, 3.03)),
+    "nmf": ((600, 10, 1.62), (4165, 12, 2.0), (30000, 22, 13.3)),
+    "fs": ((600, 10, 0.10), (4165, 12, 0.70), (30000, 22, 8.75)),
+    "cpd": ((600, 10, 0.70), (4165, 12, 5.2), (30000, 22, 3.03)),
 }
 """Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
 ranks, default variants) on two cores: the default sample (600 × 10) and the credit file
-(30,000 × 22) with ``benchmarks/bench_uncertainty.py`` (2026-11-22, load average 0.1–0.4; the
-credit figures from 3 replicates each), and the 4,165 × 12 credit table of
-``benchmarks/bench_all_families.py`` (load 1.1–1.4). The earlier table (load 5–8, before issue
-13's second pass) was 2–4× these. CP's 30,000-row replicate is cheaper than its 4,165-row one:
-above ``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds`
-predicts other sizes from them."""
+(30,000 × 22) with ``benchmarks/bench_uncertainty.py``, and the 4,165 × 12 credit table of
+``benchmarks/bench_all_families.py``. Re-measured 2026-11-22 after issue 13's replicate pass for
+the families it changed (load average 1.1–1.6; the credit file from 3 replicates each; the
+4,165-row table from two runs alternated with main's): NMF 2.15 → 1.62 / 2.4 → 2.0 / 14.3 → 13.3 s,
+feature selection 0.27 → 0.10 / 0.91 → 0.70 / 10.9 → 8.75 s, CP's default sample 0.98 → 0.70 s
+(one worker thread below 2,000 entities). PCA and CP's larger figures are the earlier quiet
+measurement (load 0.1–0.4; their code did not change: today 0.10 / 0.13 s for PCA and 5.1–5.3 /
+3.34 s for CP at load 1.1–1.6). CP's 30,000-row replicate is cheaper than its 4,165-row one: above
+``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds` predicts
+other sizes from them."""
 
 MEASURED_RANKS = {"fs": 4}
 """How many ranks (feature-selection: sizes) the audits of :data:`REPLICATE_MEASURED` swept: ten

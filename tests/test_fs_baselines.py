@@ -8,6 +8,8 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import sparse
+from scipy.sparse.csgraph import connected_components
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
@@ -17,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from fairaudit import FUFS, MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector, metrics
 from fairaudit.errors import ParameterError, RankError
-from fairaudit.fs.baselines import heat_graph
+from fairaudit.fs.baselines import heat_graph, nearest_neighbours
 from fairaudit.fs.evaluation import cluster_scores
 
 
@@ -64,6 +66,26 @@ def test_laplacian_score_graph_is_symmetric_knn_with_heat_weights():
         for b in neighbours[a]:
             assert S[a, b] == pytest.approx(np.exp(-distances[a, b] ** 2 / t))
     assert (S > 0).sum(axis=1).min() >= 4
+
+
+def test_identical_rows_are_neighbours_with_weight_one():
+    """A repeated row (every bootstrap resample has many) is its copy's nearest neighbour at distance
+    0: the edge stays, with weight exp(0) = 1, and the width t averages over it too."""
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [2.0, 2.0]])
+    S, t = heat_graph(X, 2)
+    S = S.toarray()
+    assert S[0, 1] == S[1, 0] == 1.0
+    squared = np.sum((X[:, None] - X[None]) ** 2, axis=2)
+    edges = S > 0
+    assert t == pytest.approx(squared[edges].mean())
+    np.testing.assert_allclose(S[edges], np.exp(-squared[edges] / t))
+    # without repeated rows the graph is the symmetrised k-NN distance matrix, as before
+    Y = _data(3, n=40)
+    S, t = heat_graph(Y, 4)
+    distances, indices = nearest_neighbours(Y, 4)
+    graph = sparse.csr_matrix((distances.ravel(), indices.ravel(), np.arange(0, 40 * 4 + 1, 4)), shape=(40, 40))
+    graph = graph.maximum(graph.T).toarray()
+    np.testing.assert_allclose(S.toarray(), np.where(graph > 0, np.exp(-(graph**2) / t), 0.0), rtol=1e-15)
 
 
 @pytest.mark.parametrize("criterion", ["phi1", "phi2", "phi3"])
@@ -304,3 +326,53 @@ def test_sparse_spectral_embedding_matches_dense_eigenvalues():
     normalised = dense / np.sqrt(np.outer(degree, degree))
     np.testing.assert_allclose(values, np.linalg.eigvalsh(normalised)[::-1][:3], atol=1e-8)
     np.testing.assert_allclose(normalised @ vectors, vectors * values, atol=1e-6)
+
+
+def _normalised(S, degree):
+    dense = S.toarray()
+    return dense / np.sqrt(np.outer(degree, degree))
+
+
+@pytest.mark.parametrize("min_rows", [10, 10**9])  # shift-invert Lanczos or LAPACK for the k-NN graph
+def test_spectral_embedding_of_a_connected_graph_does_not_depend_on_the_solver(monkeypatch, min_rows):
+    from fairaudit.fs import baselines
+
+    X = np.random.default_rng(21).normal(size=(400, 3))
+    S, _ = heat_graph(X, 5)
+    assert connected_components(S)[0] == 1
+    reference = np.linalg.eigh(_normalised(S, np.asarray(S.sum(axis=1)).ravel()))
+    monkeypatch.setattr(baselines, "SPARSE_EIGEN_MIN_ROWS", min_rows)
+    values, vectors, degree = baselines._spectral_embedding(S, 4, 0)
+    np.testing.assert_allclose(values, reference[0][::-1][:4], atol=1e-12)
+    expected = reference[1][:, ::-1][:, :4]
+    expected *= np.sign(expected[np.argmax(np.abs(expected), axis=0), range(4)])  # the fixed sign
+    np.testing.assert_allclose(vectors, expected, atol=1e-9)
+
+
+@pytest.mark.parametrize("min_rows", [10, 10**9])
+def test_spectral_embedding_of_a_graph_in_pieces_has_a_fixed_basis(monkeypatch, min_rows):
+    """Eigenvalue 1 once per piece: any basis of it would do for a solver, so the embedding fixes
+    it — D^{1/2}1 first, then the pieces' own, orthogonalised in the pieces' order; below 1 the
+    pieces' own eigenvectors, largest first."""
+    from fairaudit.fs import baselines
+
+    rng = np.random.default_rng(22)
+    X = np.vstack([rng.normal(size=(n, 3)) + 100.0 * shift for n, shift in ((250, 0), (230, 1), (240, 2))])
+    S, _ = heat_graph(X, 5)
+    monkeypatch.setattr(baselines, "SPARSE_EIGEN_MIN_ROWS", min_rows)
+    values, vectors, degree = baselines._spectral_embedding(S, 5, 0)
+    root = np.sqrt(degree)
+    N = _normalised(S, degree)
+    np.testing.assert_allclose(values[:3], 1.0, atol=1e-12)
+    np.testing.assert_allclose(vectors.T @ vectors, np.eye(5), atol=1e-9)
+    np.testing.assert_allclose(N @ vectors, vectors * values, atol=1e-8)
+    np.testing.assert_allclose(vectors[:, 0], root / np.linalg.norm(root), atol=1e-12)
+    pieces = [slice(0, 250), slice(250, 480), slice(480, 720)]
+    second = root.copy()
+    second[pieces[0]] *= 1.0 - root[pieces[0]] @ root[pieces[0]] / (root @ root)
+    second[250:] *= -root[pieces[0]] @ root[pieces[0]] / (root @ root)  # piece 1's D^{1/2}1 minus its part along D^{1/2}1
+    second /= np.linalg.norm(second)
+    np.testing.assert_allclose(vectors[:, 1], second * np.sign(second[np.argmax(np.abs(second))]), atol=1e-12)
+    own = sorted(((np.linalg.eigvalsh(N[p, p])[-2], i) for i, p in enumerate(pieces)), reverse=True)
+    np.testing.assert_allclose(values[3:], [v for v, _ in own[:2]], atol=1e-10)
+    assert np.all(vectors[pieces[own[0][1]], 3] != 0) and np.count_nonzero(vectors[:, 3]) == pieces[own[0][1]].stop - pieces[own[0][1]].start

@@ -84,6 +84,58 @@ def test_exact_alignment_is_the_definition():
     assert to_groups == pytest.approx(_centred_alignment(K_w, Y @ Y.T), rel=1e-10)
 
 
+def test_exact_alignment_counts_repeated_rows_as_often_as_they_occur():
+    """A bootstrap resample repeats rows: the exact back-end keeps each distinct row once with its
+    count, and its alignments and gradient are still those of every row (a copy may carry another
+    group)."""
+    X, Y, rng = _problem(6)
+    rows = np.sort(rng.integers(0, 40, size=40))
+    X, Y = X[rows], Y[rows]
+    Y[-1] = Y[0][::-1]  # the first row once more, in another group
+    X[-1] = X[0]
+    d = X.shape[1]
+    B = ExactRBF(X, 0.3)
+    assert B.X.shape[0] < 40
+    diff = X[:, None, :] - X[None, :, :]
+    K_all = np.exp(-0.3 * np.sum(diff**2, axis=2))
+    proxies = (np.arange(d) < 2).astype(float)
+    K_proxies = np.exp(-0.3 * d / 2.0 * np.einsum("abj,j->ab", diff**2, proxies))
+    coefs = np.array([1.0, -1.7, -0.4])
+    targets = [B.target_weights(np.ones(d), d), B.target_factor(Y), B.target_weights(proxies, 2.0)]
+
+    def reference(w, total=2.5):
+        K_w = np.exp(-0.3 * d / total * np.einsum("abj,j->ab", diff**2, w))
+        found = [_centred_alignment(K_w, T) for T in (K_all, Y @ Y.T, K_proxies)]
+        return float(coefs @ found), found
+
+    w = rng.uniform(0.1, 1.0, size=d)
+    value, grad, alignments = B.value_grad(w, 2.5, coefs, targets)
+    expected, found = reference(w)
+    assert value == pytest.approx(expected, rel=1e-10)
+    np.testing.assert_allclose(alignments, found, rtol=1e-10)
+    np.testing.assert_allclose(B.value_grad(w, 2.5, coefs, targets, gradient=False)[2], found, rtol=1e-10)  # one pass, no gradient
+    step = 1e-6
+    numeric = [(reference(w + step * e)[0] - reference(w - step * e)[0]) / (2 * step) for e in np.eye(d)]
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_nystroem_alignments_on_repeated_rows_are_those_of_every_row():
+    """The gradient-free Nyström alignments (the audit's measurement) keep each distinct row once
+    with its count: the same alignments as the computation over every row (with the gradient)."""
+    X, Y, rng = _problem(8, n=60)
+    rows = np.sort(rng.integers(0, 60, size=60))
+    X, Y = X[rows], Y[rows]
+    Y[-1] = Y[0][::-1]  # the first row once more, in another group
+    X[-1] = X[0]
+    d = X.shape[1]
+    B = NystroemRBF(X, 0.2, n_landmarks=20, random_state=1)
+    assert B._distinct is not None
+    targets = [B.target_weights(np.ones(d), d), B.target_factor(Y)]
+    for w in (rng.uniform(0.1, 1.0, size=d), (np.arange(d) < 3).astype(float)):
+        every_row = B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets)[2]
+        np.testing.assert_allclose(B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets, gradient=False)[2], every_row, rtol=1e-8)
+
+
 def test_linear_closed_form_is_the_definition():
     X, Y, rng = _problem(4)
     d = X.shape[1]

@@ -46,6 +46,31 @@ def reference_objective(X, codes, k, m, g, *, alpha, beta, gamma, gamma_p, kerne
 
 
 @pytest.mark.parametrize("k", [2, 3])
+def test_repeated_rows_count_as_often_as_they_occur(k):
+    """A bootstrap resample repeats rows; the objective keeps each distinct (row, group) once with
+    its count and is still eq. (6) of all the rows — also where a row repeats with another group."""
+    X, codes, rng = _data(7, n=40, k=k)
+    rows = np.sort(rng.integers(0, 40, size=40))
+    X, codes = X[rows], codes[rows]
+    X[-1], codes[-1] = X[0], (codes[0] + 1) % k  # the same row in another group
+    d = X.shape[1]
+    objective = PaperObjective(X, protected_matrix(codes, k), alpha=1.3, beta=0.2, gamma=scale_gamma(X), gamma_protected=0.7)
+    assert objective.X.shape[0] < 40
+    for _ in range(3):
+        m, g = rng.uniform(size=d), rng.uniform(size=d)
+        expected = reference_objective(X, codes, k, m, g, alpha=1.3, beta=0.2, gamma=scale_gamma(X), gamma_p=0.7)
+        value, grad = objective.value_grad(np.concatenate([m, g]))
+        assert value == pytest.approx(expected, rel=1e-10)
+        step = 1e-6
+        for j in (0, d + 1):
+            z = np.concatenate([m, g])
+            z[j] += step
+            high = objective.value_grad(z)[0]
+            z[j] -= 2 * step
+            assert grad[j] == pytest.approx((high - objective.value_grad(z)[0]) / (2 * step), rel=1e-5, abs=1e-7)
+
+
+@pytest.mark.parametrize("k", [2, 3])
 @pytest.mark.parametrize("seed", [0, 1])
 def test_objective_is_equation_6(seed, k):
     X, codes, rng = _data(seed, k=k)

@@ -127,6 +127,12 @@ def test_relative_change_matches_the_formula():
         assert relative_change(e, p) == pytest.approx(max(abs(e - p) / e), rel=1e-15)
         assert (relative_change(e, p) < 1e-4) == eq10_met(e, p)
     assert relative_change(np.array([0.0, 1.0]), np.array([0.0, 1.0])) == 0.0  # an exact group has not moved
+    # one group's errors are compared as floats: the same numbers as the array form
+    for e, p in [(0.7, 0.69), (0.3, 0.3), (0.0, 0.0), (0.0, 0.1), (1e-300, 2e-300)]:
+        expected = relative_change(np.array([e, 1.0]), np.array([p, 1.0]))
+        with np.errstate(divide="ignore"):
+            assert relative_change(e, p) == expected
+    assert relative_change(float("nan"), 0.5) != relative_change(float("nan"), 0.5)  # NaN stays NaN (never < tol)
 
 
 # ============================================================================ standard NMF, Algorithm 1

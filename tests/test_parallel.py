@@ -66,8 +66,10 @@ def test_thread_pools_are_left_as_they_were_found():
 def test_family_records_are_the_same_in_the_same_order_on_one_thread(method, monkeypatch):
     """Each family's measurements on two threads give the records one thread gives, bit for bit
     and row for row (the leakage test, RBF MMD², k-means and kernels are pure functions of a fit)."""
+    import fairaudit.fs.audit as fs_audit
     import fairaudit.parallel as parallel
 
+    monkeypatch.setattr(fs_audit, "THREADED_MEASURE_ROWS", 0)  # two threads at any size here
     rng = np.random.default_rng(3)
     X = np.abs(rng.normal(size=(160, 5))) + rng.random((160, 1))
     groups = np.where(np.arange(160) % 4 == 0, "b", "a")

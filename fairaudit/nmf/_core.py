@@ -9,6 +9,7 @@ reconstruction error is ``‖X_ℓ − W_ℓ H‖_F`` and its own rank-r NMF err
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -33,10 +34,12 @@ def multiplicative_step(factor: np.ndarray, numerator: np.ndarray, denominator: 
     denominator at :data:`TINY` made ``x / TINY`` overflow to inf and ``0 · inf`` NaN just the
     same, which turned every later iterate NaN (Fairer-NMF on a 2,000-row extract of the one-hot
     Adult data, every rank). Where ``factor > 0`` the denominator is positive and the step is the
-    same arithmetic as before. ``denominator`` is overwritten (with the ratio)."""
+    same arithmetic as before. Entries the step leaves below the smallest normal float become 0
+    (:func:`flush_subnormal`). ``denominator`` is overwritten (with the ratio)."""
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         np.divide(numerator, denominator, out=denominator)
     np.multiply(factor, denominator, out=factor, where=factor > 0)
+    flush_subnormal(factor)
 
 BLAS_THREADS: int | None = 1
 """BLAS threads while the NMF family fits (``None``: leave BLAS alone). Its products are thin
@@ -187,6 +190,19 @@ def mu_update_W(X: np.ndarray, W: np.ndarray, H: np.ndarray, work: np.ndarray | 
     return XHt, HHt
 
 
+def flush_subnormal(A: np.ndarray) -> None:
+    """Set the entries of ``A`` (non-negative) below the smallest normal double, ``TINY``, to 0 in
+    place.
+
+    Multiplicative updates shrink entries that should vanish by a factor per iteration, and near
+    an exact fit they reach the subnormal range (down to 5·10⁻³²⁴, measured in the rank-9 fits of
+    the default sample), where every product that touches them runs on the processor's slow path:
+    a Fairer-NMF iteration took 142 µs instead of 50–70. Such an entry adds less than 10⁻³⁰⁷ to
+    any sum it enters, so setting it to 0 changes no other number (what a processor's
+    flush-to-zero mode does); it only stays 0 instead of shrinking further."""
+    np.putmask(A, A < TINY, 0.0)
+
+
 NEAR_EXACT = 1e-6
 """Below ``‖X − WH‖² < NEAR_EXACT · ‖X‖²`` the expanded error loses too many digits for eq. (10)
 (rounding of about ``ε‖X‖²`` against ``e²``), so the error is computed directly."""
@@ -208,11 +224,26 @@ def group_errors(data: GroupedData, W_sorted: np.ndarray, H: np.ndarray) -> np.n
 
 
 # ============================================================================ stopping
-def relative_change(errors: np.ndarray, previous: np.ndarray) -> float:
+def _errors(errors):
+    """The errors eq. (10) compares: one group's as a float, several as an array (a copy)."""
+    if np.ndim(errors) == 0:
+        return float(errors)
+    values = np.atleast_1d(np.asarray(errors, dtype=float)).copy()
+    return float(values[0]) if values.size == 1 else values
+
+
+def relative_change(errors, previous) -> float:
     """``max_ℓ |e_ℓ^(k) − e_ℓ^(k−1)| / e_ℓ^(k)``, the left side of the paper's eq. (10).
 
-    A group reconstructed exactly at both iterates (``0/0``) has not changed.
+    A group reconstructed exactly at both iterates (``0/0``) has not changed. One group's errors
+    (standard NMF, Algorithm 1's runs) come as floats and are compared as floats — the same IEEE
+    arithmetic in 0.3 µs instead of NumPy's 11 µs, on every iteration of every standard NMF.
     """
+    if isinstance(errors, float):
+        change = abs(errors - previous)
+        if change == 0:
+            return 0.0
+        return change / errors if errors else math.inf
     change = np.abs(errors - previous)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(change == 0, 0.0, change / errors)
@@ -265,11 +296,11 @@ class StoppingRule:
         (10)); ``objective`` and ``scale``: the objective and its size (``"window"``).
         """
         if self.rule == "eq10":
-            errors = np.atleast_1d(np.asarray(errors, dtype=float))
+            errors = _errors(errors)
             if self._previous is not None and relative_change(errors, self._previous) < self.tol:
                 self.converged = True
                 return True
-            self._previous = errors.copy()
+            self._previous = errors
         elif iteration % self.every == 0:
             if self._reference is not None and abs(self._reference - objective) <= self.tol * abs(scale):
                 self.converged = True
@@ -277,10 +308,15 @@ class StoppingRule:
             self._reference = objective
         return iteration >= self.max_iter
 
+    def uses_scale(self, iteration: int) -> bool:
+        """Whether :meth:`done` reads ``scale`` after ``iteration`` (the window rule's checks only),
+        so that a caller computes it only then."""
+        return self.rule == "window" and iteration % self.every == 0
+
     def start(self, errors) -> None:
         """Record the starting point's errors, so that eq. (10) can stop after iteration 1."""
         if self.rule == "eq10":
-            self._previous = np.atleast_1d(np.asarray(errors, dtype=float)).copy()
+            self._previous = _errors(errors)
 
     def warn_if_capped(self, n_iter: int, objective: float) -> None:
         if not self.converged:

@@ -304,19 +304,26 @@ def _fit_mu(
         errors = _mu_group_errors(data, W, H, WtX, WtW, HHt)
         losses = (errors - E) / norms
         objective = float(losses.max())
-        fit.weights = c / c.sum() if c.sum() > 0 else c.copy()
+        if keep_best:
+            fit.weights = _shares(c)
         fit.record(objective)
         if iteration == 0:
             rule.start(errors)
-        elif rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms))):
+        elif rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms)) if rule.uses_scale(iteration) else 0.0):
             break
         iteration += 1
         c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
         mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors))  # lines 9–10
         _, HHt = mu_update_W(X, W, H, work)  # line 11
+    fit.weights = _shares(c)
     rule.warn_if_capped(iteration, objective)
     fit.finish(iteration, rule)
     return fit
+
+
+def _shares(c: np.ndarray) -> np.ndarray:
+    """``c / Σc`` (the groups' shares of the H-steps so far; ``c`` itself while it is all 0)."""
+    return c / c.sum() if c.sum() > 0 else c.copy()
 
 
 def h_step_weights(weights: str, c: np.ndarray, squared_norms: np.ndarray, errors: np.ndarray) -> np.ndarray:
@@ -338,9 +345,11 @@ def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: 
     """``H ← H ⊙ (Σ_ℓ a_ℓ W_ℓᵀX_ℓ) / (Σ_ℓ a_ℓ W_ℓᵀW_ℓ H)`` in place: the Lee–Seung step for
     ``min_H Σ_ℓ a_ℓ ‖X_ℓ − W_ℓH‖²`` (Algorithm 3, line 10, with ``W̃ᵀX̃ = Σ a_ℓ W_ℓᵀX_ℓ`` and
     ``W̃ᵀW̃ = Σ a_ℓ W_ℓᵀW_ℓ``)."""
-    numerator = sum(w * p for w, p in zip(a, WtX, strict=True))
-    denominator = sum(w * g for w, g in zip(a, WtW, strict=True)) @ H
-    multiplicative_step(H, numerator, denominator)
+    numerator, gram = a[0] * WtX[0], a[0] * WtW[0]
+    for w, p, g in zip(a[1:], WtX[1:], WtW[1:], strict=True):
+        numerator += w * p
+        gram += w * g
+    multiplicative_step(H, numerator, gram @ H)
 
 
 def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
@@ -349,9 +358,11 @@ def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
         [sq - 2.0 * np.vdot(H, a) + np.vdot(b, HHt) for sq, a, b in zip(data.squared_norms, WtX, WtW, strict=True)]
     )
     errors = np.sqrt(np.maximum(squared, 0.0))
-    for g in np.flatnonzero(squared <= NEAR_EXACT * data.squared_norms):
-        s = data.slices[g]
-        errors[g] = np.linalg.norm(data.X[s] - W[s] @ H)
+    near = squared <= NEAR_EXACT * data.squared_norms
+    if near.any():
+        for g in np.flatnonzero(near):
+            s = data.slices[g]
+            errors[g] = np.linalg.norm(data.X[s] - W[s] @ H)
     return errors
 
 
