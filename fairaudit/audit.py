@@ -562,16 +562,17 @@ class RecordSink(Recorder):
         if self._progress is not None:
             self._progress({"method": self.method, **event})
 
-    def estimates_ready(self, summary: dict, replicates: int, seconds: float) -> None:
-        """The family's point estimates are all measured and its ``replicates`` bootstrap
-        replicates come next: pass a ``stage="estimates"`` event whose ``result`` is the
+    def estimates_ready(self, summary: dict, seconds: float) -> None:
+        """The family's point estimates are all measured and its ``summary["replicates"]``
+        bootstrap replicates come next: pass a ``stage="estimates"`` event whose ``result`` is the
         :class:`AuditResult` of the point estimates (no intervals yet; its summary says
         ``intervals_pending``), so that a viewer can show the numbers while the intervals are
         computed. Nothing is built when nobody follows the run."""
         if self._progress is None or self.preview is None:
             return
-        result = self.preview({**summary, "replicates": replicates, "intervals_pending": True})
-        self.event({"variant": "", "rank": None, "done": 0, "total": replicates, "seconds": seconds, "stage": "estimates", "result": result})
+        result = self.preview({**summary, "intervals_pending": True})
+        self.event({"variant": "", "rank": None, "done": 0, "total": summary["replicates"], "seconds": seconds, "stage": "estimates",
+                    "result": result})
 
     def capture_warnings(self, variant: str, caught: list[warnings.WarningMessage]) -> None:
         for item in caught:
@@ -751,8 +752,11 @@ class FamilyEstimates:
     train: np.ndarray | None = None
     test: np.ndarray | None = None
     pairs: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    """How long the first stage took."""
+
+    @property
+    def intervals_pending(self) -> bool:
+        """Whether :func:`finish_family` has bootstrap replicates to run."""
+        return self.fits is not None and bool(self.summary.get("replicates"))
 
 
 def run_family(family: FamilyAudit) -> dict:
@@ -793,21 +797,19 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
         family.method, config.bootstrap, family.data.n_rows, family.data.n_features, len(getattr(family, "ranks", ())) or None
     )
     summary.update(replicates=replicates, why=why)
-    seconds = time.perf_counter() - begun
     if replicates:
-        sink.estimates_ready(summary, replicates, seconds)
-    return FamilyEstimates(family, summary, fits, train, test, pairs, seconds)
+        sink.estimates_ready(summary, time.perf_counter() - begun)
+    return FamilyEstimates(family, summary, fits, train, test, pairs)
 
 
 def finish_family(stage: FamilyEstimates) -> dict:
     """The second stage of :func:`run_family`: the bootstrap replicates and their intervals,
     written into the sink's records. Returns the family's uncertainty summary."""
     family, summary = stage.family, stage.summary
-    replicates = summary.get("replicates", 0)
-    if stage.fits is None or not replicates:
+    if not stage.intervals_pending:
         return summary
     started = time.perf_counter()
-    found = _bootstrap(family, stage.fits, stage.train, stage.test, replicates, stage.pairs)
+    found = _bootstrap(family, stage.fits, stage.train, stage.test, summary["replicates"], stage.pairs)
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["interval"] = uncertainty.INTERVAL_METHOD
     _apply_intervals(family, found, family.config.confidence)
@@ -1060,36 +1062,42 @@ class AuditRun:
         for method in self.config.methods:
             given = family_input(self.data, method, self.config)  # data read by the dask engine: its moments, or its sample
             sink = RecordSink(method, self.progress, keep_models=self.config.keep_models)
-            if self.progress is not None:
-                sink.preview = _preview(sink, self.data, self.config, self.created, self.started, [*self.notes, *given.notes])
+            if self.progress is not None:  # the family's point estimates alone, as a result of their own
+                sink.preview = lambda summary, given=given, sink=sink: self._result([(given, sink)], {sink.method: summary}, models=False)
             family = _family(method)(given.data, given.config, sink)
             self.stages.append((given, estimate_family(family)))
 
     @property
     def intervals_pending(self) -> bool:
         """Whether :meth:`finish` has replicates to run (else it only assembles the result)."""
-        return any(stage.fits is not None and stage.summary.get("replicates") for _, stage in self.stages)
+        return any(stage.intervals_pending for _, stage in self.stages)
 
     def finish(self) -> AuditResult:
         """Every family's intervals (the second stage), then the whole result."""
+        summaries: dict[str, dict] = {}
+        for given, stage in self.stages:
+            summaries[stage.family.method] = finish_family(stage)
+            if given.no_intervals:
+                summaries[stage.family.method]["why"] = given.no_intervals
+        return self._result([(given, stage.family.sink) for given, stage in self.stages], summaries)
+
+    def _result(self, parts: Sequence[tuple], summaries: dict[str, dict], models: bool = True) -> AuditResult:
+        """The :class:`AuditResult` of the families' sinks in ``parts`` (``(given input, sink)``
+        pairs) as they stand, with their uncertainty ``summaries``."""
         rows: list[tuple] = []
         skipped: list[dict] = []
         notes = list(self.notes)
         details: dict[str, dict] = {}
-        summaries: dict[str, dict] = {}
-        models: dict[tuple[str, str, int], object] = {}
-        for given, stage in self.stages:
-            sink, method = stage.family.sink, stage.family.method
+        kept: dict[tuple[str, str, int], object] = {}
+        for given, sink in parts:
             notes.extend(note for note in given.notes if note not in notes)
-            summaries[method] = finish_family(stage)
-            if given.no_intervals:
-                summaries[method]["why"] = given.no_intervals
-            models.update(sink.models)
+            if models:
+                kept.update(sink.models)
             rows.extend(sink.rows)
             skipped.extend(sink.skipped)
             notes.extend(sink.warnings)
             if sink.details:
-                details[method] = sink.details
+                details[sink.method] = sink.details
         return AuditResult(
             records=pd.DataFrame(rows, columns=RECORD_COLUMNS),
             config=self.config.to_dict(),
@@ -1100,25 +1108,5 @@ class AuditRun:
             created=self.created,
             seconds=round(time.perf_counter() - self.started, 3),
             uncertainty=summaries,
-            models=models,
+            models=kept,
         )
-
-
-def _preview(sink: RecordSink, data, config: AuditConfig, created: str, started: float, notes: list[str]) -> Callable[[dict], AuditResult]:
-    """The builder of one family's point-estimate result (:meth:`RecordSink.estimates_ready`):
-    its records and notes so far, as an :class:`AuditResult` of that family alone."""
-
-    def build(summary: dict) -> AuditResult:
-        return AuditResult(
-            records=pd.DataFrame(list(sink.rows), columns=RECORD_COLUMNS),
-            config=config.to_dict(),
-            data=data.fingerprint(),
-            skipped=list(sink.skipped),
-            warnings=[*notes, *(w for w in sink.warnings if w not in notes)],
-            details=dict(sink.details),
-            created=created,
-            seconds=round(time.perf_counter() - started, 3),
-            uncertainty={sink.method: summary},
-        )
-
-    return build

@@ -362,7 +362,7 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
     if not summary:
         return
     replicates = int(summary.get("replicates") or 0)
-    if summary.get("intervals_pending"):
+    if pending_intervals(result, method):
         st.info(
             f"Point estimates, {result.seconds:.1f} s in: every number below is measured; their intervals "
             f"({plural(replicates, 'stratified bootstrap replicate')}) are being computed — progress above. Until they "
@@ -483,7 +483,7 @@ def show_table(result: AuditResult, method: str) -> None:
     )
     summary = (result.uncertainty or {}).get(method, {})
     confidence = level(summary.get("confidence", AuditConfig.confidence))
-    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") and not summary.get("intervals_pending") else ""
+    spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") and not pending_intervals(result, method) else ""
     config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
     config["variant"] = st.column_config.TextColumn("variant", width="medium")
     config["rank"] = st.column_config.NumberColumn("rank", format="%d", width="small")
@@ -558,8 +558,9 @@ def pending_intervals(result: AuditResult, method: str) -> bool:
 
 
 def show_result(result: AuditResult, method: str, variants=None) -> None:
+    pending = pending_intervals(result, method)
     show_uncertainty(result, method)
-    if pending_intervals(result, method):
+    if pending:
         st.caption("Findings and their verdicts: with the intervals.")
     else:
         show_findings(result, method)
@@ -568,7 +569,7 @@ def show_result(result: AuditResult, method: str, variants=None) -> None:
     show_details(result, method)
     show_notes(result, method)
     show_explainers(result, method)
-    if pending_intervals(result, method):
+    if pending:
         return
     st.caption(
         f"{FAMILY_TITLES.get(method, method)} audit of {plain(result.data.get('name'))} "
