@@ -976,7 +976,8 @@ def representations_metrics(
         tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
     tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
-    results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
+    with metrics.shared_draws():  # every test of these groups draws the same folds and permutations: once
+        results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
     tests = len(tasks) - len(shaped)
     kernel = results[tests:]
     for (indices, _), estimates in zip(tasks[:tests], results[:tests], strict=True):

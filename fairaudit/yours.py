@@ -387,10 +387,8 @@ class YoursNMFAudit(NMFAudit):
             self.sink.expect(1)
         started = time.perf_counter()
         with self.sink.collect_warnings(YOURS, forward=() if replicate else Warning):
-            if replicate:
-                E, seconds = self._estimates(grouped, r, REPLICATE_ESTIMATES, np.random.default_rng(seed))
-            else:
-                E, seconds = self._estimates(grouped, r, self.options["n_estimates"], self.config.random_state)
+            runs, seed = (REPLICATE_ESTIMATES, np.random.default_rng(seed)) if replicate else (self.options["n_estimates"], self.config.random_state)
+            E, seconds = self._estimates(grouped, r, runs, seed)
         fits.shared["estimate_seconds"][r] = seconds
         fits.models[(YOURS, r)] = _DictionaryFit(self.H, X, grouped, E)
         fits.seconds[(YOURS, r)] = time.perf_counter() - started

@@ -521,9 +521,13 @@ class CPDAudit(FamilyAudit):
         return fits
 
     def _replicate_jobs(self) -> int:
-        """Worker threads of a bootstrap replicate: ``n_jobs``, but one below
-        :data:`THREADED_REPLICATE_ENTITIES` entities (records are the same on any number)."""
-        return self.options["n_jobs"] if len(self.codes) >= THREADED_REPLICATE_ENTITIES else 1
+        """Worker threads of a bootstrap replicate: ``n_jobs`` with the Nyström KHSIC kernel, one
+        with the exact kernel (records are the same on any number). With the exact kernel (up to
+        2,000 entities by default) a fit's steps are short NumPy calls that hold the GIL. Measured
+        on the default sample (600 entities, two cores, load 1.4–1.6): 0.65 s per replicate on one
+        thread against 0.90–0.92 s (1.09–1.12 s CPU) on two; on the 4,165-entity credit table
+        (Nyström) two threads take a replicate from 6.0 to 5.1 s."""
+        return self.options["n_jobs"] if self.kernel == "nystrom" else 1
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
@@ -621,14 +625,6 @@ def _in_report_order(fits: Fits) -> None:
 
 _STOP, _CHAIN, _TASK = -1, 0, 1
 """What a worker of :func:`_run_chains` takes first: a stop, then chains of fits, then other work."""
-
-
-THREADED_REPLICATE_ENTITIES = 2000
-"""Below this many entities a bootstrap replicate runs its fits and measurements on one thread,
-whatever ``n_jobs``: with the exact KHSIC kernel (up to 2,000 entities) a fit's steps are short
-NumPy calls that hold the GIL. Measured on the default sample (600 entities, two cores, load
-1.4–1.6): 0.65 s per replicate on one thread against 0.90–0.92 s (1.09–1.12 s CPU) on two; on the
-4,165-entity credit table (Nyström) two threads take a replicate from 6.0 to 5.1 s."""
 
 
 def _run_chains(fitter: _Fitter, chains: list[_Chain], record, n_jobs: int, tasks=()) -> None:

@@ -799,7 +799,7 @@ def _record_lines(source: Source, layout: Layout, n_rows: int, name: str) -> tup
     row = blank = consumed = 0
     stream = source.open()
     stream.seek(layout.data_offset)
-    encoding = "utf-8" if layout.encoding in ("utf-8", "utf-8-sig") else layout.encoding
+    encoding = _data_encoding(layout)
     offset = layout.data_line - 1
     with io.TextIOWrapper(stream, encoding=encoding, newline="") as text:
         reader = csv.reader(text, delimiter=layout.delimiter, quotechar='"', strict=True)

@@ -73,7 +73,7 @@ from ..vocabulary import term
 from ._partition import PartitionPlan, PartitionSummary, merge_summaries, peaks
 from ._sources import BLOCKSIZE, PARTITION_ROWS, open_source, require_dask, shifted
 from .local import DataSummary, LocalEngine, RowSample, scaling_transform
-from .moments import CHUNK_ROWS, GroupMoments
+from .moments import CHUNK_ROWS, GroupMoments, pairwise_tree
 
 MAX_FEATURES = 256
 """Above this many features a partition's summary grows too large to ship between workers (per
@@ -406,12 +406,12 @@ def _reduce(tasks: list, plan: PartitionPlan, client, say=None) -> PartitionSumm
         from dask import delayed
 
         merge = delayed(merge_summaries, pure=True)
-        return _compute(_pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows)), None)
+        return _compute(pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows)), None)
     from distributed import as_completed
 
     parts = client.compute(tasks)
     watcher, total = as_completed(parts, loop=client.loop), len(parts)
-    whole = _pairwise_tree(parts, lambda a, b: client.submit(merge_summaries, a, b, plan.sample_rows))
+    whole = pairwise_tree(parts, lambda a, b: client.submit(merge_summaries, a, b, plan.sample_rows))
     started = last = time.perf_counter()
     for done, _ in enumerate(watcher, 1):
         now = time.perf_counter()
@@ -419,15 +419,6 @@ def _reduce(tasks: list, plan: PartitionPlan, client, say=None) -> PartitionSumm
             say(f"{done:,} of {total:,} partitions read ({now - started:.0f} s)")
             last = now
     return whole.result()
-
-
-def _pairwise_tree(items: list, combine):
-    """``items`` reduced pairwise, level by level, by ``combine(a, b)`` (a delayed merge, or one
-    submitted to the cluster): a fixed tree, so the rounding is the same whatever order the
-    workers finish in, and each input can be freed once merged."""
-    while len(items) > 1:
-        items = [combine(items[i], items[i + 1]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
-    return items[0]
 
 
 # ============================================================================ after the pass
@@ -714,7 +705,7 @@ class DaskEngine(LocalEngine):
         tasks = [part(X[s : s + CHUNK_ROWS], groups.codes[s : s + CHUNK_ROWS], n_groups=groups.n_groups, labels=groups.labels,
                       weights=None if weights is None else weights[s : s + CHUNK_ROWS])
                  for s in range(0, X.shape[0], CHUNK_ROWS)]
-        whole = _pairwise_tree(tasks, delayed(GroupMoments.merge, pure=True))
+        whole = pairwise_tree(tasks, delayed(GroupMoments.merge, pure=True))
         with _scheduler(self.scheduler) as (client, _):
             return _compute(whole, client)
 

@@ -35,6 +35,15 @@ CHUNK_ROWS = 65_536
 temporary copies (a gathered, centred block per group) to a few MB per feature."""
 
 
+def pairwise_tree(items: list, combine):
+    """``items`` reduced pairwise, level by level, by ``combine(a, b)`` (a merge here, a delayed or
+    submitted one in the dask engine): a fixed tree, so the rounding is the same whatever order
+    the parts arrive in (errors O(log p)), and each input can be freed once merged."""
+    while len(items) > 1:
+        items = [combine(items[i], items[i + 1]) if i + 1 < len(items) else items[i] for i in range(0, len(items), 2)]
+    return items[0]
+
+
 @dataclass(frozen=True)
 class GroupMoments:
     """Count, mean and centred scatter of each group's rows.
@@ -174,12 +183,7 @@ class GroupMoments:
         parts = list(parts)
         if not parts:
             raise ValueError("nothing to merge")
-        while len(parts) > 1:
-            merged = [parts[i].merge(parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
-            if len(parts) % 2:
-                merged.append(parts[-1])
-            parts = merged
-        return parts[0]
+        return pairwise_tree(parts, GroupMoments.merge)
 
     # ------------------------------------------------------------------ derived quantities
     @property

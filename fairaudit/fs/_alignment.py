@@ -197,8 +197,6 @@ class ExactRBF:
             return 0.0, np.zeros(self.d), np.zeros(len(targets))
         alignments = np.array([_inner(Kc, t.data) / (norm * t.norm) if t.norm > 0 else 0.0 for t in targets])
         value = float(np.dot(coefs, alignments))
-        if not gradient:
-            return value, None, alignments
         # dJ/dK = Σ c_i T̂_i / ‖K̃‖ − J K̃ / ‖K̃‖²  (T̂ = centred target / its norm; ⟨K̃, T̂⟩ = ⟨K, T̂⟩)
         G = (-value / norm**2) * Kc
         for c, t in zip(coefs, targets, strict=True):

@@ -43,7 +43,6 @@ from ..engine import RowSample, get_engine
 from ..errors import ParameterError
 from ..groups import GroupCodes
 from ..linalg import blas_threads
-from ..metrics import shared_draws
 from ..uncertainty import Disparity
 from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
@@ -338,8 +337,7 @@ class PCAAudit(FamilyAudit):
         keys = list(fits.models)
         with blas_threads(BLAS_THREADS):  # thin products and small factorisations
             representations = [self.coordinates(fits.models[key], centred) for key in keys]
-        with shared_draws():  # every fit's leakage test draws the same folds and permutations: once
-            found = self.representations(representations, codes, replicate=False, lineages=[name for name, _ in keys])
+        found = self.representations(representations, codes, replicate=False, lineages=[name for name, _ in keys])
         return dict(zip(keys, found, strict=True))
 
     def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
