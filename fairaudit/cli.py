@@ -15,18 +15,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
+import importlib
 import os
 import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
 from .cost import duration, expected_parts, expected_seconds
-from .cpd._kernels import NYSTROM_LANDMARKS
-from .cpd.estimator import FORMULATIONS, KERNELS
 from .data import (
     DEFAULT_MAX_MB,
     MISSING_POLICIES,
@@ -39,10 +40,7 @@ from .data import (
     read_table,
 )
 from .errors import FairAuditError, ParameterError
-from .fs.audit import KMEANS_RUNS
 from .metrics import LEAKAGE_CLASSIFIERS
-from .nmf._standard import SOLVERS as NMF_SOLVERS
-from .nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
 from .vocabulary import render, term
 
 MAX_RANKS = 1000
@@ -53,7 +51,12 @@ SEED_LIMIT = 2**32
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors in one line with status 2."""
+    """argparse that reports usage errors in one line with status 2, and shows help texts that name
+    a family's constant (:class:`_Help`)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         raise _UsageError(f"{message} (see --help)")
@@ -61,6 +64,54 @@ class _Parser(argparse.ArgumentParser):
 
 class _UsageError(Exception):
     pass
+
+
+# ---------------------------------------------------------------- the families' flags, declared without their packages
+# The audit command's parser declares every family's flags, whose choices and default texts the
+# families own (one set of defaults). Importing the NMF, feature-selection and CP packages to read
+# them cost a PCA audit 0.07–0.13 s and 8 MiB; instead a flag names the constant, and argparse
+# imports it when it first needs it: a value checked against its choices (only when the flag is
+# given), the help shown. (argparse lists the choices of an argument added to a parser, not to an
+# argument group, when it is declared: the family flags are in groups.)
+def _constant(path: str):
+    """The family constant ``path`` ("nmf.audit.STOPPING_RULES": module ``fairaudit.nmf.audit``)."""
+    module, name = path.rsplit(".", 1)
+    return getattr(importlib.import_module(f"{__package__}.{module}"), name)
+
+
+class _Choices(Sequence):
+    """A flag's ``choices``: the family constant ``path`` (:func:`_constant`), imported on first use."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @functools.cached_property
+    def values(self) -> tuple:
+        return tuple(_constant(self.path))
+
+    def __getitem__(self, index):
+        return self.values[index]
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __repr__(self) -> str:
+        return repr(self.values)
+
+
+class _Help(str):
+    """A help text that names a family's constant: ``make()`` writes it when the help is shown
+    (:class:`_HelpFormatter`); the string itself is only a placeholder."""
+
+    def __new__(cls, make: Callable[[], str]):
+        text = super().__new__(cls, "(written when shown)")
+        text.make = make
+        return text
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    def _get_help_string(self, action):
+        return action.help.make() if isinstance(action.help, _Help) else action.help
 
 
 def parse_ranks(text: str) -> list[int]:
@@ -129,7 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--clusters", type=int, default=None, metavar="K",
                       help="fs: k-means clusters (default: the --label's number of classes, else the number of groups)")
     runs.add_argument("--kmeans-runs", type=int, default=None, metavar="N",
-                      help=f"fs: k-means runs per selection, reported as mean and std (default {KMEANS_RUNS}, as the FUFS paper)")
+                      help=_Help(lambda: f"fs: k-means runs per selection, reported as mean and std "
+                                         f"(default {_constant('fs.audit.KMEANS_RUNS')}, as the FUFS paper)"))
     _add_uncertainty_options(audit)
     _add_pca_options(audit)
     _add_nmf_options(audit)
@@ -203,13 +255,11 @@ def _uncertainty_options(args) -> dict:
     """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
     return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio}
 def _add_pca_options(parser: argparse.ArgumentParser) -> None:
-    from .pca.audit import DEFAULT_OPTIONS as PCA_DEFAULTS
-    from .pca.jevd import SOLVERS as JEVD_SOLVERS
-
     pca = parser.add_argument_group("PCA (--methods pca)")
-    pca.add_argument("--jevd-solver", choices=JEVD_SOLVERS, default=None,
-                     help=f"JEVD-PCA's scheme (default {PCA_DEFAULTS['jevd_solver']}: orthogonal Jacobi, stable; paper: "
-                          "Algorithm 1 as printed, which diverges on most real data; damped: Algorithm 1 with a backtracking step)")
+    pca.add_argument("--jevd-solver", choices=_Choices("pca.jevd.SOLVERS"), default=None,
+                     help=_Help(lambda: f"JEVD-PCA's scheme (default {_constant('pca.audit.DEFAULT_OPTIONS')['jevd_solver']}: "
+                                        "orthogonal Jacobi, stable; paper: Algorithm 1 as printed, which diverges on most real "
+                                        "data; damped: Algorithm 1 with a backtracking step)"))
 
 
 def _pca_options(args) -> dict:
@@ -220,19 +270,19 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf = parser.add_argument_group("NMF (--methods nmf)")
     nmf.add_argument("--nonnegative", choices=NONNEGATIVE_POLICIES, default=None,
                      help="negative values: stop with a message (default), shift each feature by its minimum, or clip at 0")
-    nmf.add_argument("--zero-rows", choices=ZERO_ROW_POLICIES, default=None, help="all-zero rows: stop (default) or drop them")
-    nmf.add_argument("--nmf-scaling", choices=NMF_SCALINGS, default=None,
+    nmf.add_argument("--zero-rows", choices=_Choices("nmf.audit.ZERO_ROW_POLICIES"), default=None, help="all-zero rows: stop (default) or drop them")
+    nmf.add_argument("--nmf-scaling", choices=_Choices("nmf.audit.NMF_SCALINGS"), default=None,
                      help="feature scaling for NMF (default unit_norm, the paper's; --scaling is for PCA)")
     nmf.add_argument("--nmf-estimates", type=int, default=None, help="T: NMF runs per group averaged into E_l (default 5)")
-    nmf.add_argument("--nmf-solver", choices=NMF_SOLVERS, default=None,
+    nmf.add_argument("--nmf-solver", choices=_Choices("nmf._standard.SOLVERS"), default=None,
                      help="standard NMF and E_l solver: mu (default, the paper's) or cd (coordinate descent, tighter E_l)")
-    nmf.add_argument("--nmf-stopping", choices=STOPPING_RULES, default=None,
+    nmf.add_argument("--nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
                      help="stopping rule of standard NMF and E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
-    nmf.add_argument("--fair-nmf-stopping", choices=STOPPING_RULES, default=None,
+    nmf.add_argument("--fair-nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
                      help="stopping rule of Fairer-NMF: window (default; eq10 stops MU on plateaus) or eq10 (the paper's)")
-    nmf.add_argument("--fair-nmf-weights", choices=MU_WEIGHTS, default=None,
+    nmf.add_argument("--fair-nmf-weights", choices=_Choices("nmf.audit.MU_WEIGHTS"), default=None,
                      help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
-    nmf.add_argument("--fair-nmf-init", choices=AUDIT_INITS, default=None,
+    nmf.add_argument("--fair-nmf-init", choices=_Choices("nmf.audit.AUDIT_INITS"), default=None,
                      help="Fairer-NMF start: nmf (default: the standard NMF of the same rank) or random (the paper's)")
     nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
                      help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
@@ -324,7 +374,7 @@ def _load_tensor(args, table):
 def _add_cpd_options(audit) -> None:
     """The CP family's flags (``AuditConfig.options["cpd"]``; read back by :func:`_cpd_options`)."""
     cpd = audit.add_argument_group("CP tensor decomposition (--methods cpd)")
-    cpd.add_argument("--cpd-formulation", default=None, choices=FORMULATIONS,
+    cpd.add_argument("--cpd-formulation", default=None, choices=_Choices("cpd.estimator.FORMULATIONS"),
                      help="fairaudit (default: scale-free penalties, median-heuristic γ, λ scaled to the data, fast) or paper "
                      "(Kim & Gittens' Algorithm 1 as printed, with the paper's λ values; slow)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
@@ -336,9 +386,10 @@ def _add_cpd_options(audit) -> None:
     cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
     cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
     cpd.add_argument("--cpd-tol", type=float, default=None, help="stop a fit when the objective changes by less than this, relative, over an epoch (default 1e-4)")
-    cpd.add_argument("--cpd-kernel", default=None, choices=KERNELS,
+    cpd.add_argument("--cpd-kernel", default=None, choices=_Choices("cpd.estimator.KERNELS"),
                      help="KHSIC's RBF kernel: exact, Nyström, or auto (default: exact up to 2000 entities, Nyström above)")
-    cpd.add_argument("--cpd-landmarks", type=int, default=None, help=f"landmark entities of the Nyström kernel (default {NYSTROM_LANDMARKS})")
+    cpd.add_argument("--cpd-landmarks", type=int, default=None,
+                     help=_Help(lambda: f"landmark entities of the Nyström kernel (default {_constant('cpd._kernels.NYSTROM_LANDMARKS')})"))
     cpd.add_argument("--cpd-jobs", type=int, default=None, metavar="N",
                      help="worker threads for the fair fits (default 2: two fits side by side on two cores)")
 
@@ -377,10 +428,8 @@ def _cpd_options(args) -> dict:
 
 def _add_fs_options(parser: argparse.ArgumentParser) -> None:
     """FUFS's options (``--methods fs``); ``--clusters`` and ``--kmeans-runs`` are in "what to run"."""
-    from .fs.fufs import FORMULATIONS
-
     fs = parser.add_argument_group("feature selection (--methods fs)")
-    fs.add_argument("--fufs-formulation", default=None, choices=FORMULATIONS,
+    fs.add_argument("--fufs-formulation", default=None, choices=_Choices("fs.fufs.FORMULATIONS"),
                     help="FUFS as printed (paper: Xing et al. 2021 eq. 6, the default) or our normalised-alignment version (alignment)")
     fs.add_argument("--fufs-alpha", type=float, default=None, help="FUFS's fairness weight α (default 1, the paper's CRIME/GOOGLE+ setting)")
     fs.add_argument("--fufs-beta", type=float, default=None, help="FUFS's ℓ1 sparsity weight β (paper formulation; default 0.1)")
@@ -850,13 +899,15 @@ def _add_action_commands(commands) -> None:
 
 
 def _read_yours(args, data):
+    """Your components or embeddings (``--components``/``--embedding``), or None (without them the
+    audit does not import :mod:`fairaudit.yours`, which imports the NMF and CP families)."""
+    if not (args.components or args.embedding):
+        return None
     from .yours import read_components, read_embedding
 
     if args.components:
         return read_components(args.components, data, max_mb=args.max_mb)
-    if args.embedding:
-        return read_embedding(args.embedding, data, max_mb=args.max_mb)
-    return None
+    return read_embedding(args.embedding, data, max_mb=args.max_mb)
 
 
 def _check_action_inputs(args) -> None:

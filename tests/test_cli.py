@@ -119,3 +119,59 @@ def test_the_verdict_rules_are_printed_once_per_setting_the_families_used():
     _print_findings(result, findings(result), out)
     heads = [line for line in out.getvalue().splitlines() if line.startswith("verdict rules")]
     assert heads == ["verdict rules (pca: tolerance 1.25, confidence 95 %):", "verdict rules (fs: tolerance 1.50, confidence 90 %):"]
+
+
+# ---------------------------------------------------------------- the families' flags without their packages
+FAMILY_PACKAGES = ("fairaudit.nmf", "fairaudit.fs", "fairaudit.cpd", "fairaudit.yours", "fairaudit.engine.dask_engine")
+
+
+def test_a_pca_audit_imports_no_other_family(tmp_path):
+    """The parser declares every family's flags without importing the families: a PCA audit (in its
+    own process, as a user runs it) loads neither the other families nor the dask engine."""
+    path = write(tmp_path, GOOD)
+    script = (
+        "import sys\nfrom fairaudit.cli import main\n"
+        f"code = main(['audit', {path!r}, '--sensitive', 'sex', '--ranks', '1:2', '--bootstrap', '0', '--quiet', "
+        f"'--json', {str(tmp_path / 'out.json')!r}])\n"
+        f"print(code, sorted(name for name in sys.modules if name.startswith({FAMILY_PACKAGES!r})))"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split() == ["0", "[]"], proc.stdout + proc.stderr
+
+
+def test_help_lists_every_familys_options_with_the_familys_own_choices_and_defaults(capsys):
+    from fairaudit.cpd._kernels import NYSTROM_LANDMARKS
+    from fairaudit.cpd.estimator import FORMULATIONS as CPD_FORMULATIONS
+    from fairaudit.cpd.estimator import KERNELS
+    from fairaudit.fs.audit import KMEANS_RUNS
+    from fairaudit.fs.fufs import FORMULATIONS as FUFS_FORMULATIONS
+    from fairaudit.nmf._standard import SOLVERS
+    from fairaudit.nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
+    from fairaudit.pca.audit import DEFAULT_OPTIONS
+    from fairaudit.pca.jevd import SOLVERS as JEVD_SOLVERS
+
+    with pytest.raises(SystemExit) as done:
+        main(["audit", "--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    for flag, choices in (
+        ("--jevd-solver", JEVD_SOLVERS), ("--zero-rows", ZERO_ROW_POLICIES), ("--nmf-scaling", NMF_SCALINGS),
+        ("--nmf-solver", SOLVERS), ("--nmf-stopping", STOPPING_RULES), ("--fair-nmf-stopping", STOPPING_RULES),
+        ("--fair-nmf-weights", MU_WEIGHTS), ("--fair-nmf-init", AUDIT_INITS), ("--fufs-formulation", FUFS_FORMULATIONS),
+        ("--cpd-formulation", CPD_FORMULATIONS), ("--cpd-kernel", KERNELS),
+    ):
+        assert f"{flag} {{{','.join(choices)}}}" in text, flag
+    assert f"(default {KMEANS_RUNS}, as the FUFS paper)" in text
+    assert f"Nyström kernel (default {NYSTROM_LANDMARKS})" in text
+    assert f"JEVD-PCA's scheme (default {DEFAULT_OPTIONS['jevd_solver']}:" in text
+    for flag in ("--fufs-alpha", "--nmf-estimates", "--am-max-cells", "--cpd-lambdas", "--cpd-jobs", "--clusters", "--kmeans-runs"):
+        assert flag in text, flag
+    assert "(written when shown)" not in text  # every deferred help text was written
+
+
+def test_a_family_flags_bad_value_names_the_familys_choices(capsys):
+    from fairaudit.nmf._standard import SOLVERS
+
+    code, _, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--nmf-solver", "bad")
+    assert code == 2
+    assert err == f"fairaudit: error: argument --nmf-solver: invalid choice: 'bad' (choose from {', '.join(map(repr, SOLVERS))}) (see --help)\n"

@@ -13,14 +13,16 @@ of rows for the metrics that need rows:
   partition on a dask scheduler (:func:`read_partitioned` → :class:`PartitionedData`), never
   held in memory; see :mod:`fairaudit.engine.dask_engine`.
 
-Importing this package does not import dask.
+Importing this package does not import dask, nor the dask engine's own module (its names below
+load on first use, PEP 562: ~10–25 ms that an in-process audit does not spend).
 """
 
+import importlib
+import sys
 from dataclasses import dataclass, replace
 
 from ..errors import ParameterError
 from ..vocabulary import term
-from .dask_engine import DaskEngine, PartitionedData, dask_session, read_partitioned
 from .local import (
     DataSummary,
     LocalEngine,
@@ -29,13 +31,24 @@ from .local import (
 )
 from .moments import CHUNK_ROWS, GroupMoments, RowBlocks
 
-ENGINES: dict[str, type] = {"local": LocalEngine, "dask": DaskEngine}
-"""Engine name (``AuditConfig.engine``) → class."""
+_DASK_ENGINE = __name__ + ".dask_engine"
+_DASK_NAMES = ("DaskEngine", "PartitionedData", "dask_session", "read_partitioned")
+"""Names of :mod:`fairaudit.engine.dask_engine` this package gives, imported on first use."""
+
+
+def __getattr__(name: str):
+    if name in _DASK_NAMES:
+        return getattr(importlib.import_module(_DASK_ENGINE), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+ENGINES: dict[str, str] = {"local": "LocalEngine", "dask": "DaskEngine"}
+"""Engine name (``AuditConfig.engine``) → the name of its class in this package."""
 
 
 def get_engine(name: str):
     try:
-        return ENGINES[name]()
+        return getattr(sys.modules[__name__], ENGINES[name])()
     except KeyError:
         raise ValueError(f"unknown engine {name!r}; available: {', '.join(ENGINES)}") from None
 
@@ -58,6 +71,12 @@ NO_INTERVALS = (
 )
 
 
+def _partitioned(data) -> bool:
+    """``data`` is :class:`PartitionedData` (never, while the dask engine's module is not loaded)."""
+    module = sys.modules.get(_DASK_ENGINE)
+    return module is not None and isinstance(data, module.PartitionedData)
+
+
 def family_input(data, method: str, config) -> FamilyInput:
     """What family ``method`` audits under ``config``.
 
@@ -66,7 +85,7 @@ def family_input(data, method: str, config) -> FamilyInput:
     of every row — point estimates without bootstrap intervals (a replicate needs the rows), and no
     held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
     with their usual intervals, and a note says so."""
-    if not isinstance(data, PartitionedData):
+    if not _partitioned(data):
         return FamilyInput(data, config)
     if config.engine != "dask":
         raise ParameterError(
