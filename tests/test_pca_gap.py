@@ -38,6 +38,8 @@ def test_batched_regroupings_equal_problems_built_one_by_one(rng, k, rows, featu
     regroupings = np.array([rng.permutation(groups) for _ in range(6)])
     stacked = problem.regroupings(X, regroupings)
     assert stacked.covariances.shape == (6, k, problem.dim, problem.dim) and stacked.n_groups == k
+    prepared = problem.regrouping_rows(X)  # worked out once for many batches: the same problems, bit for bit
+    np.testing.assert_array_equal(problem.regroupings(prepared, regroupings[:3]).covariances, stacked.covariances[:3])
     model = FairPCA(2)._fit_problem(problem)
     for b, codes in enumerate(regroupings):
         single = GroupProblem.from_data(X, GroupCodes(codes, labels), centre=centre, basis=problem.basis)

@@ -250,8 +250,10 @@ def _varies(cells: np.ndarray) -> bool:
     return cells.size > 1 and bool((cells[1:] != cells[0]).any())
 
 
-def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[str]) -> None:
-    """Leave out the features with one value on the kept rows (missing cells aside)."""
+def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[str], missing: list[np.ndarray] | None = None) -> None:
+    """Leave out the features with one value on the kept rows (missing cells aside). ``missing``:
+    each feature's missing cells over every row, when known (:func:`_missing_masks`), so that a
+    column with holes is not searched for them again."""
     gone = []
     every_row = keep.all()
     for j, (name, values) in enumerate(zip(chosen.names, chosen.values, strict=True)):
@@ -259,7 +261,11 @@ def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[
         complete = chosen.missing.get(name) == 0
         if complete and _varies(column[:CONSTANT_PROBE]):
             continue  # two different values among the first cells: not constant, no pass over the column
-        present = column[~np.isnan(column)] if not complete and np.isnan(column).any() else column
+        if missing is None:
+            holes = None if complete else np.isnan(column)
+        else:
+            holes = missing[j] if every_row else missing[j][keep]
+        present = column[~holes] if holes is not None and holes.any() else column
         if present.size and present.min() == present.max():
             gone.append(j)
             chosen.exclude(chosen.names[j], "constant", f"the same value ({format_number(present[0])}) on every row kept")
@@ -441,7 +447,7 @@ def prepare(
     check_groups(groups, min_size=min_group_size, what=f"sensitive column(s) {', '.join(map(repr, sensitive))}")
 
     # --- the matrix
-    _drop_constant_features(chosen, keep, log)
+    _drop_constant_features(chosen, keep, log, feature_missing)
     X = _take(table, chosen, None if keep.all() else keep, reuse_table)
     if missing in ("mean", "median") and any_feature_missing[keep].any():
         X = np.array(X, order="F")

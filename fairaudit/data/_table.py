@@ -410,7 +410,7 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
         _lines=columns.lines,
         _first_line=int(columns.first_line),
         format=format,
-        _missing={n: count for n, count in columns.missing.items() if n in numeric},
+        _missing=dict(columns.missing),  # the reader's numeric columns (those with NaN spelt as numbers already left out)
     )
 
 

@@ -65,6 +65,15 @@ def row_space(rows: np.ndarray) -> np.ndarray:
         return np.linalg.qr(basis)[0]
 
 
+@dataclass(frozen=True)
+class RegroupingRows:
+    """Rows in a problem's coordinates, centred at its mean (``Y``), and ``YᵀY``
+    (:meth:`GroupProblem.regrouping_rows`)."""
+
+    Y: np.ndarray
+    gram: np.ndarray
+
+
 @dataclass
 class GroupProblem:
     """Per-group second moments of centred data, with cached spectra.
@@ -167,23 +176,29 @@ class GroupProblem:
         origin = None if centre is None else np.zeros(basis.shape[1])  # coordinates of rows already centred at ``centre``
         return cls.from_moments(moments, mean=mean, basis=basis, centre=origin)
 
-    def regroupings(self, rows: np.ndarray, codes: np.ndarray) -> GroupProblem:
-        """The problems of this problem's own ``rows`` (the ``X`` it was built from) under each
-        row of ``codes`` (``B × n``: a regrouping that keeps every group's size, e.g. a
-        permutation of the groups), stacked on a leading axis, centred at this problem's mean
-        and in its coordinates.
+    def regrouping_rows(self, rows: np.ndarray) -> RegroupingRows:
+        """``rows`` ready for :meth:`regroupings`: centred at this problem's mean, in its
+        coordinates, with their Gram matrix — worked out once for every batch of regroupings."""
+        Y = np.asarray(rows, dtype=float) - self.mean
+        if self.basis is not None:
+            Y = Y @ self.basis
+        return RegroupingRows(Y, Y.T @ Y)
+
+    def regroupings(self, rows: np.ndarray | RegroupingRows, codes: np.ndarray) -> GroupProblem:
+        """The problems of this problem's own ``rows`` (the ``X`` it was built from, or
+        :meth:`regrouping_rows` of it) under each row of ``codes`` (``B × n``: a regrouping that
+        keeps every group's size, e.g. a permutation of the groups), stacked on a leading axis,
+        centred at this problem's mean and in its coordinates.
 
         One Gram matrix per group and regrouping but one — the largest group's is the whole
         rows' minus the others' (``YᵀY`` is computed once) — and the spectra of all ``B × k``
         covariances in one batched ``eigvalsh``; equal to :meth:`from_data` of each regrouping
         up to rounding (``tests/test_pca_gap.py``)."""
-        Y = np.asarray(rows, dtype=float) - self.mean
-        if self.basis is not None:
-            Y = Y @ self.basis
+        prepared = rows if isinstance(rows, RegroupingRows) else self.regrouping_rows(rows)
+        Y, total = prepared.Y, prepared.gram
         codes = np.atleast_2d(np.asarray(codes))
         k, s = self.n_groups, self.dim
         rest = int(np.argmax(self.sizes))  # the largest group: by subtraction
-        total = Y.T @ Y
         covariances = np.empty((codes.shape[0], k, s, s))
         for b, regrouped in enumerate(codes):
             others = np.zeros((s, s))

@@ -180,9 +180,10 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     rng = np.random.default_rng(random_state)
     exceed = dict.fromkeys(models, 0)
     with blas_threads(BLAS_THREADS):
+        rows = observed_problem.regrouping_rows(sample.X)  # once for every batch
         for start in range(0, GAP_PERMUTATIONS, GAP_REGROUPINGS_PER_BATCH):
             count = min(GAP_REGROUPINGS_PER_BATCH, GAP_PERMUTATIONS - start)
-            permuted = observed_problem.regroupings(sample.X, [rng.permutation(sample.codes) for _ in range(count)])
+            permuted = observed_problem.regroupings(rows, [rng.permutation(sample.codes) for _ in range(count)])
             null = {rank: permuted.losses(projection, rank) for rank, projection in reduced.items()}  # B × k each
             for key, (worst, best, gap) in observed.items():
                 losses = null[key[1]]
