@@ -632,19 +632,11 @@ def _entries(read_codes: np.ndarray, summary: PartitionSummary, missing: str) ->
 def _group_moments(summary: PartitionSummary, key_group: np.ndarray, groups: CountedGroups, columns: np.ndarray,
                    exponents: np.ndarray) -> GroupMoments:
     """The moments of each kept group's rows, on the kept features, at ``exponents``: the keys'
-    moments rescaled exactly (powers of two) and merged."""
+    moments rescaled exactly (powers of two) and merged into their groups."""
     m = summary.moments
     factor = np.ldexp(1.0, summary.exponents[columns] - exponents)
-    means = m.means[:, columns] * factor
-    scatter = m.scatter[:, columns][:, :, columns] * factor[None, :, None] * factor[None, None, :]
-    k, d = groups.n_groups, len(columns)
-    total = GroupMoments.empty(k, d, groups.labels)
-    for key in np.flatnonzero(key_group >= 0):
-        slot = GroupMoments.empty(k, d, groups.labels)
-        g = key_group[key]
-        slot.counts[g], slot.means[g], slot.scatter[g] = m.counts[key], means[key], scatter[key]
-        total = total.merge(slot)
-    return total
+    keys = GroupMoments(m.counts, m.means[:, columns], m.scatter[:, columns][:, :, columns], m.labels)
+    return keys.affine(np.zeros(len(columns)), factor).regroup(key_group, groups.n_groups, groups.labels)
 
 
 def _sample(summary: PartitionSummary, key_group, groups: CountedGroups, columns, exponents, shift, scale, plan, shifts):
