@@ -261,15 +261,9 @@ class NMFAudit(FamilyAudit):
             sink.warn(note)
         self.ranks = nmf_ranks(config, self.prepared)
         self.codes, self.labels = self.prepared.codes, tuple(self.prepared.labels)
-        self.chosen = []
-        for name in VARIANTS:
-            if not config.wants("nmf", name):
-                continue
-            reason = am_too_slow(*self.prepared.X.shape, self.options) if name == "fair_am" else None
-            if reason and config.variants == "all":
-                sink.skip(name, reason)
-                continue
-            self.chosen.append(name)
+        self.chosen = self.chosen_variants(
+            VARIANTS, lambda name: am_too_slow(*self.prepared.X.shape, self.options) if name == "fair_am" else None
+        )
         self._heldout_estimates: dict = {}
         exact = self.prepared.exact_rank
         self.replicate_ranks_skipped = {

@@ -212,15 +212,7 @@ class PCAAudit(FamilyAudit):
         self.codes = data.groups.codes
         self.labels = tuple(data.groups.labels)
         self.ranks = config.resolved_ranks(data.n_features)
-        self.chosen = []
-        for name in VARIANTS:
-            if not config.wants("pca", name):
-                continue
-            reason = _too_slow(name, data.n_features, config)
-            if reason and config.variants == "all":
-                sink.skip(name, reason)
-                continue
-            self.chosen.append(name)
+        self.chosen = self.chosen_variants(VARIANTS, lambda name: _too_slow(name, data.n_features, config))
 
     @property
     def active(self) -> bool:
