@@ -301,9 +301,8 @@ class YoursPCAAudit(PCAAudit):
         self.matrix, self.ranks, self.chosen = matrix, tuple(ranks), [YOURS]
 
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
-        summary, weights = self._summary(rows, sample=not replicate)
-        problem = self._problem(summary, weights)
-        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        fits = self._new_fits(rows, replicate)
+        problem = fits.shared["problem"]
         if not replicate:
             self.sink.expect(len(self.ranks))
         for d in self.ranks:

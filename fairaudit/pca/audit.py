@@ -245,10 +245,15 @@ class PCAAudit(FamilyAudit):
         return GroupProblem.from_data(summary.rows, groups, weights=weights, centre=centre)  # wide: the row space
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+    def _new_fits(self, rows, replicate: bool) -> Fits:
+        """Fits of ``rows`` not made yet, holding what every fit there shares and :meth:`measure`
+        reads: the rows' ``summary`` (moments, sample) and their ``problem``."""
         summary, weights = self._summary(rows, sample=not replicate)
-        problem = self._problem(summary, weights)
-        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        return Fits(rows=rows, shared={"problem": self._problem(summary, weights), "summary": summary})
+
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        fits = self._new_fits(rows, replicate)
+        problem, summary = fits.shared["problem"], fits.shared["summary"]
         if replicate:
             for name in self.chosen:
                 if name in NOT_REPLICATED:
