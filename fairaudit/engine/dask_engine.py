@@ -52,6 +52,7 @@ from ..data._prepare import (
     _check_roles,
     _drop_constant_features,
     _fixed_roles,
+    _read_only,
     check_group_options,
     drop_small_groups,
     encode_read_groups,
@@ -660,12 +661,6 @@ def _sample(summary: PartitionSummary, key_group, groups: CountedGroups, columns
     lines = chosen.line[picked] + np.array([shifts.get(int(p), 0) for p in partitions], dtype=np.int64)
     labels = None if chosen.label is None else chosen.label[picked].astype(str)
     return RowSample(scaled, chosen.key[picked].astype(np.intp), int(groups.sizes().sum())), raw, labels, lines
-
-
-def _read_only(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X)
-    X.flags.writeable = False
-    return X
 
 
 # ============================================================================ the engine
