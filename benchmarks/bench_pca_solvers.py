@@ -19,7 +19,7 @@ import sys
 import time
 
 import numpy as np
-from _common import machine
+from _common import best_of, machine
 
 from fairaudit import FairPCA
 from fairaudit.groups import encode_groups
@@ -58,15 +58,6 @@ class RebuiltLPs:
         return _dual._min_max_mix(L)
 
 
-def best_of(runs: int, solve):
-    seconds, found = float("inf"), None
-    for _ in range(runs):
-        start = time.perf_counter()
-        found = solve()
-        seconds = min(seconds, time.perf_counter() - start)
-    return seconds, found
-
-
 def main(sizes: list[int], groups: int = 2) -> None:
     print(f"Fair PCA, {groups} groups × 400 rows, rank d = 5; {machine()}")
     rebuilt_head = f" {'rebuilt-LP s':>12} {'kept/rebuilt':>12}" if groups > 2 else ""
@@ -75,13 +66,13 @@ def main(sizes: list[int], groups: int = 2) -> None:
         X, codes = instance(n, groups=groups)
         problem = GroupProblem.from_data(X, encode_groups(codes))
         with blas_threads(BLAS_THREADS):
-            eig_seconds, eig = best_of(5, lambda problem=problem: solve_dual(problem, 5))
+            eig_seconds, eig = best_of(lambda problem=problem: solve_dual(problem, 5), 5)
             rebuilt = ""
             if groups > 2:
                 kept = _dual._CutLPs
                 _dual._CutLPs = RebuiltLPs
                 try:
-                    old_seconds, old = best_of(3, lambda problem=problem: solve_dual(problem, 5))
+                    old_seconds, old = best_of(lambda problem=problem: solve_dual(problem, 5), 3)
                 finally:
                     _dual._CutLPs = kept
                 rebuilt = f" {old_seconds:12.4f} {old_seconds / eig_seconds:11.1f}×"
