@@ -91,7 +91,7 @@ def family_input(data, method: str, config) -> FamilyInput:
         reason = _no_poisson_bootstrap(data)
         if reason is not None:
             return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
-        return FamilyInput(data, config, () if config.bootstrap == 0 else (POISSON_NOTE,))
+        return FamilyInput(data, config)  # the family notes its Poisson bootstrap when replicates run (POISSON_NOTE)
     sample = data.sample_data()
     if sample.n_rows == data.n_rows:
         return FamilyInput(sample, config, (f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all).",))
@@ -122,6 +122,7 @@ __all__ = [
     "FamilyInput",
     "GroupMoments",
     "LocalEngine",
+    "POISSON_NOTE",
     "PartitionedData",
     "PoissonReplicate",
     "RowBlocks",

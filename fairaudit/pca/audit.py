@@ -41,7 +41,7 @@ from ..audit import (
     merged_options,
 )
 from ..data import AuditData
-from ..engine import PartitionedData, PoissonReplicate, RowSample, get_engine
+from ..engine import POISSON_NOTE, PartitionedData, PoissonReplicate, RowSample, get_engine
 from ..errors import ParameterError
 from ..groups import GroupCodes
 from ..linalg import blas_threads
@@ -232,6 +232,8 @@ class PCAAudit(FamilyAudit):
         Poisson bootstrap (:class:`~fairaudit.engine.PoissonReplicate`); in-memory rows as every
         family's are."""
         if isinstance(self.data, PartitionedData):
+            if index == 0:
+                self.sink.warn(POISSON_NOTE)
             return PoissonReplicate(index, count, int(self.config.random_state or 0))
         return super().resample(rng, rows, index, count)
 
