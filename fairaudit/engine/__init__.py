@@ -32,7 +32,7 @@ from .local import (
 from .moments import CHUNK_ROWS, GroupMoments, RowBlocks
 
 _DASK_ENGINE = __name__ + ".dask_engine"
-_DASK_NAMES = ("DaskEngine", "PartitionedData", "dask_session", "read_partitioned")
+_DASK_NAMES = ("POISSON_MIN_GROUP_ROWS", "DaskEngine", "PartitionedData", "PoissonReplicate", "dask_session", "read_partitioned")
 """Names of :mod:`fairaudit.engine.dask_engine` this package gives, imported on first use."""
 
 
@@ -65,16 +65,27 @@ class FamilyInput:
     no_intervals: str | None = None
 
 
-NO_INTERVALS = (
-    "no bootstrap intervals on the dask engine: its group moments cover every row, but a replicate "
-    "needs the rows themselves; audit a sample with the default engine ({local}) for intervals"
+NO_INTERVALS_WIDE = (
+    "no bootstrap intervals on the dask engine for data with more features than rows: a replicate "
+    "reweights the group moments, which these data do not have; audit them with the default engine ({local})"
+)
+NO_INTERVALS_SMALL = (
+    "no bootstrap intervals on the dask engine: its Poisson bootstrap needs at least {rows} rows in every group "
+    "({group!r} has {size:,}); audit with the default engine ({local}), whose bootstrap redraws each group's rows"
+)
+POISSON_NOTE = (
+    "pca: intervals from a Poisson bootstrap over the partitions (every row weighted by an independent Poisson(1) "
+    "draw in each replicate, each group's weights scaled to its row count; one more pass over the data computes every "
+    "replicate's moments), not the default engine's resample of each group's rows: the two agree as groups grow."
 )
 
 
-def _partitioned(data) -> bool:
-    """``data`` is :class:`PartitionedData` (never, while the dask engine's module is not loaded)."""
+def dask_instance(value, name: str) -> bool:
+    """``value`` is an instance of the dask engine's class ``name`` (``"PartitionedData"``,
+    ``"PoissonReplicate"``) — never while that engine's module is not loaded, so asking does not
+    load it."""
     module = sys.modules.get(_DASK_ENGINE)
-    return module is not None and isinstance(data, module.PartitionedData)
+    return module is not None and isinstance(value, getattr(module, name))
 
 
 def family_input(data, method: str, config) -> FamilyInput:
@@ -82,10 +93,11 @@ def family_input(data, method: str, config) -> FamilyInput:
 
     In-memory data: the data and the configuration as given. Data read partition by partition
     (:class:`PartitionedData`, ``engine="dask"``): the PCA family audits them from the group moments
-    of every row — point estimates without bootstrap intervals (a replicate needs the rows), and no
-    held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
+    of every row — with bootstrap intervals from a Poisson bootstrap over the partitions
+    (:class:`PoissonReplicate`; none for wide data or groups under :data:`POISSON_MIN_GROUP_ROWS`
+    rows, with the reason) — and no held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
     with their usual intervals, and a note says so."""
-    if not _partitioned(data):
+    if not dask_instance(data, "PartitionedData"):
         return FamilyInput(data, config)
     if config.engine != "dask":
         raise ParameterError(
@@ -97,8 +109,10 @@ def family_input(data, method: str, config) -> FamilyInput:
                 f"{term('holdout', config.holdout)} is not available for the PCA family with {term('engine', 'dask')}: the engine "
                 f"holds the group moments of every row, not the rows to hold out. Leave it out, or audit with {term('engine', 'local')}."
             )
-        reason = NO_INTERVALS.format(local=term("engine", "local"))
-        return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
+        reason = _no_poisson_bootstrap(data)
+        if reason is not None:
+            return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
+        return FamilyInput(data, config)  # the family notes its Poisson bootstrap when replicates run (POISSON_NOTE)
     sample = data.sample_data()
     if sample.n_rows == data.n_rows:
         return FamilyInput(sample, config, (f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all).",))
@@ -109,6 +123,21 @@ def family_input(data, method: str, config) -> FamilyInput:
     ))
 
 
+def _no_poisson_bootstrap(data) -> str | None:
+    """Why the dask engine's Poisson bootstrap cannot give ``data`` (:class:`PartitionedData`)
+    intervals (``None``: it can)."""
+    from .dask_engine import POISSON_MIN_GROUP_ROWS
+
+    local = term("engine", "local")
+    if data.n_features > data.n_rows:
+        return NO_INTERVALS_WIDE.format(local=local)
+    sizes = data.group_sizes()
+    smallest = min(sizes, key=sizes.get)
+    if sizes[smallest] < POISSON_MIN_GROUP_ROWS:
+        return NO_INTERVALS_SMALL.format(rows=POISSON_MIN_GROUP_ROWS, group=smallest, size=sizes[smallest], local=local)
+    return None
+
+
 __all__ = [
     "CHUNK_ROWS",
     "ENGINES",
@@ -117,12 +146,15 @@ __all__ = [
     "FamilyInput",
     "GroupMoments",
     "LocalEngine",
+    "POISSON_NOTE",
     "PartitionedData",
+    "PoissonReplicate",
     "RowBlocks",
     "RowSample",
     "dask_session",
     "family_input",
     "get_engine",
+    "dask_instance",
     "read_partitioned",
     "scaling_transform",
 ]
