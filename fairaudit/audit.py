@@ -697,14 +697,14 @@ class FamilyAudit:
 
     def representations(
         self, Zs: Sequence[np.ndarray], codes: np.ndarray, *, replicate: bool, lineages: Sequence | None = None,
-        config: AuditConfig | None = None, threads: int | None = None,
+        config: AuditConfig | None = None, threads: int | None = None, alongside: Sequence[Callable[[], None]] = (),
     ) -> list[dict[str, Value]]:
         """:meth:`representation` of many fits at once (:func:`representations_metrics`: nested
-        ones of a lineage in one leakage pass, on worker threads)."""
+        ones of a lineage in one leakage pass, on worker threads, with ``alongside``'s work)."""
         if replicate:
             return [{"mmd2": metrics.mmd2(Z, codes)} for Z in Zs]
         threads = REPRESENTATION_THREADS if threads is None else threads
-        return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads)
+        return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads, alongside=alongside)
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
@@ -963,6 +963,7 @@ def representations_metrics(
     *,
     lineages: Sequence | None = None,
     threads: int = REPRESENTATION_THREADS,
+    alongside: Sequence[Callable[[], None]] = (),
 ) -> list[dict[str, Value]]:
     """:func:`representation_metrics` of each representation, computed together.
 
@@ -971,7 +972,8 @@ def representations_metrics(
     PCA's ranks), are tested for leakage in one pass over the widest
     (:func:`fairaudit.metrics.leakage_tests`, with QDA, whose fits do not change when a column
     flips sign: the same rows, folds and permutations as one test per representation, so the same
-    values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads."""
+    values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads, with the
+    calls in ``alongside`` (a family's other work on the same rows, which keeps its own results) first."""
     from .parallel import map_threads
 
     shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
@@ -999,7 +1001,7 @@ def representations_metrics(
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
     tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
     with metrics.shared_draws():  # every test of these groups draws the same folds and permutations: once
-        results = map_threads(lambda task: task[1](), tasks, threads)  # in order; pools held at one thread
+        results = map_threads(lambda task: task[1](), [(None, call) for call in alongside] + tasks, threads)[len(alongside):]
     tests = len(tasks) - len(shaped)
     kernel = results[tests:]
     for (indices, _), estimates in zip(tasks[:tests], results[:tests], strict=True):

@@ -320,7 +320,15 @@ class PCAAudit(FamilyAudit):
             summary, weights = self._summary(rows, sample=not replicate, scaling=(summary.shift, summary.scale))
             problem = self._problem(summary, weights, centre=trained.mean)
         centred_sample = summary.sample.X - trained.mean
-        shared = {} if replicate else self._representation_values(fits, centred_sample, summary.sample.codes)
+        gap_test = bool(fits.models) and not (replicate or heldout)
+        affordable = gap_test and gap_test_cost(summary.sample, len(self.labels)) <= GAP_TEST_BUDGET
+        pvalues: dict = {}
+
+        def gap_pvalues() -> None:  # on the representation metrics' worker threads, alongside them
+            pvalues.update(_gap_pvalues(summary.sample, self.labels, trained.mean, fits.models, self.config.random_state))
+
+        shared = {} if replicate else self._representation_values(
+            fits, centred_sample, summary.sample.codes, alongside=[gap_pvalues] if affordable else [])
         for (name, rank), model in fits.models.items():
             projection = model.map_
             in_problem = problem.reduce(projection)
@@ -335,24 +343,26 @@ class PCAAudit(FamilyAudit):
             values = dict(shared.get((name, rank), {}))
             values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
             out.add_all(name, rank, values)
-        if fits.models and not (replicate or heldout):
-            if gap_test_cost(summary.sample, len(self.labels)) > GAP_TEST_BUDGET:
+        if gap_test:
+            if not affordable:
                 self.sink.warn(
                     f"pca: loss_gap_pvalue (each gap against {GAP_PERMUTATIONS} random regroupings) was not computed: "
                     f"{summary.sample.size:,} rows × {summary.sample.X.shape[1]:,} features would take minutes; the gap "
                     "verdicts rest on the bootstrap interval and the tolerance alone."
                 )
                 return
-            for (name, rank), p in _gap_pvalues(summary.sample, self.labels, trained.mean, fits.models, self.config.random_state).items():
+            for (name, rank), p in pvalues.items():
                 out.add(name, rank, "loss_gap_pvalue", p)
 
-    def _representation_values(self, fits: Fits, centred: np.ndarray, codes: np.ndarray) -> dict:
+    def _representation_values(self, fits: Fits, centred: np.ndarray, codes: np.ndarray, *, alongside=()) -> dict:
         """Each fit's representation metrics (:func:`fairaudit.audit.representations_metrics`: a
-        variant's nested ranks tested for leakage in one pass, on worker threads)."""
+        variant's nested ranks tested for leakage in one pass, on worker threads; ``alongside``:
+        more work for those threads — the gap test, 0.1 s of the 1,000,000-row audit that one
+        core did alone after them)."""
         keys = list(fits.models)
         with blas_threads(BLAS_THREADS):  # thin products and small factorisations
             representations = [self.coordinates(fits.models[key], centred) for key in keys]
-        found = self.representations(representations, codes, replicate=False, lineages=[name for name, _ in keys])
+        found = self.representations(representations, codes, replicate=False, lineages=[name for name, _ in keys], alongside=alongside)
         return dict(zip(keys, found, strict=True))
 
     def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
