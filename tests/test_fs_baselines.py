@@ -301,6 +301,29 @@ def test_cluster_scores_are_mean_and_std_over_seeded_runs():
         cluster_scores(X, groups, n_clusters=1)
 
 
+def test_cluster_scores_count_repeated_rows_instead_of_repeating_them():
+    """A bootstrap resample's rows: each distinct row once with its count gives the k-means of the
+    repeated rows — the same draws and clusterings, so the same scores (labels differ only if a
+    row sits within rounding of two centres)."""
+    from fairaudit.fs.evaluation import kmeans_labels
+
+    rng = np.random.default_rng(4)
+    X = _data(21, n=120)
+    groups, labels = np.arange(120) % 2, np.arange(120) % 3
+    rows = np.sort(rng.integers(0, 120, size=120))
+    once, counts = np.unique(rows, return_counts=True)
+    assert once.size < rows.size
+    for K in (2, 3):
+        repeated = cluster_scores(X[rows], groups[rows], n_clusters=K, labels=labels[rows], runs=10, random_state=3)
+        counted = cluster_scores(X[once], groups[once], n_clusters=K, labels=labels[once], runs=10, random_state=3, counts=counts)
+        assert counted == repeated
+        expanded = np.repeat(kmeans_labels(X[once], K, 10, random_state=3, counts=counts), counts, axis=1)
+        np.testing.assert_array_equal(expanded, kmeans_labels(X[rows], K, 10, random_state=3))
+    # K is checked against the rows the counts stand for, not the distinct ones
+    tiny = np.array([[0.0], [1.0]])
+    assert cluster_scores(tiny, [0, 1], n_clusters=3, runs=2, counts=np.array([2, 2]))["balance"] >= 0.0
+
+
 def test_leakage_classifier_survives_wide_and_collinear_selections():
     """Feature selection hands the leakage metric many columns of few rows, some collinear."""
     rng = np.random.default_rng(12)

@@ -29,22 +29,33 @@ _BATCH_CELLS = 4_000_000
 """Runs are processed in batches of at most this many (run × row × cluster) distances."""
 
 
-def _kmeans_pp(Z: np.ndarray, sq: np.ndarray, K: int, runs: int, rng: np.random.Generator) -> np.ndarray:
+def _kmeans_pp(Z: np.ndarray, sq: np.ndarray, K: int, runs: int, rng: np.random.Generator, counts: np.ndarray | None = None) -> np.ndarray:
     """k-means++ starts for ``runs`` runs at once: ``(runs, K, p)`` centres. The first centre is
     a uniform row, each next one a row drawn with probability ∝ its squared distance to the
-    nearest centre so far (uniform when every distance is 0: fewer distinct rows than K)."""
+    nearest centre so far (uniform when every distance is 0: fewer distinct rows than K).
+
+    With ``counts`` (row ``i`` of ``Z`` standing for ``counts[i]`` identical rows, :func:`kmeans_labels`)
+    the draws are those over the repeated rows, in their order: a uniform row is a draw among the
+    ``Σ counts`` rows mapped to its distinct row, and a row's probability is its count times its
+    squared distance."""
     n = Z.shape[0]
+    copies = None if counts is None else np.repeat(np.arange(n), counts)  # repeated row → distinct row
+    total_rows = n if copies is None else copies.size
     centres = np.empty((runs, K, Z.shape[1]))
-    first = rng.integers(0, n, size=runs)
+    first = rng.integers(0, total_rows, size=runs)
+    if copies is not None:
+        first = copies[first]
     centres[:, 0] = Z[first]
     nearest = np.maximum(sq[None, :] - 2.0 * centres[:, 0] @ Z.T + sq[first][:, None], 0.0)
     for c in range(1, K):
-        totals = nearest.sum(axis=1)
+        weighted = nearest if counts is None else nearest * counts
+        totals = weighted.sum(axis=1)
         u = rng.random(runs) * totals
-        cumulative = np.cumsum(nearest, axis=1)
+        cumulative = np.cumsum(weighted, axis=1)
         picks = np.sum(cumulative <= u[:, None], axis=1)  # searchsorted(cumulative[r], u[r], side="right"), every run at once
         flat = totals <= 0
-        picks[flat] = rng.integers(0, n, size=int(flat.sum()))
+        uniform = rng.integers(0, total_rows, size=int(flat.sum()))
+        picks[flat] = uniform if copies is None else copies[uniform]
         picks = np.minimum(picks, n - 1)
         centres[:, c] = Z[picks]
         distance = np.maximum(sq[None, :] - 2.0 * centres[:, c] @ Z.T + sq[picks][:, None], 0.0)
@@ -72,25 +83,32 @@ def _nearest(distance: np.ndarray, code) -> np.ndarray:
     return nearest
 
 
-def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol: float = 1e-4) -> np.ndarray:
+def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol: float = 1e-4, counts: np.ndarray | None = None) -> np.ndarray:
     """Cluster labels ``(runs, n)`` of ``runs`` independent k-means fits (k-means++ + Lloyd).
 
     A run stops when no row changes cluster or, as scikit-learn's ``KMeans``, when its centres
     moved by at most ``tol`` times the mean feature variance (squared distance summed over the
     centres); its labels are then those of the final centres.
+
+    ``counts``: row ``i`` of ``Z`` stands for ``counts[i]`` identical rows (a bootstrap resample
+    repeats about a third of its rows), which the fit counts instead of repeating — the same
+    k-means as on ``np.repeat(Z, counts, axis=0)`` (the same draws, centres as count-weighted
+    means; equal up to the rounding of those sums), on 0.63 of the rows; the labels are those of
+    the distinct rows.
     """
     Z = np.ascontiguousarray(Z, dtype=float)
     n, p = Z.shape
     K = n_clusters
     rng = np.random.default_rng(random_state)
     sq = np.einsum("ij,ij->i", Z, Z)
-    threshold = tol * float(np.mean(np.var(Z, axis=0)))
+    threshold = tol * float(np.mean(np.var(Z if counts is None else np.repeat(Z, counts, axis=0), axis=0)))
+    weights = None if counts is None else np.asarray(counts, dtype=float)
     batch = max(1, _BATCH_CELLS // max(1, n * K))
     labels = np.empty((runs, n), dtype=np.int64)
     code = np.min_scalar_type(-K)  # labels in the smallest signed type (less memory to compare and copy)
     for start in range(0, runs, batch):
         count = min(batch, runs - start)
-        centres = _kmeans_pp(Z, sq, K, count, rng)  # (count, K, p)
+        centres = _kmeans_pp(Z, sq, K, count, rng, counts)  # (count, K, p)
         active = np.arange(count)
         assigned = np.full((count, n), -1, dtype=code)
         for _ in range(MAX_ITER):
@@ -103,11 +121,13 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
             assigned[active] = new
             # new centres: per (run, cluster) means by one batched product with the indicators
             indicators = (new[:, None, :] == np.arange(K, dtype=code)[None, :, None]).astype(float)  # (a, K, n)
-            counts = indicators.sum(axis=2).ravel()
+            if weights is not None:
+                indicators *= weights
+            counts_in = indicators.sum(axis=2).ravel()
             sums = (indicators @ Z).reshape(-1, p)
-            filled = counts > 0  # an emptied cluster keeps its centre
+            filled = counts_in > 0  # an emptied cluster keeps its centre
             updated = C.copy()
-            updated[filled] = sums[filled] / counts[filled, None]
+            updated[filled] = sums[filled] / counts_in[filled, None]
             shift = np.sum((updated - C) ** 2, axis=1).reshape(active.size, K).sum(axis=1)
             centres[active] = updated.reshape(active.size, K, p)
             done = unchanged | (shift <= threshold)
@@ -136,11 +156,16 @@ def best_kmeans(Z: np.ndarray, n_clusters: int, runs: int = 10, random_state=0) 
     return labels[int(np.argmin(inertia))]
 
 
-def contingency_tables(labels: np.ndarray, codes: np.ndarray, n_clusters: int, n_codes: int) -> np.ndarray:
-    """``(runs, K, k)`` counts of rows per (cluster, code) for each run's labels."""
+def contingency_tables(labels: np.ndarray, codes: np.ndarray, n_clusters: int, n_codes: int, counts: np.ndarray | None = None) -> np.ndarray:
+    """``(runs, K, k)`` counts of rows per (cluster, code) for each run's labels (each row counted
+    ``counts`` times when given)."""
     runs = labels.shape[0]
     index = labels * n_codes + np.asarray(codes)[None, :] + (np.arange(runs) * n_clusters * n_codes)[:, None]
-    return np.bincount(index.ravel(), minlength=runs * n_clusters * n_codes).reshape(runs, n_clusters, n_codes)
+    size = runs * n_clusters * n_codes
+    if counts is None:
+        return np.bincount(index.ravel(), minlength=size).reshape(runs, n_clusters, n_codes)
+    found = np.bincount(index.ravel(), weights=np.tile(np.asarray(counts, dtype=float), runs), minlength=size)
+    return np.rint(found).astype(np.int64).reshape(runs, n_clusters, n_codes)  # whole numbers, summed exactly
 
 
 def _check(value, name: str, low: int, high: int | None = None) -> int:
@@ -184,27 +209,30 @@ def cluster_scores(
     labels: np.ndarray | None = None,
     runs: int = 50,
     random_state: int = 0,
+    counts: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Mean and std over ``runs`` k-means clusterings of ``Z`` (rows = samples).
 
-    ``groups`` and ``labels`` are integer codes (``0 … k−1``) or any values. Returns
+    ``groups`` and ``labels`` are integer codes (``0 … k−1``) or any values. ``counts``: row ``i``
+    stands for ``counts[i]`` identical rows, all of ``groups[i]`` and ``labels[i]`` (a bootstrap
+    resample's rows, each kept once; :func:`kmeans_labels`). Returns
     ``{"acc", "acc_std", "nmi", "nmi_std"}`` (only with ``labels``) and
     ``{"balance", "balance_std", "proportion", "proportion_std"}``.
     """
     Z = np.asarray(Z, dtype=float)
     if Z.ndim == 1:
         Z = Z[:, None]
-    K = _check(n_clusters, "clusters", 2, Z.shape[0])
+    K = _check(n_clusters, "clusters", 2, Z.shape[0] if counts is None else int(np.sum(counts)))
     runs = _check(runs, "k-means runs", 1)
-    assignments = kmeans_labels(Z, K, runs, random_state)
+    assignments = kmeans_labels(Z, K, runs, random_state, counts=counts)
     found: dict[str, list[float]] = {}
     group_codes = _codes(groups)
-    tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1)
+    tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1, counts)
     found["balance"] = _per_table(metrics.balance_from_table, tables)
     found["proportion"] = _per_table(metrics.proportion_from_table, tables)
     if labels is not None:
         label_codes = _codes(labels)
-        tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1)
+        tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1, counts)
         found["acc"] = _per_table(metrics.accuracy_from_table, tables)
         found["nmi"] = _per_table(lambda t: metrics.nmi_from_table(t[t.sum(axis=1) > 0]), tables)
     out: dict[str, float] = {}
