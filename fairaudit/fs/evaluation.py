@@ -106,39 +106,45 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
     batch = max(1, _BATCH_CELLS // max(1, n * K))
     labels = np.empty((runs, n), dtype=np.int64)
     code = np.min_scalar_type(-K)  # labels in the smallest signed type (less memory to compare and copy)
+    levels = np.arange(K, dtype=code)[None, :, None]
     for start in range(0, runs, batch):
         count = min(batch, runs - start)
         centres = _kmeans_pp(Z, sq, K, count, rng, counts)  # (count, K, p)
-        active = np.arange(count)
+        out = labels[start : start + count]
+        left = np.arange(count)  # the runs still iterating; C and assigned hold only theirs
+        C = centres.reshape(-1, p)  # (a·K, p)
         assigned = np.full((count, n), -1, dtype=code)
         for _ in range(MAX_ITER):
-            C = centres[active].reshape(-1, p)  # (a·K, p)
+            a = left.size
             # ‖z − c‖² up to the row's own ‖z‖², which does not change the nearest centre: one GEMM
-            distance = ((-2.0 * C) @ Z.T).reshape(active.size, K, n)  # the factor 2 is exact: −2·(Cz) bit for bit
-            distance += np.einsum("ij,ij->i", C, C).reshape(active.size, K, 1)
+            distance = ((-2.0 * C) @ Z.T).reshape(a, K, n)  # the factor 2 is exact: −2·(Cz) bit for bit
+            distance += np.einsum("ij,ij->i", C, C).reshape(a, K, 1)
             new = _nearest(distance, code)  # (a, n)
-            unchanged = np.all(new == assigned[active], axis=1)
-            assigned[active] = new
+            unchanged = np.all(new == assigned, axis=1)
             # new centres: per (run, cluster) means by one batched product with the indicators
-            indicators = (new[:, None, :] == np.arange(K, dtype=code)[None, :, None]).astype(float)  # (a, K, n)
-            if weights is not None:
-                indicators *= weights
+            members = new[:, None, :] == levels  # (a, K, n)
+            indicators = members.astype(float) if weights is None else members * weights
             counts_in = indicators.sum(axis=2).ravel()
-            sums = (indicators @ Z).reshape(-1, p)
-            filled = counts_in > 0  # an emptied cluster keeps its centre
-            updated = C.copy()
-            updated[filled] = sums[filled] / counts_in[filled, None]
-            shift = np.sum((updated - C) ** 2, axis=1).reshape(active.size, K).sum(axis=1)
-            centres[active] = updated.reshape(active.size, K, p)
+            updated = C.copy()  # an emptied cluster keeps its centre
+            np.divide((indicators @ Z).reshape(-1, p), counts_in[:, None], out=updated, where=counts_in[:, None] > 0)
+            shift = np.sum((updated - C) ** 2, axis=1).reshape(a, K).sum(axis=1)
             done = unchanged | (shift <= threshold)
-            if np.any(done & ~unchanged):  # settled by tol: label by the final centres
-                final = centres[active[done & ~unchanged]].reshape(-1, p)
+            C, assigned = updated, new
+            if not done.any():
+                continue
+            settled = done & ~unchanged
+            if settled.any():  # settled by tol: label by the final centres
+                final = C.reshape(a, K, p)[settled].reshape(-1, p)
                 d2 = (final @ Z.T) * -2.0 + np.einsum("ij,ij->i", final, final)[:, None]
-                assigned[active[done & ~unchanged]] = _nearest(d2.reshape(-1, K, n), code)
-            active = active[~done]
-            if active.size == 0:
+                assigned[settled] = _nearest(d2.reshape(-1, K, n), code)
+            out[left[done]] = assigned[done]
+            keep = ~done
+            left = left[keep]
+            if left.size == 0:
                 break
-        labels[start : start + count] = assigned
+            C, assigned = C.reshape(a, K, p)[keep].reshape(-1, p), assigned[keep]
+        else:
+            out[left] = assigned
     return labels
 
 
