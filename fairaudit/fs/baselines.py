@@ -56,25 +56,31 @@ def _check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-_NEIGHBOURS: OrderedDict = OrderedDict()
-_NEIGHBOURS_KEPT = 2
+_GRAPHS: OrderedDict = OrderedDict()
+_GRAPHS_KEPT = 2
+
+
+def _graphs_of(X: np.ndarray, k: int) -> dict:
+    """What has been built on ``X`` with ``k`` neighbours (the neighbours, heat graphs by width),
+    remembered for the last two matrices by content: in an audit LapScore, MCFS, UDFS and NDFS
+    build the same graph on the same rows (credit, 30,000 rows: 3 s each; a bootstrap replicate of
+    the default sample builds the heat graph three times)."""
+    X = np.ascontiguousarray(X, dtype=float)
+    key = (X.shape, int(k), hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest())
+    if key in _GRAPHS:
+        _GRAPHS.move_to_end(key)
+        return _GRAPHS[key]
+    graph = kneighbors_graph(X, k, mode="distance", include_self=False)
+    found = _GRAPHS[key] = {"neighbours": (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))}
+    while len(_GRAPHS) > _GRAPHS_KEPT:
+        _GRAPHS.popitem(last=False)
+    return found
 
 
 def nearest_neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Distances and indices ``(n, k)`` of each row's ``k`` nearest other rows (scikit-learn's
-    ``NearestNeighbors``), remembered for the last two matrices by content: in an audit LapScore,
-    MCFS, UDFS and NDFS build the same graph on the same rows (credit, 30,000 rows: 3 s each)."""
-    X = np.ascontiguousarray(X, dtype=float)
-    key = (X.shape, int(k), hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest())
-    if key in _NEIGHBOURS:
-        _NEIGHBOURS.move_to_end(key)
-        return _NEIGHBOURS[key]
-    graph = kneighbors_graph(X, k, mode="distance", include_self=False)
-    found = (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))
-    _NEIGHBOURS[key] = found
-    while len(_NEIGHBOURS) > _NEIGHBOURS_KEPT:
-        _NEIGHBOURS.popitem(last=False)
-    return found
+    ``NearestNeighbors``), remembered by content (:func:`_graphs_of`)."""
+    return _graphs_of(X, k)["neighbours"]
 
 
 def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse.csr_matrix | np.ndarray, float]:
@@ -83,14 +89,22 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     With ``n_neighbors`` an edge joins ``a`` and ``b`` when either is among the other's
     nearest neighbours (sparse, symmetric, no self loops); ``None`` gives the dense all-pairs
     matrix (diagonal 1, as in [Zhao07]). ``t="auto"`` is the mean squared distance over the
-    graph's edges (our choice; [He05] leave ``t`` as a parameter).
+    graph's edges (our choice; [He05] leave ``t`` as a parameter). The sparse graph is remembered
+    with the neighbours (:func:`_graphs_of`) and shared: callers only read it.
     """
     n = X.shape[0]
     if n_neighbors is None:
         t = dense_width(X, t)
         return rbf(X, X, 1.0 / t), t
     k = min(int(n_neighbors), n - 1)
-    distances, indices = nearest_neighbours(X, k)
+    built = _graphs_of(X, k)
+    found = built.get(("heat", t))
+    if found is None:
+        found = built[("heat", t)] = _heat_graph(*built["neighbours"], t)
+    return found
+
+
+def _heat_graph(distances: np.ndarray, indices: np.ndarray, t) -> tuple[sparse.csr_matrix, float]:
     graph = _symmetric_knn(distances, indices)
     squared = graph.data**2
     if t == "auto":
@@ -943,18 +957,20 @@ class NDFS(_L21Selector):
         weights = np.ones(d)  # diagonal of D_W (Algorithm 1: D = I)
         gram = X.T @ X if d <= n else None
         history = []
+        LF = laplacian @ F  # kept from the objective of one iteration for the F step of the next
         for iteration in range(1, max_iter + 1):
             solve = self._solver(X, weights, gram)  # one factorisation per iteration: D_W changes once
             W = solve(F)
             if iteration == 1:
                 initial = _row_norms(W)
-            MF = laplacian @ F + alpha * (F - X @ W)  # M F without forming the n × n M
+            MF = LF + alpha * (F - X @ W)  # M F without forming the n × n M
             F = self._update_indicators(F, MF)
+            LF = laplacian @ F
             W = solve(F)
             norms = _row_norms(W)
             residual = X @ W - F
             orthogonality = F.T @ F - np.eye(c)
-            history.append(float(np.sum(F * (laplacian @ F)) + alpha * (np.sum(residual**2) + beta * norms.sum())
+            history.append(float(np.sum(F * LF) + alpha * (np.sum(residual**2) + beta * norms.sum())
                                  + 0.5 * self.gamma * np.sum(orthogonality**2)))
             weights = 1.0 / (2.0 * np.maximum(norms, 1e-12))
             if _settled(history, tol):
