@@ -197,6 +197,30 @@ def _per_table(metric, tables: np.ndarray) -> list[float]:
     return values
 
 
+def _balances(tables: np.ndarray) -> np.ndarray:
+    """:func:`fairaudit.metrics.balance_from_table` of every ``(runs, K, k)`` table at once (the same
+    divisions and minimum; an empty cluster's shares are left out as +∞)."""
+    tables = np.asarray(tables, dtype=float)
+    if tables.shape[2] < 2:
+        return np.zeros(tables.shape[0])
+    sizes = tables.sum(axis=2, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(sizes > 0, tables / sizes, np.inf)
+    return shares.min(axis=(1, 2))
+
+
+def _proportions(tables: np.ndarray) -> np.ndarray:
+    """:func:`fairaudit.metrics.proportion_from_table` of every ``(runs, K, k)`` table at once; a
+    table with an empty cluster by the function itself (it sums the non-empty clusters only)."""
+    tables = np.asarray(tables, dtype=float)
+    sizes = tables.sum(axis=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found = np.sum(tables.max(axis=2) / sizes, axis=1)
+    for run in np.flatnonzero((sizes <= 0).any(axis=1)):
+        found[run] = metrics.proportion_from_table(tables[run])
+    return found
+
+
 def _codes(values) -> np.ndarray:
     """``values`` as codes ``0 … k−1`` in sorted order of the values (``np.unique``'s inverse);
     codes that are already ``0 … k−1``, every one present, are taken as they are (the audit
@@ -234,20 +258,19 @@ def cluster_scores(
     found: dict[str, list[float]] = {}
     group_codes = _codes(groups)
     tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1, counts)
-    found["balance"] = _per_table(metrics.balance_from_table, tables)
-    found["proportion"] = _per_table(metrics.proportion_from_table, tables)
+    found["balance"], found["proportion"] = _balances(tables), _proportions(tables)
     if labels is not None:
         label_codes = _codes(labels)
         tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1, counts)
         found["acc"] = _per_table(metrics.accuracy_from_table, tables)
         found["nmi"] = _per_table(lambda t: metrics.nmi_from_table(t[t.sum(axis=1) > 0]), tables)
+    names = [name for name in ("acc", "nmi", "balance", "proportion") if name in found]
+    values = np.array([found[name] for name in names], dtype=float)  # (metrics, runs): each row as np.mean/np.std of it
+    means, spreads = values.mean(axis=1), values.std(axis=1)
     out: dict[str, float] = {}
-    for name in ("acc", "nmi", "balance", "proportion"):
-        values = found.get(name)
-        if values:
-            mean, spread = float(np.mean(values)), float(np.std(values))
-            # the same clustering up to a relabelling scores equal up to rounding (e.g. nmi's
-            # 3e-18): report that spread as what it is, none
-            out[name] = mean
-            out[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
+    for name, mean, spread in zip(names, means.tolist(), spreads.tolist(), strict=True):
+        # the same clustering up to a relabelling scores equal up to rounding (e.g. nmi's
+        # 3e-18): report that spread as what it is, none
+        out[name] = mean
+        out[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
     return out
