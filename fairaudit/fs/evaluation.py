@@ -103,6 +103,7 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
     sq = np.einsum("ij,ij->i", Z, Z)
     threshold = tol * float(np.mean(np.var(Z if counts is None else np.repeat(Z, counts, axis=0), axis=0)))
     weights = None if counts is None else np.asarray(counts, dtype=float)
+    weighted = None if counts is None else Z * weights[:, None]  # each row times its count
     batch = max(1, _BATCH_CELLS // max(1, n * K))
     labels = np.empty((runs, n), dtype=np.int64)
     code = np.min_scalar_type(-K)  # labels in the smallest signed type (less memory to compare and copy)
@@ -122,11 +123,15 @@ def kmeans_labels(Z: np.ndarray, n_clusters: int, runs: int, random_state=0, tol
             new = _nearest(distance, code)  # (a, n)
             unchanged = np.all(new == assigned, axis=1)
             # new centres: per (run, cluster) means by one batched product with the indicators
-            members = new[:, None, :] == levels  # (a, K, n)
-            indicators = members.astype(float) if weights is None else members * weights
-            counts_in = indicators.sum(axis=2).ravel()
-            updated = C.copy()  # an emptied cluster keeps its centre
-            np.divide((indicators @ Z).reshape(-1, p), counts_in[:, None], out=updated, where=counts_in[:, None] > 0)
+            indicators = (new[:, None, :] == levels).astype(float)  # (a, K, n)
+            if weights is None:
+                counts_in, sums = indicators.sum(axis=2).ravel(), indicators @ Z
+            else:  # Σ [i ∈ c] (w_i z_i): the terms of Σ ([i ∈ c] w_i) z_i, each rounded once, in the same order
+                counts_in, sums = (indicators @ weights).ravel(), indicators @ weighted
+            filled = counts_in > 0
+            updated = sums.reshape(-1, p) / np.where(filled, counts_in, 1.0)[:, None]
+            if not filled.all():  # an emptied cluster keeps its centre
+                updated[~filled] = C[~filled]
             shift = np.sum((updated - C) ** 2, axis=1).reshape(a, K).sum(axis=1)
             done = unchanged | (shift <= threshold)
             C, assigned = updated, new
