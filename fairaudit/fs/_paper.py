@@ -119,11 +119,16 @@ def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     trace over the repeated rows."""
     if counts is None:
         rows = K.mean(axis=1)
-        return K - rows[:, None] - rows[None, :] + rows.mean()
+        centred = K - rows[:, None]
+        centred -= rows[None, :]
+        centred += rows.mean()
+        return centred
     c = counts.astype(float)
     n = c.sum()
     rows = (K @ c) / n
-    centred = K - rows[:, None] - rows[None, :] + (c @ rows) / n
+    centred = K - rows[:, None]  # then − rows[None, :] + (c·rows)/n in place: the same operations in the same order
+    centred -= rows[None, :]
+    centred += (c @ rows) / n
     centred *= c[:, None]
     centred *= c[None, :]
     return centred

@@ -58,8 +58,9 @@ def _kmeans_pp(Z: np.ndarray, sq: np.ndarray, K: int, runs: int, rng: np.random.
         picks[flat] = uniform if copies is None else copies[uniform]
         picks = np.minimum(picks, n - 1)
         centres[:, c] = Z[picks]
-        distance = np.maximum(sq[None, :] - 2.0 * centres[:, c] @ Z.T + sq[picks][:, None], 0.0)
-        np.minimum(nearest, distance, out=nearest)
+        if c + 1 < K:  # the distances to the last centre draw nothing
+            distance = np.maximum(sq[None, :] - 2.0 * centres[:, c] @ Z.T + sq[picks][:, None], 0.0)
+            np.minimum(nearest, distance, out=nearest)
     return centres
 
 
