@@ -78,11 +78,22 @@ def centred_factor(F: np.ndarray) -> np.ndarray:
 
 
 def _sq_dist_weighted(A: np.ndarray, B: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``Σ_j w_j (a_j − b_j)²`` for every row pair of ``A`` and ``B`` (non-negative)."""
+    """``Σ_j w_j (a_j − b_j)²`` for every row pair of ``A`` and ``B`` (non-negative): ``‖a‖²_w + ‖b‖²_w
+    − 2⟨a, b⟩_w``, evaluated in that order in one array."""
     Aw = A * w
-    out = (Aw * A).sum(axis=1)[:, None] + ((B * w) * B).sum(axis=1)[None, :] - 2.0 * (Aw @ B.T)
+    out = (Aw * A).sum(axis=1)[:, None] + ((B * w) * B).sum(axis=1)[None, :]
+    cross = Aw @ B.T
+    cross *= 2.0
+    out -= cross
     np.maximum(out, 0.0, out=out)
     return out
+
+
+def _rbf_weighted(A: np.ndarray, B: np.ndarray, w: np.ndarray, gamma: float) -> np.ndarray:
+    """``exp(−γ Σ_j w_j (a_j − b_j)²)`` for every row pair, in one array."""
+    out = _sq_dist_weighted(A, B, w)
+    out *= -gamma
+    return np.exp(out, out=out)
 
 
 def _weighted_distance_gradient(U: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -128,7 +139,7 @@ class ExactRBF:
 
     def kernel(self, w: np.ndarray, total: float) -> np.ndarray:
         """The kernel of the distinct rows (each entry times ``s_u s_v`` when rows repeat)."""
-        K = np.exp(-self._gamma(total) * _sq_dist_weighted(self.X, self.X, w))
+        K = _rbf_weighted(self.X, self.X, w, self._gamma(total))
         if self._root is not None:
             K *= self._root[:, None]
             K *= self._root[None, :]
@@ -137,10 +148,18 @@ class ExactRBF:
     def _centre(self, K: np.ndarray) -> np.ndarray:
         if self._root is None:
             rows = K.mean(axis=1)
-            return K - rows[:, None] - rows[None, :] + rows.mean()
+            centred = K - rows[:, None]
+            centred -= rows[None, :]
+            centred += rows.mean()
+            return centred
         s = self._root
         a = (K @ s) / self.n
-        return K - a[:, None] * s[None, :] - s[:, None] * a[None, :] + (float(s @ a) / self.n) * np.outer(s, s)
+        centred = K - a[:, None] * s[None, :]  # − s aᵀ + (sᵀa/n) s sᵀ in place: the same operations in the same order
+        centred -= s[:, None] * a[None, :]
+        outer = np.outer(s, s)
+        outer *= float(s @ a) / self.n
+        centred += outer
+        return centred
 
     def _target_matrix(self, K: np.ndarray) -> _Target:
         centred = self._centre(K)
@@ -243,8 +262,8 @@ class NystroemRBF:
 
     def _blocks(self, w, total):
         g = self._gamma(total)
-        C = np.exp(-g * _sq_dist_weighted(self.X, self.Z, w))
-        Wk = np.exp(-g * _sq_dist_weighted(self.Z, self.Z, w))
+        C = _rbf_weighted(self.X, self.Z, w, g)
+        Wk = _rbf_weighted(self.Z, self.Z, w, g)
         L = Wk.shape[0]
         W = Wk + self.jitter * L * np.eye(L)
         return C, Wk, W
@@ -298,8 +317,8 @@ class NystroemRBF:
             return self.value_grad(w, total, np.zeros(len(targets)), targets, gradient=False)[2]
         rows, counts, inverse = self._distinct
         g = self._gamma(total)
-        C = np.exp(-g * _sq_dist_weighted(rows, self.Z, w))
-        Wk = np.exp(-g * _sq_dist_weighted(self.Z, self.Z, w))
+        C = _rbf_weighted(rows, self.Z, w, g)
+        Wk = _rbf_weighted(self.Z, self.Z, w, g)
         Cc = C - (counts @ C) / self.n
         scaled = Cc * np.sqrt(counts)[:, None]
         Qs = [Cc.T @ _summed(t, inverse, rows.shape[0]) for t in targets]

@@ -239,70 +239,83 @@ class FSAudit(FamilyAudit):
             self.sink.detail(name, m, "graph", estimator.graph_)
 
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
-        """Every distinct selection measured once: the k-means runs and alignments are functions of
-        the selected *set* of columns, so selectors that keep the same columns at a size, in any
-        order, share them (on the default sample's bootstrap replicates 21.7 distinct sets among
-        24.5 distinct orders of 28 selections; on the 4,165-row credit table 4 of the 28 selections
-        repeat another's); k-means runs on the first of those orders. Repeated rows (a bootstrap
-        resample's) are clustered once with their counts (:func:`cluster_scores`). The k-means runs
-        and alignments on two threads (:func:`fairaudit.parallel.map_threads`), the leakage tests
-        and RBF MMD² of every distinct order together (:func:`fairaudit.audit.representations_metrics`:
-        a selector's sizes are the leading columns of its largest selection, tested in one pass).
-        Records are written in the fits' order."""
+        """Every distinct selection measured once: selectors that keep the same columns in the same
+        order at a size get the same measurements, which are pure functions of the selected columns
+        (on the 4,165-row credit table 4 of the 28 selections repeat another's; on the default
+        sample's bootstrap replicates 24.5 of 28 are distinct). The alignments depend on the *set*
+        of columns only and are shared by selections that keep it in another order (21.7 sets per
+        replicate there); k-means is not shared so: on discrete columns its distances tie, and the
+        column order decides the ties by rounding (credit: a bootstrap replicate's FUFS and variance
+        selections {0, 1} gave different balances). The k-means runs and alignments on two threads
+        (:func:`fairaudit.parallel.map_threads`), the leakage tests and RBF MMD² of every distinct
+        selection together (:func:`fairaudit.audit.representations_metrics`: a selector's sizes are
+        the leading columns of its largest selection, tested in one pass). Records are written in
+        the fits' order."""
         X, codes = self.X[rows], self.codes[rows]
-        truth = None if self.truth is None else self.truth[rows]
-        once, counts = np.unique(rows, return_counts=True)  # rows are sorted (a resample's repeats adjacent)
-        if once.size == len(rows):
-            once, counts = None, None
-        d = X.shape[1]
         orders = {key: tuple(int(j) for j in fits.shared["order"][key]) for key in fits.models}
         distinct = {}  # each distinct selection → the first selector that made it (its lineage)
         for (name, _), order in orders.items():
             distinct.setdefault(order, name)
-        sets: dict[frozenset, tuple[int, ...]] = {}  # each distinct set of columns → its first order
-        for order in distinct:
-            sets.setdefault(frozenset(order), order)
+        sets = list(dict.fromkeys(frozenset(order) for order in distinct))
+        threads = None if len(rows) >= THREADED_MEASURE_ROWS else 1
+        runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
         with blas_threads(THREADS, user_api=None):
-            alignment = _alignment_backend(X, self.options, self.config.random_state)
-            if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
-                self.sink.warn(
-                    f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
-                    f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
-                )
-            targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
-            smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
-            runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
-            if once is None:
-                clustered, clustered_codes, clustered_truth = X, codes, truth
-            else:
-                clustered, clustered_codes = self.X[once], self.codes[once]
-                clustered_truth = None if self.truth is None else self.truth[once]
-
-            def measure_selection(order: tuple[int, ...]) -> list[tuple[str, object]]:
-                scores = cluster_scores(
-                    clustered[:, list(order)], clustered_codes, n_clusters=self.K, labels=clustered_truth, runs=runs,
-                    random_state=self.config.random_state, counts=counts,
-                )
-                mask = np.zeros(d)
-                mask[list(order)] = 1.0
-                _, _, aligned = alignment.value_grad(mask, len(order), np.zeros(2), targets, gradient=False)
-                return [
-                    *scores.items(),
-                    ("relative_balance", scores["balance"] / smallest_share),
-                    ("alignment_data", aligned[0]),
-                    ("alignment_protected", aligned[1]),
-                ]
-
-            threads = None if len(rows) >= THREADED_MEASURE_ROWS else 1
-            by_set = dict(zip(sets, map_threads(measure_selection, list(sets.values()), threads), strict=True))
-            measured = {order: list(by_set[frozenset(order)]) for order in distinct}
+            aligned = dict(zip(sets, map_threads(self._aligner(X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
+            scores = dict(zip(distinct, map_threads(self._clusterer(rows, runs), list(distinct), threads), strict=True))
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
-        for order, values in zip(distinct, shared, strict=True):
-            measured[order] += list(values.items())
+        smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
+        measured = {}
+        for order, extra in zip(distinct, shared, strict=True):
+            found = scores[order]
+            data, protected = aligned[frozenset(order)]
+            measured[order] = [
+                *found.items(),
+                ("relative_balance", found["balance"] / smallest_share),
+                ("alignment_data", data),
+                ("alignment_protected", protected),
+                *extra.items(),
+            ]
         for (name, m), order in orders.items():
             for metric, value in measured[order]:
                 out.add(name, m, metric, value)
+
+    def _aligner(self, X: np.ndarray, codes: np.ndarray, *, announce: bool):
+        """``columns ↦ (alignment_data, alignment_protected)`` of a set of columns on the rows ``X``:
+        the centred alignments of the selection's RBF kernel with the kernel of every feature and
+        with the groups' (exact, or Nyström above ``exact_max_rows``, which ``announce`` warns of)."""
+        d = X.shape[1]
+        alignment = _alignment_backend(X, self.options, self.config.random_state)
+        if announce and isinstance(alignment, NystroemRBF):
+            self.sink.warn(
+                f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
+                f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
+            )
+        targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
+
+        def align(columns: frozenset) -> tuple[float, float]:
+            mask = np.zeros(d)
+            mask[sorted(columns)] = 1.0
+            _, _, found = alignment.value_grad(mask, len(columns), np.zeros(2), targets, gradient=False)
+            return found[0], found[1]
+
+        return align
+
+    def _clusterer(self, rows: np.ndarray, runs: int):
+        """``order ↦ cluster_scores`` of the selected columns (in that order) on ``rows``: a
+        resample's repeated rows clustered once with their counts (:func:`cluster_scores`)."""
+        once, counts = np.unique(rows, return_counts=True)  # rows are sorted (a resample's repeats adjacent)
+        if once.size == len(rows):
+            once, counts = rows, None
+        X, codes = self.X[once], self.codes[once]
+        truth = None if self.truth is None else self.truth[once]
+
+        def cluster(order: tuple[int, ...]) -> dict[str, float]:
+            return cluster_scores(
+                X[:, list(order)], codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state, counts=counts
+            )
+
+        return cluster
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (name, m), estimator in fits.models.items():
