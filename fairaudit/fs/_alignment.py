@@ -172,9 +172,7 @@ class ExactRBF:
         F = centred_factor(F)
         norm = float(np.linalg.norm(F.T @ F))
         if self._root is not None:  # Σ over the copies of a row (copies may differ in F), over s
-            summed = np.zeros((self.X.shape[0], F.shape[1]))
-            np.add.at(summed, self._inverse, F)
-            F = summed / self._root[:, None]
+            F = sum_copies(F, self._inverse, self.X.shape[0]) / self._root[:, None]
         return _Target("matrix", F @ F.T, norm)
 
     def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
@@ -260,9 +258,11 @@ class NystroemRBF:
     def _gamma(self, total: float) -> float:
         return self.gamma * self.d / total
 
-    def _blocks(self, w, total):
+    def _blocks(self, w, total, rows: np.ndarray | None = None):
+        """``(C, W_k, W)``: the kernel of ``rows`` (default: every row) with the landmarks, the
+        landmarks' own and its ridged copy."""
         g = self._gamma(total)
-        C = _rbf_weighted(self.X, self.Z, w, g)
+        C = _rbf_weighted(self.X if rows is None else rows, self.Z, w, g)
         Wk = _rbf_weighted(self.Z, self.Z, w, g)
         L = Wk.shape[0]
         W = Wk + self.jitter * L * np.eye(L)
@@ -305,41 +305,43 @@ class NystroemRBF:
         ), BP
 
     def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
-        """``A_c(K̂_w, T_i)`` for every target, on the distinct rows with their counts ``c``:
-        ``C̃ = C − c·C/n`` over the distinct rows, ``P = C̃ᵀ diag(c) C̃`` and ``Q_i = C̃ᵀ G_i`` with
-        ``G_i`` the sum of each distinct row's copies' rows of the target factor — the same
-        quantities as over every row. A bootstrap replicate of the 4,165-row credit table (2,629
-        distinct rows): 19 against 25 ms a selection. The values agree with the computation over
-        every row to 8·10⁻⁸ relative (single-feature selections; 6·10⁻¹⁰ on wider ones): ``W⁻¹``
-        (``W`` ridged by ``10⁻⁸ L``) is ill-conditioned on one feature, and the same code on the
-        rows in another order moves them by up to 2·10⁻⁸. Without repeated rows, :meth:`value_grad`."""
+        """``A_c(K̂_w, T_i)`` for every target (the gradient-free evaluation). Repeated rows are
+        kept once with their counts ``c``: ``C̃ = C − c·C/n`` over the distinct rows,
+        ``P = C̃ᵀ diag(c) C̃`` and ``Q_i = C̃ᵀ G_i`` with ``G_i`` the sum of each distinct row's
+        copies' rows of the target factor — the same quantities as over every row. A bootstrap
+        replicate of the 4,165-row credit table (2,629 distinct rows): 19 against 25 ms a selection.
+        The values agree with the computation over every row to 8·10⁻⁸ relative (single-feature
+        selections; 6·10⁻¹⁰ on wider ones): ``W⁻¹`` (``W`` ridged by ``10⁻⁸ L``) is ill-conditioned
+        on one feature, and the same code on the rows in another order moves them by up to 2·10⁻⁸."""
         if self._distinct is None:
-            return self.value_grad(w, total, np.zeros(len(targets)), targets, gradient=False)[2]
+            _, _, _, B, P, Qs = self._statistics(w, total, targets)
+            return self._aligned(B, P, Qs, targets)[1]
         rows, counts, inverse = self._distinct
-        g = self._gamma(total)
-        C = _rbf_weighted(rows, self.Z, w, g)
-        Wk = _rbf_weighted(self.Z, self.Z, w, g)
+        C, _, W = self._blocks(w, total, rows)
         Cc = C - (counts @ C) / self.n
         scaled = Cc * np.sqrt(counts)[:, None]
         Qs = [Cc.T @ _summed(t, inverse, rows.shape[0]) for t in targets]
-        return self._aligned(self._inverse(Wk + self.jitter * Wk.shape[0] * np.eye(Wk.shape[0])), scaled.T @ scaled, Qs, targets)[1]
+        return self._aligned(self._inverse(W), scaled.T @ scaled, Qs, targets)[1]
 
-    def value_grad(self, w, total, coefs, targets, gradient: bool = True):
-        if not gradient and self._distinct is not None:
-            alignments = self.alignments(w, total, targets)
-            return float(np.dot(coefs, alignments)), None, alignments
+    def _statistics(self, w, total, targets):
+        """``(C, W_k, C̃, B = W⁻¹, P = C̃ᵀC̃, [Q_i = C̃ᵀF_i])`` over every row."""
         C, Wk, W = self._blocks(w, total)
         Cc = C - C.mean(axis=0)
         B = self._inverse(W)
         P = Cc.T @ Cc
         Qs = [Cc.T @ t.data for t in targets]  # (L × r_i)
+        return C, Wk, Cc, B, P, Qs
+
+    def value_grad(self, w, total, coefs, targets, gradient: bool = True):
+        if not gradient:
+            alignments = self.alignments(w, total, targets)
+            return float(np.dot(coefs, alignments)), None, alignments
+        C, Wk, Cc, B, P, Qs = self._statistics(w, total, targets)
         norm2, alignments, BP = self._aligned(B, P, Qs, targets)
         if norm2 <= 0.0:
             return 0.0, np.zeros(self.d), alignments
         norm = np.sqrt(norm2)
         value = float(np.dot(coefs, alignments))
-        if not gradient:
-            return value, None, alignments
         BPB = BP @ B
         GC = (-2.0 * value / norm2) * (Cc @ BPB)
         GW = (value / norm2) * (BPB @ P @ B)
@@ -378,14 +380,21 @@ def rbf_backend(
     return NystroemRBF(X, gamma, n_landmarks=n_landmarks, random_state=random_state)
 
 
+def sum_copies(F: np.ndarray, inverse: np.ndarray, count: int) -> np.ndarray:
+    """``(count, k)``: row ``u`` the sum of the rows of ``F`` whose row of the data is distinct row
+    ``u`` (``inverse`` of :func:`fairaudit.kernels.distinct_rows`; copies of a row may differ in
+    ``F``, e.g. in their group)."""
+    summed = np.zeros((count, F.shape[1]))
+    np.add.at(summed, inverse, F)
+    return summed
+
+
 def _summed(target: _Target, inverse: np.ndarray, count: int) -> np.ndarray:
-    """A factor target's rows summed over the copies of each distinct row (kept on the target:
-    the audit measures twenty-odd selections against the same targets)."""
+    """A factor target's :func:`sum_copies` (kept on the target: the audit measures twenty-odd
+    selections against the same targets)."""
     found = getattr(target, "summed", None)
     if found is None or found.shape[0] != count:
-        found = np.zeros((count, target.data.shape[1]))
-        np.add.at(found, inverse, target.data)
-        target.summed = found
+        found = target.summed = sum_copies(target.data, inverse, count)
     return found
 
 
