@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..kernels import distinct_rows, rbf_row_blocks
+from ..kernels import centre, distinct_rows, pair_weighted, rbf_row_blocks
 
 
 def project_capped_simplex(v: np.ndarray, total: float, iterations: int = 100) -> np.ndarray:
@@ -113,11 +113,13 @@ class _Target:
 class ExactRBF:
     """Exact RBF kernels: ``n × n`` matrices (use up to a few thousand rows).
 
-    Identical rows are kept once (:func:`fairaudit.kernels.distinct_rows`): with ``s_u = √count_u``
-    every matrix is held as ``D_s A D_s`` over the distinct rows, so that Frobenius products are
-    those over all rows, centring is by ``H_s = I − s sᵀ/n`` (``sᵀs = n``), and the gradient's
-    ``G ∘ K`` carries the counts ``count_u · count_v``. A bootstrap resample (about 63 % of its rows
-    distinct) then costs 0.4 of the kernel cells; without repeated rows nothing changes."""
+    Identical rows are kept once (:func:`fairaudit.kernels.distinct_rows`) with their counts ``c``,
+    in the convention of :func:`fairaudit.kernels.centre` (which FUFS's traces share): kernels are
+    those of the distinct rows, centring uses the count-weighted means, and targets carry
+    ``c_u c_v`` (:func:`fairaudit.kernels.pair_weighted`), so that a Frobenius product of a kernel
+    with a target is the sum over all rows, and the gradient's ``G ∘ K`` carries the counts. A
+    bootstrap resample (about 63 % of its rows distinct) then costs 0.4 of the kernel cells;
+    without repeated rows nothing changes."""
 
     name = "exact"
 
@@ -127,7 +129,7 @@ class ExactRBF:
         rows, counts, inverse = distinct_rows(X)
         repeated = rows.shape[0] < self.n
         self.X = rows if repeated else X
-        self._root = np.sqrt(counts.astype(float)) if repeated else None
+        self._counts = counts.astype(float) if repeated else None
         self._inverse = inverse if repeated else None
         self.gamma = float(gamma)
 
@@ -138,32 +140,13 @@ class ExactRBF:
         return self.gamma * self.d / total
 
     def kernel(self, w: np.ndarray, total: float) -> np.ndarray:
-        """The kernel of the distinct rows (each entry times ``s_u s_v`` when rows repeat)."""
-        K = _rbf_weighted(self.X, self.X, w, self._gamma(total))
-        if self._root is not None:
-            K *= self._root[:, None]
-            K *= self._root[None, :]
-        return K
-
-    def _centre(self, K: np.ndarray) -> np.ndarray:
-        if self._root is None:
-            rows = K.mean(axis=1)
-            centred = K - rows[:, None]
-            centred -= rows[None, :]
-            centred += rows.mean()
-            return centred
-        s = self._root
-        a = (K @ s) / self.n
-        centred = K - a[:, None] * s[None, :]  # − s aᵀ + (sᵀa/n) s sᵀ in place: the same operations in the same order
-        centred -= s[:, None] * a[None, :]
-        outer = np.outer(s, s)
-        outer *= float(s @ a) / self.n
-        centred += outer
-        return centred
+        """The kernel of the (distinct) rows."""
+        return _rbf_weighted(self.X, self.X, w, self._gamma(total))
 
     def _target_matrix(self, K: np.ndarray) -> _Target:
-        centred = self._centre(K)
-        return _Target("matrix", centred, np.sqrt(_inner(centred, centred)))
+        centred = centre(K, self._counts)
+        weighted = pair_weighted(centred, self._counts)
+        return _Target("matrix", weighted, np.sqrt(_inner(centred, weighted)))
 
     def target_weights(self, w: np.ndarray, total: float) -> _Target:
         return self._target_matrix(self.kernel(w, total))
@@ -171,31 +154,34 @@ class ExactRBF:
     def target_factor(self, F: np.ndarray) -> _Target:
         F = centred_factor(F)
         norm = float(np.linalg.norm(F.T @ F))
-        if self._root is not None:  # Σ over the copies of a row (copies may differ in F), over s
-            F = sum_copies(F, self._inverse, self.X.shape[0]) / self._root[:, None]
+        if self._counts is not None:  # entry (u, v): Σ over the copies a of u and b of v of (FFᵀ)_ab (copies may differ in F)
+            F = sum_copies(F, self._inverse, self.X.shape[0])
         return _Target("matrix", F @ F.T, norm)
 
     def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
         """``A_c(K_w, T_i)`` for every target, in one pass over the kernel's row blocks
-        (:func:`fairaudit.kernels.rbf_row_blocks`) without the centred kernel: with ``a = K s``,
-        ``‖H_s K H_s‖² = ‖K‖² − 2‖a‖²/n + (sᵀa)²/n²`` and ``⟨H_s K H_s, T⟩ = ⟨K, T⟩`` for a centred
-        target. The audit's measurement of a selection: 0.57–1.2 ms against 2.0–4.1 ms forming
-        the kernel and its centred copy (385 distinct rows; the same values to 3·10⁻¹⁵)."""
+        (:func:`fairaudit.kernels.rbf_row_blocks`) without the centred kernel: with ``a = K c``
+        (``c`` the counts, 1 without repeated rows), ``‖HKH‖² = Σ c_u c_v K²_uv − 2 Σ c_u a_u²/n +
+        (cᵀa)²/n²`` and ``⟨HKH, T⟩ = ⟨K, T⟩`` for a centred target. The audit's measurement of a
+        selection: 0.57–1.2 ms against 2.0–4.1 ms forming the kernel and its centred copy (385
+        distinct rows; the same values to 3·10⁻¹⁵)."""
         w = np.asarray(w, dtype=float)
         used = np.flatnonzero(w > 0)
         Z = self.X[:, used] * np.sqrt(w[used])  # Σ_j w_j (x_aj − x_bj)² = ‖z_a − z_b‖²
-        s = self._root if self._root is not None else np.ones(self.X.shape[0])
+        counts = self._counts
+        c = counts if counts is not None else np.ones(self.X.shape[0])
         a = np.empty(Z.shape[0])
         squares, inner = 0.0, np.zeros(len(targets))
         for rows, block in rbf_row_blocks(Z, Z, self._gamma(total)):
-            if self._root is not None:
-                block *= s[rows, None]
-                block *= s[None, :]
-            a[rows] = block @ s
-            squares += _inner(block, block)
+            a[rows] = block @ c
             for i, t in enumerate(targets):
                 inner[i] += _inner(block, t.data[rows])
-        norm2 = squares - 2.0 * float(a @ a) / self.n + float(s @ a) ** 2 / self.n**2
+            if counts is None:
+                squares += _inner(block, block)
+            else:
+                squares += float(counts[rows] @ (np.square(block, out=block) @ counts))
+        weighted_a = a if counts is None else counts * a
+        norm2 = squares - 2.0 * float(weighted_a @ a) / self.n + float(c @ a) ** 2 / self.n**2
         if norm2 <= 1e-12 * squares:  # every row identical under w: no structure to align
             return np.zeros(len(targets))
         norms = np.array([t.norm for t in targets])
@@ -208,14 +194,15 @@ class ExactRBF:
             alignments = self.alignments(w, total, targets)
             return float(np.dot(coefs, alignments)), None, alignments
         K = self.kernel(w, total)
-        Kc = self._centre(K)
-        norm = np.sqrt(_inner(Kc, Kc))
+        Kc = centre(K, self._counts)
+        weighted = pair_weighted(Kc, self._counts)
+        norm = np.sqrt(_inner(Kc, weighted))
         if norm == 0.0:  # every row identical under w: no structure to align
             return 0.0, np.zeros(self.d), np.zeros(len(targets))
         alignments = np.array([_inner(Kc, t.data) / (norm * t.norm) if t.norm > 0 else 0.0 for t in targets])
         value = float(np.dot(coefs, alignments))
         # dJ/dK = Σ c_i T̂_i / ‖K̃‖ − J K̃ / ‖K̃‖²  (T̂ = centred target / its norm; ⟨K̃, T̂⟩ = ⟨K, T̂⟩)
-        G = (-value / norm**2) * Kc
+        G = (-value / norm**2) * weighted
         for c, t in zip(coefs, targets, strict=True):
             if t.norm > 0 and c != 0:
                 G += (c / (norm * t.norm)) * t.data

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import distinct_rows, rbf, rbf_row_blocks
+from ..kernels import centre, distinct_rows, pair_weighted, rbf, rbf_row_blocks
 
 
 def protected_matrix(codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -110,30 +110,6 @@ def kernel_sums(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float, targ
     return values, 2.0 * (sq.T @ rowsum - np.einsum("aj,aj->j", X, UX))  # U symmetric: 2 (sqᵀU1 − Σ_a x_aj (UX)_aj)
 
 
-def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
-    """``H K H`` for a symmetric ``K``.
-
-    With ``counts`` (row ``u`` standing for ``counts_u`` identical rows, :func:`fairaudit.kernels.
-    distinct_rows`) the centred kernel of the repeated rows — centred with the weighted means —
-    times ``counts_u · counts_v``: its Frobenius product with any kernel of the distinct rows is the
-    trace over the repeated rows."""
-    if counts is None:
-        rows = K.mean(axis=1)
-        centred = K - rows[:, None]
-        centred -= rows[None, :]
-        centred += rows.mean()
-        return centred
-    c = counts.astype(float)
-    n = c.sum()
-    rows = (K @ c) / n
-    centred = K - rows[:, None]  # then − rows[None, :] + (c·rows)/n in place: the same operations in the same order
-    centred -= rows[None, :]
-    centred += (c @ rows) / n
-    centred *= c[:, None]
-    centred *= c[None, :]
-    return centred
-
-
 class PaperObjective:
     """``L(m, g)`` of [Xing21] eq. (6) with exact RBF kernels, its parts and its gradient.
 
@@ -157,7 +133,7 @@ class PaperObjective:
         P = np.asarray(P, dtype=float).reshape(X.shape[0], -1)
         # Identical rows (with the same protected value) are kept once with their count: every
         # trace is a sum over row pairs of functions of the two rows (the centred targets carry
-        # the counts, :func:`centre`), so the objective and its gradient are those of all rows on
+        # the counts, :func:`fairaudit.kernels.centre`), so the objective and its gradient are those of all rows on
         # 0.4 of the kernel cells for a bootstrap resample (about 63 % of its rows distinct).
         rows, counts, _ = distinct_rows(np.hstack([X, P]))
         counts = counts if rows.shape[0] < X.shape[0] else None
@@ -167,8 +143,8 @@ class PaperObjective:
         self.d = self.X.shape[1]
         self.n = X.shape[0]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
-        self.data_target = centre(rbf(self.X, self.X, self.gamma), counts)  # HKH
-        self.protected_target = centre(rbf(P, P, float(gamma_protected)), counts)  # HK^PH
+        self.data_target = pair_weighted(centre(rbf(self.X, self.X, self.gamma), counts), counts)  # HKH
+        self.protected_target = pair_weighted(centre(rbf(P, P, float(gamma_protected)), counts), counts)  # HK^PH
         self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
 
     def _trace(self, w: np.ndarray, target: np.ndarray, gradient: bool = False):
