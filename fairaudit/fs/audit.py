@@ -150,13 +150,17 @@ load average 10). Set through the cached controller (:func:`fairaudit.linalg.bla
 fresh ``threadpool_limits`` reads the loaded libraries (2–4 ms), twice per bootstrap replicate."""
 
 
-THREADED_MEASURE_ROWS = 2000
-"""From this many rows the selections' k-means runs and alignments are measured on two threads
-(:func:`fairaudit.parallel.map_threads`); below it on one. Measured (two cores, load 1.0–1.3): on the
-default sample (600 rows) a bootstrap replicate took 0.095–0.103 s on one thread against 0.118–0.127 s
-on two, the audit without intervals 0.25–0.26 against 0.28–0.29 s — a selection's measurement is
-1–3 ms of short NumPy calls that hold the GIL; on the 4,165-row credit table (Nyström alignments,
-19 ms a selection) two threads took a replicate from 0.84–0.94 to 0.70–0.75 s."""
+def measure_threads(alignment) -> int | None:
+    """Threads measuring the selections (:func:`fairaudit.parallel.map_threads`; ``None``: its
+    default, two): two with the Nyström alignments, whose products are large enough to run outside
+    the GIL, one with the exact ones. Measured on resamples of the credit table's rows (two cores,
+    load 2.3–2.5, medians of six replicates' measurements): 1,500 rows (exact) 0.118 s on one thread
+    and 0.115 s on two, 2,500 rows (exact) 0.307 against 0.339 s, 3,500 rows (Nyström) 0.480 against
+    0.421 s; on the default sample (600 rows) a replicate took 0.095–0.103 s on one thread against
+    0.118–0.127 s on two — a selection's measurement there is 1–3 ms of short NumPy calls that hold
+    the GIL. (Threads used to start at 2,000 rows, whatever the alignments' kernel.)"""
+    return None if isinstance(alignment, NystroemRBF) else 1
+
 
 REPLICATE_KMEANS_RUNS = 10
 """k-means runs per selection inside a bootstrap replicate (the audit itself uses
@@ -257,10 +261,11 @@ class FSAudit(FamilyAudit):
         for (name, _), order in orders.items():
             distinct.setdefault(order, name)
         sets = list(dict.fromkeys(frozenset(order) for order in distinct))
-        threads = None if len(rows) >= THREADED_MEASURE_ROWS else 1
         runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
         with blas_threads(THREADS, user_api=None):
-            aligned = dict(zip(sets, map_threads(self._aligner(X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
+            alignment = _alignment_backend(X, self.options, self.config.random_state)
+            threads = measure_threads(alignment)
+            aligned = dict(zip(sets, map_threads(self._aligner(alignment, X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
             scores = dict(zip(distinct, map_threads(self._clusterer(rows, runs), list(distinct), threads), strict=True))
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
@@ -280,12 +285,12 @@ class FSAudit(FamilyAudit):
             for metric, value in measured[order]:
                 out.add(name, m, metric, value)
 
-    def _aligner(self, X: np.ndarray, codes: np.ndarray, *, announce: bool):
+    def _aligner(self, alignment, X: np.ndarray, codes: np.ndarray, *, announce: bool):
         """``columns ↦ (alignment_data, alignment_protected)`` of a set of columns on the rows ``X``:
         the centred alignments of the selection's RBF kernel with the kernel of every feature and
-        with the groups' (exact, or Nyström above ``exact_max_rows``, which ``announce`` warns of)."""
+        with the groups' (``alignment``: exact, or Nyström above ``exact_max_rows``, which
+        ``announce`` warns of)."""
         d = X.shape[1]
-        alignment = _alignment_backend(X, self.options, self.config.random_state)
         if announce and isinstance(alignment, NystroemRBF):
             self.sink.warn(
                 f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
