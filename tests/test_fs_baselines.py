@@ -324,6 +324,45 @@ def test_cluster_scores_count_repeated_rows_instead_of_repeating_them():
     assert cluster_scores(tiny, [0, 1], n_clusters=3, runs=2, counts=np.array([2, 2]))["balance"] >= 0.0
 
 
+def test_balances_and_proportions_of_many_tables_are_the_metric_functions():
+    """The audit scores every run's table at once: the same values, bit for bit, as the metric
+    functions one table at a time, empty clusters and one-group tables included."""
+    from fairaudit.fs.evaluation import _balances, _proportions
+
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 6)), int(rng.integers(1, 4))))
+        tables[rng.random(tables.shape[:2]) < 0.2] = 0
+        tables[:, 0, 0] += 1
+        assert _balances(tables).tolist() == [metrics.balance_from_table(t) for t in tables]
+        assert _proportions(tables).tolist() == [metrics.proportion_from_table(t) for t in tables]
+
+
+def test_graph_and_embedding_are_built_once_and_shared_whatever_the_order():
+    """LapScore, MCFS and NDFS share the heat graph and MCFS and NDFS the spectral embedding
+    (remembered by content): each selector's result is the one it gets alone, in any order."""
+    from fairaudit.fs import baselines
+
+    X = _data(17, n=80)
+
+    def fresh():
+        baselines._GRAPHS.clear()
+        baselines._EMBEDDINGS.clear()
+
+    alone = {}
+    for name, est in (("mcfs", MCFS), ("ndfs", NDFS)):
+        fresh()
+        alone[name] = est(3, n_clusters=2, random_state=0).fit(X).scores_
+    for order in (("mcfs", "ndfs"), ("ndfs", "mcfs")):
+        fresh()
+        for name in order:
+            est = {"mcfs": MCFS, "ndfs": NDFS}[name]
+            np.testing.assert_array_equal(est(3, n_clusters=2, random_state=0).fit(X).scores_, alone[name])
+        assert len(baselines._EMBEDDINGS) == 1  # one embedding for both
+    first, second = heat_graph(X, 5), heat_graph(X.copy(), 5)
+    assert first[0] is second[0] and first[1] == second[1]
+
+
 def test_leakage_classifier_survives_wide_and_collinear_selections():
     """Feature selection hands the leakage metric many columns of few rows, some collinear."""
     rng = np.random.default_rng(12)
