@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import resource
+import subprocess
+import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "datasets"
 
 
 def shared(relative: str) -> Path | None:
@@ -33,3 +38,28 @@ def peak_rss_mb() -> float:
 
 def machine() -> str:
     return f"{os.cpu_count()} cores"
+
+
+def status_mb(key: str) -> float:
+    """A memory figure of this process from ``/proc/self/status`` in MiB (``VmRSS``: resident now,
+    ``VmHWM``: its peak)."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(key):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"{key} not in /proc/self/status")
+
+
+def module_at(revision: str, path: str, name: str, *, edit=None):
+    """The module ``path`` of this repository as it was at git ``revision``, imported as ``name``
+    (its text passed through ``edit`` first, e.g. to make relative imports absolute): the code a
+    benchmark compares against. Raises ``OSError`` or ``subprocess.CalledProcessError`` when git
+    cannot show it."""
+    text = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:{path}"], capture_output=True, text=True, check=True).stdout
+    file = Path(tempfile.mkdtemp()) / f"{name.rpartition('.')[2]}.py"
+    file.write_text(edit(text) if edit else text)
+    spec = importlib.util.spec_from_file_location(name, file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

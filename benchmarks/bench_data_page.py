@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from _common import machine
+from _common import machine, status_mb
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -45,14 +45,6 @@ def write_csv(path: Path, rows: int, seed: int = 0) -> None:
             holes = rng.random(n) < np.where(group, 0.15, 0.03)
             columns["x3"] = pa.array(columns["x3"], mask=holes)
             writer.write_table(pa.table(columns))
-
-
-def _status(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(key)
 
 
 def run(rows: int, folder: Path) -> None:
@@ -101,7 +93,7 @@ def run(rows: int, folder: Path) -> None:
     for name, seconds, prepares in results:
         print(f"{name:<44}{seconds:>9.2f}{prepares:>10}")
     print(f"{'reference: prepare(missing=drop) alone':<44}{alone:>9.2f}{1:>10}")
-    print(f"resident memory after the steps: {_status('VmRSS'):,.0f} MB (peak {_status('VmHWM'):,.0f} MB)")
+    print(f"resident memory after the steps: {status_mb('VmRSS'):,.0f} MB (peak {status_mb('VmHWM'):,.0f} MB)")
 
 
 def main() -> None:

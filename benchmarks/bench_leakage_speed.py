@@ -22,19 +22,13 @@ seconds and ratios. Run it alone on the machine:
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import subprocess
-import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-from _common import machine
+from _common import machine, module_at
 
 from fairaudit import metrics
 
-REPO = Path(__file__).resolve().parents[1]
 WIDTHS = (1, 5, 10, 20)
 
 
@@ -62,17 +56,10 @@ def sklearn_test(Z: np.ndarray, groups: np.ndarray, random_state: int = 0) -> tu
     return observed, (1 + sum(v >= observed - 1e-12 for v in null)) / (1 + count)
 
 
-def module_at(revision: str):
+def metrics_at(revision: str):
     """``fairaudit/metrics.py`` as it was at ``revision``, imported under another name."""
-    text = subprocess.run(["git", "-C", str(REPO), "show", f"{revision}:fairaudit/metrics.py"], capture_output=True, text=True, check=True).stdout
-    folder = Path(tempfile.mkdtemp())
-    path = folder / "metrics_then.py"
-    path.write_text(text.replace("from .linalg import", "from fairaudit.linalg import"))
-    spec = importlib.util.spec_from_file_location("fairaudit.metrics_then", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return module_at(revision, "fairaudit/metrics.py", "fairaudit.metrics_then",
+                     edit=lambda text: text.replace("from .linalg import", "from fairaudit.linalg import"))
 
 
 def seconds(call, repeat: int) -> tuple[float, object]:
@@ -93,7 +80,7 @@ def main() -> None:
     rng = np.random.default_rng(0)
     groups = (rng.random(args.rows) < 0.4).astype(int)
     wide = rng.standard_normal((args.rows, max(WIDTHS))) + 0.05 * groups[:, None]
-    then = module_at(args.against) if args.against else None
+    then = metrics_at(args.against) if args.against else None
     print(f"{args.rows:,} rows, two groups, widths {WIDTHS}; {machine()}; best of {args.repeat}")
     totals = {"sklearn": 0.0, "ours": 0.0, **({f"metrics.py at {args.against}": 0.0} if then else {})}
     for width in WIDTHS:

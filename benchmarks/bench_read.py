@@ -27,9 +27,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import gc
-import importlib.util
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,20 +36,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pacsv
-from _common import machine
+from _common import machine, module_at, status_mb
 
 from fairaudit import load, prepare, read_table
 
-REPO = Path(__file__).resolve().parents[1]
 OLD_REVISION = "9821a12"
-
-
-def _status(key: str) -> float:
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(key):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"{key} not in /proc/self/status")
 
 
 def _release() -> None:
@@ -66,13 +55,13 @@ def _release() -> None:
 def measure(step):
     """(seconds, peak MB above the resident size before the step, result) of ``step()``."""
     _release()
-    before = _status("VmRSS")
+    before = status_mb("VmRSS")
     with open("/proc/self/clear_refs", "w") as clear:
         clear.write("5")
     start = time.perf_counter()
     result = step()
     seconds = time.perf_counter() - start
-    return seconds, _status("VmHWM") - before, result
+    return seconds, status_mb("VmHWM") - before, result
 
 
 def write_csv(path: Path, rows: int, *, middle_group: bool, seed: int = 0) -> None:
@@ -100,18 +89,10 @@ def _schema(middle_group: bool) -> pa.Schema:
 def old_reader():
     """The pre-Arrow ``fairaudit.data`` (the ``csv``-module reader), loaded from git."""
     try:
-        source = subprocess.run(["git", "-C", str(REPO), "show", f"{OLD_REVISION}:fairaudit/data.py"],
-                                check=True, capture_output=True, text=True).stdout
+        return module_at(OLD_REVISION, "fairaudit/data.py", "fairaudit._pre_arrow_data")
     except (OSError, subprocess.CalledProcessError) as exc:
         print(f"(pre-Arrow reader not measured: {exc})")
         return None
-    folder = Path(tempfile.mkdtemp())
-    (folder / "pre_arrow_data.py").write_text(source)
-    spec = importlib.util.spec_from_file_location("fairaudit._pre_arrow_data", folder / "pre_arrow_data.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def run(rows: int, folder: Path, old) -> list[dict]:

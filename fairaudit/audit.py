@@ -650,6 +650,21 @@ class FamilyAudit:
         """Whether anything is left to fit (every variant may have been skipped)."""
         return True
 
+    def chosen_variants(self, names, too_slow=None) -> list[str]:
+        """The variants among ``names`` the configuration wants, in that order. One that
+        ``too_slow(name)`` gives a reason for is skipped with the reason (in the sink) when it
+        comes with the default choice (``variants="all"``); asked for by name, it runs."""
+        chosen = []
+        for name in names:
+            if not self.config.wants(self.method, name):
+                continue
+            reason = too_slow(name) if too_slow else None
+            if reason and self.config.variants == "all":
+                self.sink.skip(name, reason)
+                continue
+            chosen.append(name)
+        return chosen
+
     def degenerate_ranks(self) -> dict[int, str]:
         """Ranks at which the family's disparities mean nothing (a full-rank or exact fit), with
         the reason: the findings never pick them as "the largest gap"."""

@@ -5,7 +5,8 @@ A model fitted to measured default audits (ten ranks, default variants, no inter
 cores, 2026-11-22 (after issue 13's second pass; the model before it was fitted to audits 2–100×
 slower): the default sample 600 × 10 took PCA 0.6 s, NMF 5.8 s, feature selection 0.5 s, CP 4.1 s;
 the 4,165 × 12 credit table 1.4, 4.8, 1.9 and 9.9 s; the 30,000 × 22 credit file 2.0, 31.7, 15.1
-and 7.1 s (CP skips KHSIC above 5,000 rows); 50 × 500 (busy machine) 1.0, 20.8, 40.1 and 1.1 s.
+and 7.1 s (CP skips KHSIC above ``khsic_max_rows``, 5,000 entities); 50 × 500 (busy machine) 1.0,
+20.8, 40.1 and 1.1 s.
 The PCA family works in the row space when rows are fewer than features, so its
 eigen-decompositions grow with ``s³``, ``s = min(rows, features)``, plus JEVD's Jacobi sweeps on
 at most 100 dimensions (measured before, shared cores: 300 × 2,000 20–25 s, 2,000 × 300 24 s,
@@ -25,11 +26,21 @@ from .uncertainty import pca_dimension_seconds, replicate_seconds, resolve_repli
 
 __all__ = ["FAMILY_COST", "Expected", "duration", "expected_parts", "expected_seconds", "expected_text"]
 
+
+def _cpd_seconds(n: int, d: int) -> float:
+    """The CP family's default audit: KHSIC's fits cost most of it, and the audit runs them up to
+    its ``khsic_max_rows`` entities (:data:`fairaudit.cpd.audit.DEFAULT_OPTIONS`, the one place
+    of that limit), skipping them above."""
+    from .cpd.audit import DEFAULT_OPTIONS  # here, not at the top: the CP package loads only when a CP audit is costed
+
+    return 3.0 + (1.4e-4 if n <= DEFAULT_OPTIONS["khsic_max_rows"] else 6e-6) * n * d
+
+
 FAMILY_COST = {
     "pca": lambda n, d: 0.5 + pca_dimension_seconds(min(n, d)) + 1.5e-4 * min(n, 10_000) + 5e-8 * n * d,
     "nmf": lambda n, d: 4.0 + 4.2e-5 * n * d + 0.03 * d,
     "fs": lambda n, d: 0.2 + 5e-4 * n + 3e-7 * d**3,
-    "cpd": lambda n, d: 3.0 + (1.4e-4 if n <= 5000 else 6e-6) * n * d,  # KHSIC runs up to 5,000 rows
+    "cpd": _cpd_seconds,
 }
 """Per family, seconds of its default audit of ``n`` rows × ``d`` features (see the module docstring)."""
 

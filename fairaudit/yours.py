@@ -301,9 +301,8 @@ class YoursPCAAudit(PCAAudit):
         self.matrix, self.ranks, self.chosen = matrix, tuple(ranks), [YOURS]
 
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
-        summary, weights = self._summary(rows, sample=not replicate)
-        problem = self._problem(summary, weights)
-        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        fits = self._new_fits(rows, replicate)
+        problem = fits.shared["problem"]
         if not replicate:
             self.sink.expect(len(self.ranks))
         for d in self.ranks:
@@ -366,12 +365,11 @@ class YoursNMFAudit(NMFAudit):
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink, H: np.ndarray):
         super().__init__(data, replace(config, variants=("vanilla",), ranks=None), sink)
         r = H.shape[0]
-        X, sizes = self.prepared.X, np.bincount(self.prepared.codes, minlength=len(self.prepared.labels))
-        if r > min(X.shape[1], X.shape[0], int(sizes.min())):
+        if r > self.prepared.exact_rank:  # the family's rule (NMFInput.exact_rank), said of a dictionary
             raise RankError(
                 f"the NMF dictionary has {r} rows, more than the data allow for per-group NMFs (features "
-                f"{X.shape[1]}, smallest group {int(sizes.min())} rows); E_ℓ (Algorithm 1) would be exact and the "
-                "relative losses meaningless."
+                f"{self.prepared.X.shape[1]}, smallest group {self.prepared.smallest_group[1]} rows); E_ℓ (Algorithm 1) "
+                "would be exact and the relative losses meaningless."
             )
         if config.ranks is not None and r not in config.ranks:
             sink.warn(f"nmf/{YOURS}: audited at its own rank {r} (the number of rows of H), not at the requested ranks.")

@@ -35,6 +35,21 @@ def random_groups_data(rng: np.random.Generator, k: int, n: int, rows_per_group:
     return np.vstack(blocks), groups
 
 
+def disk_full_for(monkeypatch, failing) -> None:
+    """Make the report writer fail as a full disk does (``OSError`` ENOSPC, "No space left on
+    device") for every path ``failing(path)`` accepts; other files are written as usual."""
+    from fairaudit import report
+
+    real = report._write_atomic
+
+    def write(path, content):
+        if failing(path):
+            raise OSError(28, "No space left on device", str(path))
+        real(path, content)
+
+    monkeypatch.setattr(report, "_write_atomic", write)
+
+
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)

@@ -18,6 +18,8 @@ import pytest
 
 from fairaudit.cli import main
 
+from .conftest import disk_full_for
+
 SMALL = "sex,age,income,score\n" + "".join(f"{'FM'[i % 2]},{20 + i % 17},{100 + (7 * i) % 23},{i % 5}\n" for i in range(40))
 
 
@@ -157,16 +159,7 @@ def test_audit_progress_covers_your_representation(tmp_path, capsys):
 
 
 def test_a_failed_export_leaves_nothing(monkeypatch, tmp_path, capsys):
-    from fairaudit import report
-
-    real = report._write_atomic
-
-    def full_disk(path, content):
-        if path.name == "models.json":
-            raise OSError(28, "No space left on device", str(path))
-        real(path, content)
-
-    monkeypatch.setattr(report, "_write_atomic", full_disk)
+    disk_full_for(monkeypatch, lambda path: path.name == "models.json")
     data = tmp_path / "data.csv"
     data.write_text(SMALL, encoding="utf-8")
     code = main(["audit", str(data), "--sensitive", "sex", "--ranks", "1", "--variants", "vanilla", "--json", str(tmp_path / "r.json"),

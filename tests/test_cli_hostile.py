@@ -17,6 +17,8 @@ import pytest
 
 from fairaudit.cli import main
 
+from .conftest import disk_full_for
+
 SMALL = "sex,age,income,score\n" + "".join(f"{'FM'[i % 2]},{20 + i % 17},{100 + (7 * i) % 23},{i % 5}\n" for i in range(40))
 
 
@@ -200,16 +202,7 @@ def test_running_out_of_memory_is_the_users_problem_not_a_bug(monkeypatch, tmp_p
 
 
 def test_an_output_that_fails_while_writing_leaves_nothing(monkeypatch, tmp_path, capsys):
-    from fairaudit import report
-
-    real = report._write_atomic
-
-    def full_disk(path, text):
-        if path.suffix == ".csv":
-            raise OSError(28, "No space left on device", str(path))
-        real(path, text)
-
-    monkeypatch.setattr(report, "_write_atomic", full_disk)
+    disk_full_for(monkeypatch, lambda path: path.suffix == ".csv")
     path = tmp_path / "data.csv"
     path.write_text(SMALL, encoding="utf-8")
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1", "--html", str(tmp_path / "r.html"),

@@ -77,6 +77,25 @@ def test_merging_is_associative_and_order_free(seed, parts):
         assert candidate.allclose(whole, rtol=1e-11, atol=1e-11)
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), keys=st.integers(1, 12), k=st.integers(1, 4))
+def test_regrouping_keys_gives_the_moments_of_their_groups(seed, keys, k):
+    """Moments per key (the dask engine's combinations of raw values) gathered into groups equal
+    the groups' own moments; a key of group -1 is left out."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(120, 3)) * [1, 10, 0.1] + 1e4
+    key = rng.integers(0, keys, size=120)
+    group_of = rng.integers(-1, k, size=keys)
+    per_key = GroupMoments.from_rows(X, key, n_groups=keys)
+    regrouped = per_key.regroup(group_of, k, labels=[f"g{g}" for g in range(k)])
+    codes = group_of[key]
+    kept = codes >= 0
+    whole = GroupMoments.from_rows(X[kept], codes[kept], n_groups=k)
+    assert regrouped.labels == tuple(f"g{g}" for g in range(k))
+    np.testing.assert_array_equal(regrouped.counts, whole.counts)
+    assert regrouped.allclose(whole, rtol=1e-10, atol=1e-10 * 1e4)
+
+
 def test_merging_stays_accurate_far_from_the_origin():
     """The one-pass Σxxᵀ − nμμᵀ formula loses every digit at an offset of 1e8; Chan's update does not."""
     rng = np.random.default_rng(0)

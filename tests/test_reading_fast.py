@@ -3,8 +3,8 @@
 The strict quoting check of a file whose rows are one per line (``_csv._check_quoted_lines``)
 recognises the lines whose quotes pair up as whole fields with NumPy on the bytes and sends only
 the others through the ``csv`` module. These tests hold it to the ``csv``-module check it
-replaced (kept below as the reference, line for line), on generated lines and chunk boundaries,
-and through ``read_table`` on files that take the fast path.
+replaced — the reader's own ``_QuoteCheck._with_csv`` given every quoted line — on generated
+lines and chunk boundaries, and through ``read_table`` on files that take the fast path.
 """
 
 from __future__ import annotations
@@ -30,30 +30,17 @@ from .test_reading import _snapshot, messy_csvs
 
 # ---------------------------------------------------------------- the reference: the csv-module check
 def _reference_check(source: Source, layout: Layout, name: str) -> None:
-    """The check as it was before the NumPy pass (every quoted line through ``csv``), on the
-    data region at once (its chunking only cut the work, not the verdict)."""
-    delimiter, first = layout.delimiter, layout.data_line
+    """The check as it was before the NumPy pass: every line with a quote through the reader's
+    ``csv``-module check (``_QuoteCheck._with_csv``), on the data region at once (its chunking
+    only cut the work, not the verdict). The fast path sends that method only the lines whose
+    quotes do not pair up as whole fields; the verdicts must agree."""
     text = source.data[layout.data_offset :].decode(csv_module._data_encoding(layout))
     lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
-    tails = [t[t.rfind(delimiter, 0, t.find('"')) + 1 :] for t in lines if '"' in t]
-    try:
-        records = sum(1 for _ in csv.reader(tails, delimiter=delimiter, quotechar='"', strict=True))
-    except csv.Error:
-        records = -1
-    if records == len(tails):
-        return
-    for i, one in enumerate(lines):
-        if '"' not in one:
-            continue
-        try:
-            parsed = list(csv.reader([one], delimiter=delimiter, quotechar='"', strict=True))
-        except csv.Error as exc:
-            raise csv_module._quote_error(name, exc, first + i, first + i) from None
-        if len(parsed) != 1:
-            raise Fallback("a record over several lines")
-    raise Fallback("csv and Arrow disagree on the records")
+    quoted = [i for i, line in enumerate(lines) if '"' in line]
+    if quoted:
+        csv_module._QuoteCheck(layout, name)._with_csv([lines[i] for i in quoted], [layout.data_line + i for i in quoted])
 
 
 def _outcome(check, raw: bytes, delimiter: str, encoding: str = "utf-8"):

@@ -122,6 +122,9 @@ def test_our_nmf_dictionary_audited_as_yours(data, tmp_path):
     with pytest.raises(InputFileError, match="negative weights"):
         audit_components(positive, read_components(_write(tmp_path, -H, positive), positive), config)
     assert nmf_input(positive).X.shape == positive.X_raw.shape
+    too_many = np.abs(np.random.default_rng(1).normal(size=(8, 7)))  # more rows than the 7 features: every E_ℓ exact
+    with pytest.raises(RankError, match=r"the NMF dictionary has 8 rows, .*\(features 7, smallest group 40 rows\)"):
+        audit_components(positive, read_components(_write(tmp_path, too_many, positive), positive), config)
 
 
 def test_embeddings_give_the_representation_metrics(data, tmp_path):

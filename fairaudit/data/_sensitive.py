@@ -154,16 +154,19 @@ def _merge_codes(column: str, values: list[str], sizes: np.ndarray, spec: dict, 
     return mapping, outputs
 
 
-def value_codes(table: RawTable, column: str) -> tuple[np.ndarray, list[str]]:
+def value_codes(table: RawTable, column: str, *, numbers_as_text: bool = True) -> tuple[np.ndarray, list]:
     """Per row, the index of its value among the column's distinct present values (-1 where
-    missing), and those values as text (numbers in numeric order, text sorted)."""
+    missing), and those values as text (numbers in numeric order, text sorted).
+
+    ``numbers_as_text=False`` leaves a numeric column's values as floats: a partition's values,
+    whose order and labels are decided once every partition is seen (:mod:`fairaudit.engine`)."""
     if table.is_numeric(column):
         values = table.numbers(column)
         missing = np.isnan(values)
         distinct = np.unique(values[~missing])
         codes = np.full(values.size, -1, dtype=np.int64)
         codes[~missing] = np.searchsorted(distinct, values[~missing])
-        return codes, [format_number(v) for v in distinct]
+        return codes, [format_number(v) for v in distinct] if numbers_as_text else distinct.tolist()
     strings = table.strings(column)
     encoded = pc.dictionary_encode(strings).combine_chunks()
     dictionary = encoded.dictionary.to_pylist()

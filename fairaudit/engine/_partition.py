@@ -319,14 +319,7 @@ def _sensitive_codes(table, column: str, plan: PartitionPlan) -> tuple[np.ndarra
     if column in plan.binarize:
         codes, _ = _numeric_groups(table, column, plan.binarize, {}, [])
         return codes, [0, 1]
-    if table.is_numeric(column):
-        numbers = table.numbers(column)
-        present = ~np.isnan(numbers)
-        distinct = np.unique(numbers[present])
-        codes = np.full(numbers.size, -1, dtype=np.int64)
-        codes[present] = np.searchsorted(distinct, numbers[present])
-        return codes, distinct.tolist()
-    return value_codes(table, column)
+    return value_codes(table, column, numbers_as_text=False)
 
 
 def peaks(low: np.ndarray, high: np.ndarray) -> np.ndarray:

@@ -52,6 +52,7 @@ from ..data._prepare import (
     _check_roles,
     _drop_constant_features,
     _fixed_roles,
+    _read_only,
     check_group_options,
     drop_small_groups,
     encode_read_groups,
@@ -632,19 +633,11 @@ def _entries(read_codes: np.ndarray, summary: PartitionSummary, missing: str) ->
 def _group_moments(summary: PartitionSummary, key_group: np.ndarray, groups: CountedGroups, columns: np.ndarray,
                    exponents: np.ndarray) -> GroupMoments:
     """The moments of each kept group's rows, on the kept features, at ``exponents``: the keys'
-    moments rescaled exactly (powers of two) and merged."""
+    moments rescaled exactly (powers of two) and merged into their groups."""
     m = summary.moments
     factor = np.ldexp(1.0, summary.exponents[columns] - exponents)
-    means = m.means[:, columns] * factor
-    scatter = m.scatter[:, columns][:, :, columns] * factor[None, :, None] * factor[None, None, :]
-    k, d = groups.n_groups, len(columns)
-    total = GroupMoments.empty(k, d, groups.labels)
-    for key in np.flatnonzero(key_group >= 0):
-        slot = GroupMoments.empty(k, d, groups.labels)
-        g = key_group[key]
-        slot.counts[g], slot.means[g], slot.scatter[g] = m.counts[key], means[key], scatter[key]
-        total = total.merge(slot)
-    return total
+    keys = GroupMoments(m.counts, m.means[:, columns], m.scatter[:, columns][:, :, columns], m.labels)
+    return keys.affine(np.zeros(len(columns)), factor).regroup(key_group, groups.n_groups, groups.labels)
 
 
 def _sample(summary: PartitionSummary, key_group, groups: CountedGroups, columns, exponents, shift, scale, plan, shifts):
@@ -668,12 +661,6 @@ def _sample(summary: PartitionSummary, key_group, groups: CountedGroups, columns
     lines = chosen.line[picked] + np.array([shifts.get(int(p), 0) for p in partitions], dtype=np.int64)
     labels = None if chosen.label is None else chosen.label[picked].astype(str)
     return RowSample(scaled, chosen.key[picked].astype(np.intp), int(groups.sizes().sum())), raw, labels, lines
-
-
-def _read_only(X: np.ndarray) -> np.ndarray:
-    X = np.asarray(X)
-    X.flags.writeable = False
-    return X
 
 
 # ============================================================================ the engine

@@ -185,6 +185,23 @@ class GroupMoments:
             raise ValueError("nothing to merge")
         return pairwise_tree(parts, GroupMoments.merge)
 
+    def regroup(self, group_of, n_groups: int, labels=None) -> GroupMoments:
+        """The moments of ``n_groups`` new groups, each the union of some of these: ``group_of[i]``
+        is the new group of group ``i`` (``-1``: left out) — e.g. the dask engine's keys
+        (combinations of raw sensitive values) gathered into the audit's groups. Each new group's
+        members merge in a pairwise tree (:meth:`merge_all`), in their order here."""
+        group_of = np.asarray(group_of)
+        d = self.n_features
+        counts, means, scatter = np.zeros(n_groups), np.zeros((n_groups, d)), np.zeros((n_groups, d, d))
+        for g in range(n_groups):
+            members = np.flatnonzero(group_of == g)
+            if members.size:
+                merged = GroupMoments.merge_all(
+                    GroupMoments(self.counts[i : i + 1], self.means[i : i + 1], self.scatter[i : i + 1], ("0",)) for i in members
+                )
+                counts[g], means[g], scatter[g] = merged.counts[0], merged.means[0], merged.scatter[0]
+        return GroupMoments(counts, means, scatter, _labels(labels, n_groups))
+
     # ------------------------------------------------------------------ derived quantities
     @property
     def n_groups(self) -> int:

@@ -136,6 +136,21 @@ class NMFInput:
         """Group labels per row, keeping the data's group order."""
         return pd.Series(pd.Categorical.from_codes(self.codes, categories=list(self.labels)))
 
+    @property
+    def smallest_group(self) -> tuple[str, int]:
+        """The group with the fewest rows: its label and row count (the first such, in group order)."""
+        sizes = np.bincount(self.codes, minlength=len(self.labels))
+        smallest = int(np.argmin(sizes))
+        return self.labels[smallest], int(sizes[smallest])
+
+    @property
+    def exact_rank(self) -> int:
+        """The rank from which every group's own NMF is exact: a group of ``n_ℓ`` rows and ``m``
+        features has ``E_ℓ = 0`` (Algorithm 1) at ``r ≥ min(n_ℓ, m)``, so here its relative loss
+        stops meaning anything. The audit's ranks go up to it (:func:`nmf_ranks`) and are not
+        bootstrapped at it; a dictionary brought as "yours" may not have more rows."""
+        return min(self.X.shape[1], self.smallest_group[1])
+
 
 def nmf_input(data: AuditData, nonnegative: str = "error", scaling: str = "unit_norm", zero_rows: str = "error") -> NMFInput:
     """The NMF matrix of ``data``: non-negative (policy), no all-zero rows, scaled (§6.1).
@@ -183,17 +198,16 @@ def _line(data: AuditData, row: int) -> str:
 def nmf_ranks(config: AuditConfig, prepared: NMFInput) -> tuple[int, ...]:
     """The ranks to sweep: at most min(features, rows, smallest group's rows)."""
     n_rows, n_features = prepared.X.shape
-    sizes = np.bincount(prepared.codes, minlength=len(prepared.labels))
-    smallest = int(np.argmin(sizes))
     if config.ranks is None:
-        return tuple(range(1, min(10, n_features, n_rows, int(sizes[smallest])) + 1))
-    ranks = config.resolved_ranks(n_features, limit=n_rows)
-    too_high = [r for r in ranks if r > sizes[smallest]]
+        return tuple(range(1, min(10, prepared.exact_rank) + 1))
+    ranks = config.resolved_ranks(n_features, limit=n_rows)  # refuses ranks above the features
+    group, rows = prepared.smallest_group
+    too_high = [r for r in ranks if r > rows]
     if too_high:
         raise RankError(
-            f"rank {too_high[0]} is larger than group {prepared.labels[smallest]!r} ({int(sizes[smallest])} rows): "
+            f"rank {too_high[0]} is larger than group {group!r} ({rows} rows): "
             "that group's own NMF (E_ℓ, Algorithm 1) would reproduce it exactly and its relative loss "
-            f"would mean nothing; choose {term('ranks')} up to {int(sizes[smallest])}."
+            f"would mean nothing; choose {term('ranks')} up to {rows}."
         )
     return ranks
 
@@ -247,18 +261,11 @@ class NMFAudit(FamilyAudit):
             sink.warn(note)
         self.ranks = nmf_ranks(config, self.prepared)
         self.codes, self.labels = self.prepared.codes, tuple(self.prepared.labels)
-        self.chosen = []
-        for name in VARIANTS:
-            if not config.wants("nmf", name):
-                continue
-            reason = am_too_slow(*self.prepared.X.shape, self.options) if name == "fair_am" else None
-            if reason and config.variants == "all":
-                sink.skip(name, reason)
-                continue
-            self.chosen.append(name)
+        self.chosen = self.chosen_variants(
+            VARIANTS, lambda name: am_too_slow(*self.prepared.X.shape, self.options) if name == "fair_am" else None
+        )
         self._heldout_estimates: dict = {}
-        sizes = np.bincount(self.codes, minlength=len(self.labels))
-        exact = min(self.prepared.X.shape[1], int(sizes.min()))
+        exact = self.prepared.exact_rank
         self.replicate_ranks_skipped = {
             rank: f"at rank {rank} (≥ {exact}, the features or the smallest group's rows) every group's own NMF is exact "
             "(E_ℓ = 0) and the fits only crawl towards an exact factorisation: not bootstrapped (minutes per replicate)"

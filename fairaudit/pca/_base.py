@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import GroupMoments
+from ..errors import ParameterError
 from ..groups import GroupCodes, check_groups, encode_groups
 from ..linalg import LowRankMap, blas_threads
 from ..validation import check_rank
@@ -124,6 +125,17 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+def solver_settings(estimator, solvers, default_tol: dict, default_max_iter: dict) -> tuple:
+    """``(tol, max_iter)`` for an estimator with a ``solver`` choice (:class:`FairPCA`,
+    :class:`JEVDPCA`): its own ``tol`` and ``max_iter`` where set, else its solver's defaults; an
+    unknown solver is refused, naming the choices."""
+    if estimator.solver not in solvers:
+        raise ParameterError(f"solver must be one of {', '.join(solvers)}; got {estimator.solver!r}.")
+    tol = estimator.tol if estimator.tol is not None else default_tol[estimator.solver]
+    max_iter = estimator.max_iter if estimator.max_iter is not None else default_max_iter[estimator.solver]
+    return tol, max_iter
 
 
 def rank_sweep(

@@ -212,15 +212,7 @@ class PCAAudit(FamilyAudit):
         self.codes = data.groups.codes
         self.labels = tuple(data.groups.labels)
         self.ranks = config.resolved_ranks(data.n_features)
-        self.chosen = []
-        for name in VARIANTS:
-            if not config.wants("pca", name):
-                continue
-            reason = _too_slow(name, data.n_features, config)
-            if reason and config.variants == "all":
-                sink.skip(name, reason)
-                continue
-            self.chosen.append(name)
+        self.chosen = self.chosen_variants(VARIANTS, lambda name: _too_slow(name, data.n_features, config))
 
     @property
     def active(self) -> bool:
@@ -253,10 +245,15 @@ class PCAAudit(FamilyAudit):
         return GroupProblem.from_data(summary.rows, groups, weights=weights, centre=centre)  # wide: the row space
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+    def _new_fits(self, rows, replicate: bool) -> Fits:
+        """Fits of ``rows`` not made yet, holding what every fit there shares and :meth:`measure`
+        reads: the rows' ``summary`` (moments, sample) and their ``problem``."""
         summary, weights = self._summary(rows, sample=not replicate)
-        problem = self._problem(summary, weights)
-        fits = Fits(rows=rows, shared={"problem": problem, "summary": summary})
+        return Fits(rows=rows, shared={"problem": self._problem(summary, weights), "summary": summary})
+
+    def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        fits = self._new_fits(rows, replicate)
+        problem, summary = fits.shared["problem"], fits.shared["summary"]
         if replicate:
             for name in self.chosen:
                 if name in NOT_REPLICATED:

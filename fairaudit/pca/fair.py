@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ParameterError
 from ..linalg import LowRankMap
-from ._base import GroupPCABase
+from ._base import GroupPCABase, solver_settings
 from ._dual import FairPCASolution, solve_dual
 from ._mw import solve_mw
 from ._problem import GroupProblem
@@ -91,10 +90,7 @@ class FairPCA(GroupPCABase):
         self.eta = eta
 
     def _solve(self, problem: GroupProblem, d: int, warm_start) -> LowRankMap:
-        if self.solver not in SOLVERS:
-            raise ParameterError(f"solver must be one of {', '.join(SOLVERS)}; got {self.solver!r}.")
-        tol = self.tol if self.tol is not None else _DEFAULT_TOL[self.solver]
-        max_iter = self.max_iter if self.max_iter is not None else _DEFAULT_MAX_ITER[self.solver]
+        tol, max_iter = solver_settings(self, SOLVERS, _DEFAULT_TOL, _DEFAULT_MAX_ITER)
         if self.solver == "eig":
             solution = solve_dual(problem, d, tol=tol, max_iter=max_iter, initial_weights=warm_start)
             self.solver_used_ = "eig"

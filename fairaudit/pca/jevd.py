@@ -72,9 +72,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from sklearn.exceptions import ConvergenceWarning
 
-from ..errors import ParameterError
 from ..linalg import LowRankMap, orthonormal_basis, top_eigh
-from ._base import GroupPCABase
+from ._base import GroupPCABase, solver_settings
 from ._problem import GroupProblem
 
 SOLVERS = ("paper", "damped", "jacobi")
@@ -318,10 +317,7 @@ class JEVDPCA(GroupPCABase):
         self.max_dim = max_dim
 
     def _decompose(self, problem: GroupProblem):
-        if self.solver not in SOLVERS:
-            raise ParameterError(f"solver must be one of {', '.join(SOLVERS)}; got {self.solver!r}.")
-        tol = self.tol if self.tol is not None else _DEFAULT_TOL[self.solver]
-        max_iter = self.max_iter if self.max_iter is not None else _DEFAULT_MAX_ITER[self.solver]
+        tol, max_iter = solver_settings(self, SOLVERS, _DEFAULT_TOL, _DEFAULT_MAX_ITER)
         key = ("jevd", self.solver, tol, max_iter, self.max_dim)
         if key not in problem._cache:
             if problem.dim > self.max_dim:
