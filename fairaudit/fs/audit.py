@@ -199,7 +199,7 @@ class FSAudit(FamilyAudit):
         self.K = _n_clusters(data, self.truth, options, sink)
         self.runs = options.get("kmeans_runs", KMEANS_RUNS)
         self.names = np.asarray(data.feature_names, dtype=object)
-        self.chosen = [v for v in VARIANTS if config.wants("fs", v)]
+        self.chosen = self.chosen_variants(VARIANTS)
         self.not_bootstrapped = {
             **self.not_bootstrapped,
             **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
