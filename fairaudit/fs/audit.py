@@ -44,7 +44,7 @@ from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
 from ._selector import SweepSelection
 from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
-from .evaluation import cluster_scores
+from .evaluation import cluster_scores_many
 from .fufs import FORMULATIONS, FUFS, _resolve_gamma
 
 VARIANTS = ("variance", "lapscore", "spec", "mcfs", "udfs", "ndfs", "fufs")
@@ -266,7 +266,9 @@ class FSAudit(FamilyAudit):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
             threads = measure_threads(alignment)
             aligned = dict(zip(sets, map_threads(self._aligner(alignment, X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
-            scores = dict(zip(distinct, map_threads(self._clusterer(rows, runs), list(distinct), threads), strict=True))
+            parts = [list(distinct)] if threads == 1 else [list(distinct)[i::2] for i in range(2)]  # one batch per thread
+            scores = {order: found for part, results in zip(parts, map_threads(self._clusterer(rows, runs), parts, threads), strict=True)
+                      for order, found in zip(part, results, strict=True)}
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
         smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
@@ -307,17 +309,19 @@ class FSAudit(FamilyAudit):
         return align
 
     def _clusterer(self, rows: np.ndarray, runs: int):
-        """``order ↦ cluster_scores`` of the selected columns (in that order) on ``rows``: a
-        resample's repeated rows clustered once with their counts (:func:`cluster_scores`)."""
+        """``[order, …] ↦ [cluster_scores, …]`` of the selected columns (in each order) on ``rows``,
+        fitted together (:func:`cluster_scores_many`): a resample's repeated rows clustered once
+        with their counts."""
         once, counts = np.unique(rows, return_counts=True)  # rows are sorted (a resample's repeats adjacent)
         if once.size == len(rows):
             once, counts = rows, None
         X, codes = self.X[once], self.codes[once]
         truth = None if self.truth is None else self.truth[once]
 
-        def cluster(order: tuple[int, ...]) -> dict[str, float]:
-            return cluster_scores(
-                X[:, list(order)], codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state, counts=counts
+        def cluster(orders: list[tuple[int, ...]]) -> list[dict[str, float]]:
+            return cluster_scores_many(
+                [X[:, list(order)] for order in orders], codes, n_clusters=self.K, labels=truth, runs=runs,
+                random_state=self.config.random_state, counts=counts,
             )
 
         return cluster
