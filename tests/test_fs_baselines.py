@@ -324,6 +324,34 @@ def test_cluster_scores_count_repeated_rows_instead_of_repeating_them():
     assert cluster_scores(tiny, [0, 1], n_clusters=3, runs=2, counts=np.array([2, 2]))["balance"] >= 0.0
 
 
+def test_kmeans_of_many_selections_together_gives_each_ones_own_labels(monkeypatch):
+    """Selections of one data set fitted together (the audit's replicates) get, bit for bit, the
+    labels each gets alone: the same products, the element-wise steps shared — with and without
+    counts, on discrete columns (ties), with selections of several sizes and runs in batches."""
+    from fairaudit.fs import evaluation
+    from fairaudit.fs.evaluation import cluster_scores_many, kmeans_labels, kmeans_labels_many
+
+    rng = np.random.default_rng(8)
+    for trial, X in enumerate((rng.normal(size=(90, 5)), rng.integers(0, 3, size=(90, 5)).astype(float))):
+        rows = np.sort(rng.integers(0, 90, size=90))
+        once, counts = np.unique(rows, return_counts=True)
+        selections = [[0], [1, 3], [3, 1], [2, 4, 0], [4], [0, 1]]
+        for base, weights in ((X, None), (X[once], counts)):
+            Zs = [base[:, s] for s in selections]
+            for K in (2, 3):
+                together = kmeans_labels_many(Zs, K, 7, random_state=trial, counts=weights)
+                for Z, found in zip(Zs, together, strict=True):
+                    np.testing.assert_array_equal(found, kmeans_labels(Z, K, 7, random_state=trial, counts=weights))
+        groups, labels = np.arange(90) % 2, np.arange(90) % 3
+        scores = cluster_scores_many([X[:, s] for s in selections], groups, n_clusters=2, labels=labels, runs=5)
+        assert scores == [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
+    monkeypatch.setattr(evaluation, "_BATCH_CELLS", 300)  # runs in batches, batches of several selections
+    Zs = [X[:, [0, 1]], X[:, [2, 3]], X[:, [4]]]
+    for Z, found in zip(Zs, kmeans_labels_many(Zs, 3, 9, random_state=2), strict=True):
+        np.testing.assert_array_equal(found, kmeans_labels(Z, 3, 9, random_state=2))
+    assert cluster_scores_many([], groups, n_clusters=2) == []
+
+
 def test_balances_and_proportions_of_many_tables_are_the_metric_functions():
     """The audit scores every run's table at once: the same values, bit for bit, as the metric
     functions one table at a time, empty clusters and one-group tables included."""

@@ -266,7 +266,7 @@ class FSAudit(FamilyAudit):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
             threads = measure_threads(alignment)
             aligned = dict(zip(sets, map_threads(self._aligner(alignment, X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
-            parts = [list(distinct)] if threads == 1 else [list(distinct)[i::2] for i in range(2)]  # one batch per thread
+            parts = [list(distinct)] if threads == 1 or len(distinct) < 2 else [list(distinct)[i::2] for i in range(2)]  # a batch per thread
             scores = {order: found for part, results in zip(parts, map_threads(self._clusterer(rows, runs), parts, threads), strict=True)
                       for order, found in zip(part, results, strict=True)}
             representations = [X[:, list(order)] for order in distinct]

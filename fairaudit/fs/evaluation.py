@@ -321,6 +321,8 @@ def cluster_scores_many(
     data set), their k-means fitted together (:func:`kmeans_labels_many`: the same labels)."""
     Zs = [np.asarray(Z, dtype=float) for Z in Zs]
     Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
+    if not Zs:
+        return []
     K = _check(n_clusters, "clusters", 2, Zs[0].shape[0] if counts is None else int(np.sum(counts)))
     runs = _check(runs, "k-means runs", 1)
     group_codes = _codes(groups)
