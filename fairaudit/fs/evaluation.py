@@ -240,8 +240,9 @@ def _check(value, name: str, low: int, high: int | None = None) -> int:
 def _per_table(metric, tables: np.ndarray) -> list[float]:
     """``[metric(t) for t in tables]``, each distinct table computed once: k-means runs mostly end
     in the same few clusterings (the 10 runs of a bootstrap replicate's selection in one to three
-    on the default sample), and the metrics — a Hungarian matching, entropies — were 20 ms of a
-    replicate's 70 ms of measurements."""
+    on the default sample, and selections that keep the same columns end in the same ones), and
+    the metrics — a Hungarian matching, entropies — were 20 ms of a replicate's 70 ms of
+    measurements."""
     found: dict[bytes, float] = {}
     values = []
     for table in tables:
@@ -327,28 +328,35 @@ def cluster_scores_many(
     runs = _check(runs, "k-means runs", 1)
     group_codes = _codes(groups)
     label_codes = None if labels is None else _codes(labels)
-    return [
-        _scores(assignments, group_codes, label_codes, K, counts)
-        for assignments in kmeans_labels_many(Zs, K, runs, random_state, counts=counts)
-    ]
+    per_chunk = max(1, _BATCH_CELLS // (runs * Zs[0].shape[0]))  # labels of this many selections held at once
+    out = []
+    for start in range(0, len(Zs), per_chunk):
+        chunk = Zs[start : start + per_chunk]
+        assignments = np.concatenate(kmeans_labels_many(chunk, K, runs, random_state, counts=counts))  # (selections · runs, n)
+        out += _scores(assignments, len(chunk), runs, group_codes, label_codes, K, counts)
+    return out
 
 
-def _scores(assignments: np.ndarray, group_codes: np.ndarray, label_codes: np.ndarray | None, K: int, counts) -> dict[str, float]:
-    """The means and spreads over runs of the metrics of each run's clustering (:func:`cluster_scores`)."""
-    found: dict[str, list[float]] = {}
+def _scores(assignments, selections: int, runs: int, group_codes, label_codes, K: int, counts) -> list[dict[str, float]]:
+    """Each selection's means and spreads over its runs of the metrics of each run's clustering
+    (``assignments``: the selections' runs one after the other), every table at once."""
+    found: dict[str, np.ndarray] = {}
     tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1, counts)
     found["balance"], found["proportion"] = _balances(tables), _proportions(tables)
     if label_codes is not None:
         tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1, counts)
-        found["acc"] = _per_table(metrics.accuracy_from_table, tables)
-        found["nmi"] = _per_table(lambda t: metrics.nmi_from_table(t[t.sum(axis=1) > 0]), tables)
+        found["acc"] = np.array(_per_table(metrics.accuracy_from_table, tables))
+        found["nmi"] = np.array(_per_table(lambda t: metrics.nmi_from_table(t[t.sum(axis=1) > 0]), tables))
     names = [name for name in ("acc", "nmi", "balance", "proportion") if name in found]
-    values = np.array([found[name] for name in names], dtype=float)  # (metrics, runs): each row as np.mean/np.std of it
-    means, spreads = values.mean(axis=1), values.std(axis=1)
-    out: dict[str, float] = {}
-    for name, mean, spread in zip(names, means.tolist(), spreads.tolist(), strict=True):
-        # the same clustering up to a relabelling scores equal up to rounding (e.g. nmi's
-        # 3e-18): report that spread as what it is, none
-        out[name] = mean
-        out[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
+    values = np.stack([found[name].reshape(selections, runs) for name in names], axis=1)  # (selections, metrics, runs)
+    means, spreads = values.mean(axis=2), values.std(axis=2)  # each row as np.mean / np.std of it
+    out = []
+    for mean_row, spread_row in zip(means.tolist(), spreads.tolist(), strict=True):
+        scores: dict[str, float] = {}
+        for name, mean, spread in zip(names, mean_row, spread_row, strict=True):
+            # the same clustering up to a relabelling scores equal up to rounding (e.g. nmi's
+            # 3e-18): report that spread as what it is, none
+            scores[name] = mean
+            scores[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
+        out.append(scores)
     return out
