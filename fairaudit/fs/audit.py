@@ -312,8 +312,8 @@ class FSAudit(FamilyAudit):
         """``[order, …] ↦ [cluster_scores, …]`` of the selected columns (in each order) on ``rows``,
         fitted together (:func:`cluster_scores_many`): a resample's repeated rows clustered once
         with their counts."""
-        once, counts = np.unique(rows, return_counts=True)  # rows are sorted (a resample's repeats adjacent)
-        if once.size == len(rows):
+        once, counts = np.unique(rows, return_counts=True)
+        if once.size == len(rows) or np.any(np.diff(rows) < 0):  # counted in the rows' order: a resample's are sorted
             once, counts = rows, None
         X, codes = self.X[once], self.codes[once]
         truth = None if self.truth is None else self.truth[once]
