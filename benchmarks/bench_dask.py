@@ -22,8 +22,17 @@ Four parts, each in its own process (so that each peak memory is that part's alo
   10,000 rows drawn differently by the two engines, and their difference is reported, not judged.
 * ``ratio`` — in one process, on the ``--small-rows`` file, the in-process engine and the dask
   engine (cluster already started) alternated ``--repeats`` times: read + audit wall time each,
-  and the ratio of medians. Both without bootstrap intervals (``bootstrap=0``), which the dask
-  engine does not compute for the PCA family: the same work on both sides.
+  and the ratio of medians. Both without bootstrap intervals (``bootstrap=0``): the same work on
+  both sides.
+* ``intervals`` — on the ``--small-rows`` file, the PCA family with ``--interval-replicates``
+  (default 20) bootstrap replicates by each engine: the in-process engine's stratified resample
+  against the dask engine's Poisson bootstrap (one more pass over the partitions): the wall time
+  of each audit and of its intervals, and how the intervals compare (median and spread of the
+  width ratio dask/in-process over the moment metrics; share of dask intervals that contain the
+  in-process point estimate).
+
+``--bootstrap N`` gives the ``large`` audit N replicates (default: the library's default, which on
+20,000,000 rows is none: a replicate is predicted to take longer than the default's budget).
 
 The machine is shared (2 cores for every engineer): run it alone under the heavy lock and read the
 figures as upper bounds; ratios measured side by side are the robust figures::
@@ -139,7 +148,7 @@ def part_large(args) -> dict:
             t1 = time.perf_counter()
             data = read_partitioned(str(path), sensitive="group", scheduler=client)
             t2 = time.perf_counter()
-            result = run_audit(data, AuditConfig(engine="dask"))
+            result = run_audit(data, AuditConfig(engine="dask", bootstrap=args.bootstrap))
             t3 = time.perf_counter()
             workers_seen = len(client.scheduler_info()["workers"])
         t4 = time.perf_counter()
@@ -158,6 +167,8 @@ def part_large(args) -> dict:
         "cluster_stop_s": round(t4 - t3, 2),
         "total_s": round(t3 - t0, 2),
         "fits": int((result.records.metric == "seconds").sum()),
+        "replicates": result.uncertainty["pca"].get("replicates"),
+        "intervals_s": result.uncertainty["pca"].get("seconds"),
         "client_peak_mb": round(peak_rss_mb(), 1),
         "child_process_peaks_mb": sorted((round(rss, 1) for _, rss in memory.peaks.values()), reverse=True),
         "worker_process_peaks_mb": [round(r, 1) for r in worker_peaks],
@@ -248,17 +259,53 @@ def part_ratio(args) -> dict:
     }
 
 
-PARTS = {"data": part_data, "large": part_large, "equality": part_equality, "ratio": part_ratio}
+def part_intervals(args) -> dict:
+    from fairaudit import AuditConfig, load, run_audit
+    from fairaudit.engine import dask_session, read_partitioned
+
+    path = _small_file(args)
+    config = AuditConfig(bootstrap=args.interval_replicates)
+    t0 = time.perf_counter()
+    local = run_audit(load(str(path), sensitive="group"), config)
+    t1 = time.perf_counter()
+    with dask_session(n_workers=args.workers, memory_limit=args.worker_memory) as (client, where):
+        t2 = time.perf_counter()
+        mine = run_audit(read_partitioned(str(path), sensitive="group", scheduler=client), AuditConfig(engine="dask", bootstrap=args.interval_replicates))
+        t3 = time.perf_counter()
+    keys = ["method", "variant", "rank", "group", "metric"]
+    merged = local.records.merge(mine.records, on=keys, suffixes=("_local", "_dask"), validate="one_to_one")
+    merged = merged[merged.metric.isin(MOMENT_METRICS) & merged.ci_low_local.notna() & merged.ci_low_dask.notna()]
+    ratio = (merged.ci_high_dask - merged.ci_low_dask) / (merged.ci_high_local - merged.ci_low_local)
+    ratio = ratio[np.isfinite(ratio)]
+    covers = (merged.ci_low_dask <= merged.value_local) & (merged.value_local <= merged.ci_high_dask)
+    return {
+        "part": "intervals",
+        "rows": args.small_rows,
+        "cluster": where,
+        "replicates": args.interval_replicates,
+        "local_read_and_audit_s": round(t1 - t0, 2),
+        "local_intervals_s": local.uncertainty["pca"].get("seconds"),
+        "dask_read_and_audit_s": round(t3 - t2, 2),
+        "dask_intervals_s": mine.uncertainty["pca"].get("seconds"),
+        "records_compared": int(len(ratio)),
+        "width_ratio_dask_over_local": {q: round(float(ratio.quantile(float(q))), 3) for q in ("0.1", "0.25", "0.5", "0.75", "0.9")},
+        "dask_intervals_containing_local_point": round(float(covers.mean()), 3),
+    }
+
+
+PARTS = {"data": part_data, "large": part_large, "equality": part_equality, "ratio": part_ratio, "intervals": part_intervals}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parts", default="data,equality,ratio,large")
+    parser.add_argument("--parts", default="data,equality,ratio,intervals,large")
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--small-rows", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--worker-memory", default="1GiB")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--bootstrap", type=int, default=None, help="replicates of the large audit (default: the library's)")
+    parser.add_argument("--interval-replicates", type=int, default=20)
     parser.add_argument("--folder", default="/tmp/fairaudit-bench-dask")
     parser.add_argument("--part", help=argparse.SUPPRESS)  # a part in its own process
     args = parser.parse_args()

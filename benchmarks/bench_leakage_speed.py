@@ -22,10 +22,9 @@ seconds and ratios. Run it alone on the machine:
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
-from _common import machine, module_at
+from _common import best_of, machine, module_at
 
 from fairaudit import metrics
 
@@ -62,15 +61,6 @@ def metrics_at(revision: str):
                      edit=lambda text: text.replace("from .linalg import", "from fairaudit.linalg import"))
 
 
-def seconds(call, repeat: int) -> tuple[float, object]:
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = call()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000)
@@ -85,19 +75,19 @@ def main() -> None:
     totals = {"sklearn": 0.0, "ours": 0.0, **({f"metrics.py at {args.against}": 0.0} if then else {})}
     for width in WIDTHS:
         Z = wide[:, :width]
-        ours_s, ours = seconds(lambda Z=Z: metrics.leakage_test(Z, groups), args.repeat)
-        ref_s, (balanced, pvalue) = seconds(lambda Z=Z: sklearn_test(Z, groups), 1)
+        ours_s, ours = best_of(lambda Z=Z: metrics.leakage_test(Z, groups), args.repeat)
+        ref_s, (balanced, pvalue) = best_of(lambda Z=Z: sklearn_test(Z, groups), 1)
         assert abs(ours.balanced - balanced) < 1e-9 and abs(ours.pvalue - pvalue) < 1e-12, (width, ours, balanced, pvalue)
         line = f"  width {width:2d}: sklearn {ref_s:6.2f} s, ours {ours_s:6.3f} s ({ref_s / ours_s:5.1f}×)"
         totals["sklearn"] += ref_s
         totals["ours"] += ours_s
         if then:
-            then_s, old = seconds(lambda Z=Z: then.leakage_test(Z, groups), args.repeat)
+            then_s, old = best_of(lambda Z=Z: then.leakage_test(Z, groups), args.repeat)
             assert old.balanced == ours.balanced and old.pvalue == ours.pvalue
             line += f", {args.against} {then_s:6.3f} s ({then_s / ours_s:4.2f}× ours)"
             totals[f"metrics.py at {args.against}"] += then_s
         print(line + f"; balanced accuracy {ours.balanced:.4f}, p = {ours.pvalue:.3f}, {ours.permutations} permutations")
-    nested_s, nested = seconds(lambda: metrics.leakage_tests(wide, groups, WIDTHS), args.repeat)
+    nested_s, nested = best_of(lambda: metrics.leakage_tests(wide, groups, WIDTHS), args.repeat)
     assert [e.balanced for e in nested] == [metrics.leakage_test(wide[:, :w], groups).balanced for w in WIDTHS]
     print("totals over the widths: " + ", ".join(f"{name} {value:.2f} s" for name, value in totals.items()))
     print(f"  every width in one nested pass: {nested_s:.3f} s ({totals['ours'] / nested_s:.1f}× faster than one test per width)")

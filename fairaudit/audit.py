@@ -676,6 +676,13 @@ class FamilyAudit:
     def measure(self, fits: Fits, rows: np.ndarray, out: Recorder, *, heldout: bool = False, replicate: bool = False) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def resample(self, rng: np.random.Generator, rows: np.ndarray, index: int, count: int):
+        """The rows of bootstrap replicate ``index`` of ``count``: a stratified resample of ``rows``
+        (:func:`fairaudit.uncertainty.stratified_resample`). A family whose engine resamples
+        otherwise returns what its :meth:`fit` takes instead (the PCA family on the dask engine:
+        a Poisson-bootstrap draw)."""
+        return uncertainty.stratified_resample(self.codes, rng, rows)
+
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (variant, rank), seconds in fits.seconds.items():
             out.add(variant, rank, "seconds", seconds)
@@ -857,7 +864,7 @@ def _bootstrap(family: FamilyAudit, fits: Fits, train, test, count: int, pairs: 
 def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replicates: uncertainty.Replicates, b: int, seed) -> bool:
     """Replicate ``b``: resample, refit, measure, add the disparities; whether a solver hit its cap."""
     rng = np.random.default_rng(seed)
-    rows = uncertainty.stratified_resample(family.codes, rng, train)
+    rows = family.resample(rng, train, b, replicates.count)
     collector = _Collector(_ReplicateRecorder(replicates, b))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -4,6 +4,7 @@ errors. Small data, several partitions each; skipped with the reason when dask i
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 
@@ -119,11 +120,53 @@ def test_pca_family_records_equal_the_in_process_engines(files):
     close = np.isclose(merged.value_local, merged.value_dask, rtol=1e-8, atol=1e-8) | (merged.value_local.isna() & merged.value_dask.isna())
     assert close.all(), merged[~close]
     assert mine.data["groups"] == local.data["groups"]
-    # point estimates from every row's moments; no bootstrap (a replicate needs the rows), and the result says why
-    assert "no bootstrap intervals on the dask engine" in mine.uncertainty["pca"]["why"]
-    assert any(w.startswith("pca: no bootstrap intervals on the dask engine") for w in mine.warnings)
+    assert not any("Poisson bootstrap" in w for w in mine.warnings)  # no replicates ran: no note about them
     with pytest.raises(ParameterError, match="holdout"):
         run_audit(data, AuditConfig(ranks=(1,), engine="dask", holdout=0.2))
+
+
+INTERVAL_METRICS = ("error", "loss", "max_loss", "loss_gap", "variance_explained", "mmd2")
+
+
+def test_pca_intervals_from_the_poisson_bootstrap_agree_with_the_in_process_engines(files):
+    """The dask engine bootstraps the PCA family by Poisson row weights drawn partition by partition
+    (one more pass over the data); its percentile intervals agree with the in-process engine's
+    stratified resample up to the Monte Carlo noise of 60 replicates (widths within a third,
+    median), contain the point estimates, and are the same on a second run with the same seed."""
+    config = AuditConfig(ranks=(1, 2, 3), bootstrap=60, variants=("vanilla", "cov_fair"))
+    local = run_audit(local_data(files["csv"]), config)
+    data = partitioned(files["csv"])
+    mine = run_audit(data, dataclasses.replace(config, engine="dask"))
+    assert mine.uncertainty["pca"]["replicates"] == 60 and "chosen" in mine.uncertainty["pca"]["why"]
+    assert any(w.startswith("pca: intervals from a Poisson bootstrap over the partitions") for w in mine.warnings)
+    merged = local.records.merge(mine.records, on=KEY, suffixes=("_local", "_dask"), validate="one_to_one")
+    merged = merged[merged.metric.isin(INTERVAL_METRICS)]
+    assert len(merged) >= 40 and merged.ci_low_dask.notna().all() and merged.ci_low_local.notna().all()
+    inside = (merged.ci_low_dask <= merged.value_dask) & (merged.value_dask <= merged.ci_high_dask)
+    assert inside.mean() >= 0.95
+    ratio = (merged.ci_high_dask - merged.ci_low_dask) / (merged.ci_high_local - merged.ci_low_local)
+    assert 0.75 <= ratio.median() <= 1.33, ratio.describe()
+    again = run_audit(data, dataclasses.replace(config, engine="dask"))
+    pd.testing.assert_frame_equal(again.records.drop(columns="value")[again.records.metric.isin(INTERVAL_METRICS)].reset_index(drop=True),
+                                  mine.records.drop(columns="value")[mine.records.metric.isin(INTERVAL_METRICS)].reset_index(drop=True))
+    other = run_audit(data, dataclasses.replace(config, engine="dask", random_state=1))
+    assert not np.allclose(other.records.ci_low.fillna(0), mine.records.ci_low.fillna(0))
+
+
+def test_no_poisson_bootstrap_for_small_groups_and_the_result_says_why(tmp_path):
+    """Below 50 rows in a group the Poisson bootstrap is no stand-in for a resample: point
+    estimates only, the reason in the result and its notes (with the option that gives intervals)."""
+    path = tmp_path / "small.csv"
+    frame = table_frame()
+    rare = frame.index[frame.group == "c"][:30]
+    frame[(frame.group != "c") | frame.index.isin(rare)].to_csv(path, index=False)
+    data = partitioned(path)
+    assert min(data.group_sizes().values()) < 50
+    mine = run_audit(data, AuditConfig(ranks=(1,), bootstrap=20, engine="dask", variants=("vanilla",)))
+    why = mine.uncertainty["pca"]["why"]
+    assert "Poisson bootstrap needs at least 50 rows in every group" in why and "engine" in why
+    assert mine.records[mine.records.metric.isin(INTERVAL_METRICS)].ci_low.isna().all()  # (the leakage test keeps its own)
+    assert any("Poisson bootstrap needs at least 50 rows" in w for w in mine.warnings)
 
 
 def test_a_dask_dataframe_and_a_distributed_cluster_give_the_same_data(files, monkeypatch):

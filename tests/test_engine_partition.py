@@ -124,3 +124,40 @@ def test_reading_on_several_threads_restores_the_csv_field_limit():
         tables = list(pool.map(lambda _: read_table(raw), range(32)))
     assert all(len(t.strings("b")[0].as_py()) == 200_000 for t in tables)
     assert csv.field_size_limit() == before
+
+
+def test_replicate_moments_merge_key_by_key_whatever_each_partition_holds():
+    """Bootstrap replicate moments (PartitionPlan.replicates) travel with the summary: merged, each
+    key's replicate moments are the merge of that key's in every partition, replicate by replicate,
+    even where partitions hold different keys in different orders. A plan without replicates
+    carries none."""
+    from dataclasses import replace
+
+    plan = replace(PLAN, replicates=3, replicate_seed=5)
+    columns = frame(500, seed=4)
+    columns["g"][:200] = np.where(np.arange(200) % 2 == 0, "c", "b").astype(object)  # partition 0: no "a", no missing group
+    parts = []
+    for i, (start, stop) in enumerate([(0, 200), (200, 500)]):
+        table = pa.table({k: v[start:stop] for k, v in columns.items()})
+        parts.append(summarise_table(table_from_arrow(table, name="t", first_row=start + 1), plan, i))
+    assert parts[0].keys != parts[1].keys[: len(parts[0].keys)]
+    whole = merge_summaries(*parts, plan.sample_rows)
+    assert whole.n_replicates == 3 and parts[0].n_replicates == 3
+    for b in range(3):
+        merged = whole.replicate_moments(b)
+        for i, key in enumerate(whole.keys):
+            own = [p.replicate_moments(b) for p in parts if key in p.keys]
+            slots = [p.keys.index(key) for p in parts if key in p.keys]
+            expected = GroupMoments(*(np.array([x]) for x in (own[0].counts[slots[0]],)), own[0].means[slots[0]][None],
+                                    own[0].scatter[slots[0]][None], ("0",))
+            for moments, slot in zip(own[1:], slots[1:], strict=True):
+                expected = expected.merge(GroupMoments(np.array([moments.counts[slot]]), moments.means[slot][None],
+                                                       moments.scatter[slot][None], ("0",)))
+            assert merged.counts[i] == expected.counts[0], (b, key)
+            np.testing.assert_allclose(merged.means[i], expected.means[0], rtol=1e-12)
+            np.testing.assert_allclose(merged.scatter[i], expected.scatter[0], rtol=1e-10)
+    again = summarise_table(table_from_arrow(pa.table({k: v[:200] for k, v in columns.items()}), name="t", first_row=1), plan, 0)
+    np.testing.assert_array_equal(again.replicates.scatter, parts[0].replicates.scatter)  # the same rows and seed: the same draws
+    plain = summary_of(columns, 0, 200, 0)
+    assert plain.replicates is None and plain.n_replicates == 0
+    assert merge_summaries(plain, summary_of(columns, 200, 500, 1), PLAN.sample_rows).replicates is None

@@ -82,6 +82,37 @@ def test_tied_eigenvalues_at_the_optimum(d):
     assert fair.group_losses_[0] == pytest.approx(fair.group_losses_[1], rel=1e-7)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_kept_cut_lps_equal_fresh_solves_as_cuts_arrive(seed):
+    """The k-group LPs kept across cuts (_CutLPs: rows/columns added, re-solved from the last
+    basis) give the optimum of the same LPs solved anew by scipy's linprog after every cut —
+    Kelley's boxed master (its value) and the restricted primal (its min–max)."""
+    from scipy.optimize import linprog
+
+    from fairaudit.pca._dual import _CutLPs, _min_max_mix
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(3, 6))
+    lps, losses = _CutLPs(k), []
+    for t in range(25):
+        losses.append(rng.uniform(0, 1, size=k) * (1 + t % 3))
+        lps.sync(losses)
+        L = np.array(losses)
+        theta = lps.mix(L)
+        assert theta.sum() == pytest.approx(1.0) and (theta >= 0).all()
+        assert (theta @ L).max() == pytest.approx((_min_max_mix(L) @ L).max(), abs=1e-9)
+        center, radius = rng.dirichlet(np.ones(k)), float(rng.choice([0.02, 0.2, 1.0]))
+        found = lps.kelley(center, radius)
+        bounds = [(max(0.0, c - radius), min(1.0, c + radius)) for c in center] + [(None, None)]
+        fresh = linprog(np.r_[np.zeros(k), -1.0], A_ub=np.hstack([-L, np.ones((len(L), 1))]), b_ub=np.zeros(len(L)),
+                        A_eq=np.r_[np.ones(k), 0.0][None], b_eq=[1.0], bounds=bounds, method="highs")
+        assert (found is None) == (fresh.status != 0)
+        if found is not None:
+            w, value = found
+            assert value == pytest.approx(-fresh.fun, abs=1e-9)
+            assert (L @ w).min() == pytest.approx(value, abs=1e-9) and w.sum() == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_two_group_restricted_primal_is_exact(seed):
     """The pairwise two-group min–max over cuts equals HiGHS' LP (and is never worse)."""
@@ -160,7 +191,10 @@ def test_rank_sweep_equals_independent_fits(rng):
     X, groups = random_groups_data(rng, 3, 9)
     for rank, fitted, seconds in rank_sweep(FairPCA(), X, groups, range(1, 6)):
         alone = FairPCA(rank).fit(X, sensitive_features=groups)
-        assert fitted.objective_ == pytest.approx(alone.objective_, rel=1e-8)
+        # both certify optimum ∈ [objective − dual_gap, objective]: the intervals must meet
+        certified = max(fitted.dual_gap_, alone.dual_gap_) + 1e-12 * alone.objective_
+        assert abs(fitted.objective_ - alone.objective_) <= certified
+        assert fitted.objective_ == pytest.approx(alone.objective_, rel=1e-7)
         assert seconds >= 0
 
 

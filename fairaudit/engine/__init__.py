@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from ..errors import ParameterError
 from ..vocabulary import term
-from .dask_engine import DaskEngine, PartitionedData, dask_session, read_partitioned
+from .dask_engine import POISSON_MIN_GROUP_ROWS, DaskEngine, PartitionedData, PoissonReplicate, dask_session, read_partitioned
 from .local import (
     DataSummary,
     LocalEngine,
@@ -52,9 +52,18 @@ class FamilyInput:
     no_intervals: str | None = None
 
 
-NO_INTERVALS = (
-    "no bootstrap intervals on the dask engine: its group moments cover every row, but a replicate "
-    "needs the rows themselves; audit a sample with the default engine ({local}) for intervals"
+NO_INTERVALS_WIDE = (
+    "no bootstrap intervals on the dask engine for data with more features than rows: a replicate "
+    "reweights the group moments, which these data do not have; audit them with the default engine ({local})"
+)
+NO_INTERVALS_SMALL = (
+    "no bootstrap intervals on the dask engine: its Poisson bootstrap needs at least {rows} rows in every group "
+    "({group!r} has {size:,}); audit with the default engine ({local}), whose bootstrap redraws each group's rows"
+)
+POISSON_NOTE = (
+    "pca: intervals from a Poisson bootstrap over the partitions (every row weighted by an independent Poisson(1) "
+    "draw in each replicate, each group's weights scaled to its row count; one more pass over the data computes every "
+    "replicate's moments), not the default engine's resample of each group's rows: the two agree as groups grow."
 )
 
 
@@ -63,8 +72,9 @@ def family_input(data, method: str, config) -> FamilyInput:
 
     In-memory data: the data and the configuration as given. Data read partition by partition
     (:class:`PartitionedData`, ``engine="dask"``): the PCA family audits them from the group moments
-    of every row — point estimates without bootstrap intervals (a replicate needs the rows), and no
-    held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
+    of every row — with bootstrap intervals from a Poisson bootstrap over the partitions
+    (:class:`PoissonReplicate`; none for wide data or groups under :data:`POISSON_MIN_GROUP_ROWS`
+    rows, with the reason) — and no held-out rows; the other families audit the stratified sample (:meth:`PartitionedData.sample_data`)
     with their usual intervals, and a note says so."""
     if not isinstance(data, PartitionedData):
         return FamilyInput(data, config)
@@ -78,8 +88,10 @@ def family_input(data, method: str, config) -> FamilyInput:
                 f"{term('holdout', config.holdout)} is not available for the PCA family with {term('engine', 'dask')}: the engine "
                 f"holds the group moments of every row, not the rows to hold out. Leave it out, or audit with {term('engine', 'local')}."
             )
-        reason = NO_INTERVALS.format(local=term("engine", "local"))
-        return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
+        reason = _no_poisson_bootstrap(data)
+        if reason is not None:
+            return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
+        return FamilyInput(data, config)  # the family notes its Poisson bootstrap when replicates run (POISSON_NOTE)
     sample = data.sample_data()
     if sample.n_rows == data.n_rows:
         return FamilyInput(sample, config, (f"{method}: audited on every one of the {data.n_rows:,} rows (the dask engine's sample holds them all).",))
@@ -90,6 +102,18 @@ def family_input(data, method: str, config) -> FamilyInput:
     ))
 
 
+def _no_poisson_bootstrap(data: PartitionedData) -> str | None:
+    """Why the dask engine's Poisson bootstrap cannot give ``data`` intervals (``None``: it can)."""
+    local = term("engine", "local")
+    if data.n_features > data.n_rows:
+        return NO_INTERVALS_WIDE.format(local=local)
+    sizes = data.group_sizes()
+    smallest = min(sizes, key=sizes.get)
+    if sizes[smallest] < POISSON_MIN_GROUP_ROWS:
+        return NO_INTERVALS_SMALL.format(rows=POISSON_MIN_GROUP_ROWS, group=smallest, size=sizes[smallest], local=local)
+    return None
+
+
 __all__ = [
     "CHUNK_ROWS",
     "ENGINES",
@@ -98,7 +122,9 @@ __all__ = [
     "FamilyInput",
     "GroupMoments",
     "LocalEngine",
+    "POISSON_NOTE",
     "PartitionedData",
+    "PoissonReplicate",
     "RowBlocks",
     "RowSample",
     "dask_session",

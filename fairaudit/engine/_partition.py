@@ -15,6 +15,9 @@ once every partition has been seen):
 * per key and feature the smallest and largest complete value (constant columns; magnitudes);
 * per column the missing cells and the first of them; per feature the text cells where numbers
   belong; per watched column (empty in the first partition) its present cells;
+* when a bootstrap asks for them (``PartitionPlan.replicates``), per key and replicate the
+  moments of the complete rows under Poisson(1) row weights
+  (:meth:`GroupMoments.poisson_replicates`, seeded by (seed, partition, first row));
 * sample candidates: per key the complete rows with the smallest hash of (seed, partition, row).
   The smallest hashes of a set of rows are a uniform sample of it without replacement, and the
   smallest of a union are the smallest of the parts' smallest (bottom-k sampling), so after the
@@ -54,6 +57,9 @@ class PartitionPlan:
     watch: tuple[str, ...] = ()
     sample_rows: int = 10_000
     random_state: int = 0
+    replicates: int = 0
+    """Poisson-bootstrap replicates of the moments to compute (0: none; a pass for the intervals)."""
+    replicate_seed: int = 0
 
     @property
     def checked_columns(self) -> tuple[str, ...]:
@@ -140,6 +146,7 @@ class PartitionSummary:
     row_counts: dict = field(default_factory=dict)  # partition -> rows
     digests: dict = field(default_factory=dict)  # (partition, first row) -> sha256 of what that read covered
     error: tuple | None = None  # (partition, exception): the first partition's failure
+    replicates: GroupMoments | None = None  # (B·K groups: replicate b, key g at b·K + g) Poisson-bootstrap moments
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -161,6 +168,7 @@ class PartitionSummary:
             missing=np.zeros(c, np.int64), first_missing=np.full((c, 2), FIRST_NONE, np.int64), rows_missing=0,
             bad=np.zeros(d, np.int64), present=np.zeros(d, np.int64), first_bad=[None] * d,
             watch_present=np.zeros(len(plan.watch), np.int64), candidates=Candidates.empty(d, plan.label is not None),
+            replicates=GroupMoments.empty(0, d) if plan.replicates else None,
         )
 
     # ------------------------------------------------------------------ merging
@@ -198,7 +206,17 @@ class PartitionSummary:
             row_counts=_summed(self.row_counts, other.row_counts),
             digests={**self.digests, **other.digests},
             error=min((e for e in (self.error, other.error) if e is not None), default=None, key=lambda e: e[0]),
+            replicates=_merged_replicates(self, mine, other, theirs, len(keys), exponents),
         )
+
+    @property
+    def n_replicates(self) -> int:
+        """How many bootstrap replicates :attr:`replicates` holds (0: none)."""
+        return 0 if self.replicates is None or not self.keys else self.replicates.n_groups // len(self.keys)
+
+    def replicate_moments(self, b: int) -> GroupMoments:
+        """Replicate ``b``'s moments per key (as :attr:`moments`)."""
+        return self.replicates.replicate(b, len(self.keys))
 
     def digest(self) -> str:
         """SHA-256 of the partitions' SHA-256s, in partition order (not the file's own hash)."""
@@ -309,7 +327,17 @@ def summarise_table(table, plan: PartitionPlan, partition: int, *, newlines: int
         newlines={partition: newlines},
         row_counts={partition: n},
         digests={(partition, offset): table.sha256 or _content_digest(X, key_index)},
+        replicates=_replicate_moments(Xs, exponents, bounds, plan, partition, offset),
     )
+
+
+def _replicate_moments(Xs, exponents, bounds, plan: PartitionPlan, partition: int, offset: int) -> GroupMoments | None:
+    """The Poisson-bootstrap moments of the complete rows per key (``plan.replicates`` of them),
+    at the same ``exponents`` as :attr:`PartitionSummary.moments`; ``None`` when none are asked."""
+    if not plan.replicates:
+        return None
+    rng = np.random.default_rng([plan.replicate_seed, partition, offset])
+    return GroupMoments.poisson_replicates(np.ldexp(Xs, -exponents) if exponents.any() else Xs, bounds, rng, plan.replicates)
 
 
 def _sensitive_codes(table, column: str, plan: PartitionPlan) -> tuple[np.ndarray, list]:
@@ -390,6 +418,21 @@ def _spread(moments: GroupMoments, slots: np.ndarray, k: int) -> GroupMoments:
     counts, means, scatter = np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d))
     counts[slots], means[slots], scatter[slots] = moments.counts, moments.means, moments.scatter
     return GroupMoments(counts, means, scatter, tuple(str(i) for i in range(k)))
+
+
+def _merged_replicates(a: PartitionSummary, slots_a, b: PartitionSummary, slots_b, k: int, exponents) -> GroupMoments | None:
+    """Both summaries' replicate moments with their keys placed at ``slots_*`` of ``k`` (replicate
+    ``r``'s key ``g`` at ``r·k + g``) and merged, at ``exponents``."""
+    if a.replicates is None or b.replicates is None:
+        return None
+    count = max(a.n_replicates, b.n_replicates)
+    d = len(exponents)
+    merged = GroupMoments.empty(count * k, d)
+    for side, slots in ((a, slots_a), (b, slots_b)):
+        if side.keys:
+            stacked = (np.arange(count)[:, None] * k + slots[None, :]).ravel()
+            merged = merged.merge(_spread(_rescaled(side.replicates, side.exponents, exponents), stacked, count * k))
+    return merged
 
 
 def _added(a, slots_a, b, slots_b, k) -> np.ndarray:

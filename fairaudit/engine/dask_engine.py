@@ -107,6 +107,53 @@ class CountedGroups:
         return np.asarray(self.counts, dtype=np.int64)
 
 
+# ============================================================================ the bootstrap
+POISSON_MIN_GROUP_ROWS = 50
+"""The dask engine's Poisson bootstrap needs at least this many rows in every group: a group's
+total weight is 0 with probability ``e^-n`` and its Poisson weights approach the multinomial
+counts of a resample only as ``n`` grows; smaller groups get no intervals, with the reason."""
+
+
+@dataclass(frozen=True)
+class PoissonReplicate:
+    """Replicate ``index`` of ``count`` of the dask engine's Poisson bootstrap with seed ``seed``:
+    what a PCA-family bootstrap replicate resamples on :class:`PartitionedData`
+    (:meth:`PartitionedData.replicate_summary`), in place of row indices."""
+
+    index: int
+    count: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a pass's per-key summary becomes the audit's groups and features — what
+    :func:`_assemble` decided — kept to summarise another pass over the same data the same way."""
+
+    plan: PartitionPlan
+    key_group: dict  # raw key → group code (keys without a kept group are absent)
+    columns: np.ndarray
+    exponents: np.ndarray
+    reread: object  # plan → the reduced PartitionSummary of a new pass
+
+    def replicates(self, data: PartitionedData, count: int, seed: int) -> list[DataSummary]:
+        summary = self.reread(replace(self.plan, sample_rows=1, replicates=count, replicate_seed=seed))
+        key_group = np.array([self.key_group.get(key, -1) for key in summary.keys], dtype=np.intp)
+        sizes = data.groups.sizes().astype(float)
+        empty = RowSample(np.zeros((0, len(self.columns))), np.zeros(0, dtype=np.intp), data.n_rows)
+        found = []
+        for b in range(count):
+            raw = _group_moments(replace(summary, moments=summary.replicate_moments(b)), key_group, data.groups, self.columns, self.exponents)
+            if (raw.counts <= 0).any():
+                raise FairAuditError(f"bootstrap replicate {b + 1} drew no row of a group; this should not happen with "
+                                     f"{POISSON_MIN_GROUP_ROWS} or more rows per group.")
+            ratio = sizes / raw.counts
+            raw = GroupMoments(sizes, raw.means, raw.scatter * ratio[:, None, None], raw.labels)
+            shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
+            found.append(DataSummary(raw.affine(shift, scale), empty, shift, scale))
+        return found
+
+
 # ============================================================================ the data
 @dataclass(frozen=True, eq=False)
 class PartitionedData:
@@ -134,6 +181,7 @@ class PartitionedData:
     _sample_label: np.ndarray | None = field(repr=False)
     _sample_lines: np.ndarray = field(repr=False)
     _redo: object = field(repr=False, default=None)
+    _layout: _Layout | None = field(repr=False, default=None)
     _cache: dict = field(default_factory=dict, repr=False)
 
     tensor_shape = None
@@ -172,6 +220,21 @@ class PartitionedData:
                 raise ParameterError(f"this data set's sample holds {self.sample_rows:,} rows; read it again with sample_rows={sample_rows}.")
             self._cache[key] = self._redo(int(sample_rows), int(random_state))._summary
         return self._cache[key]
+
+    def replicate_summary(self, draw: PoissonReplicate) -> DataSummary:
+        """Replicate ``draw.index`` of the Poisson bootstrap of the group moments
+        (:meth:`GroupMoments.poisson_replicates`): on its first call for ``(count, seed)`` one more
+        pass over the data computes every replicate's moments at once, per key and partition,
+        reduced as the moments are. Each group's weights are then scaled to sum to its row count —
+        the stratified bootstrap's fixed group sizes (the local engine's multinomial counts
+        within each group) — and the scaling is re-estimated on the replicate, as the data
+        boundary would on a resample. No row sample (replicates measure only what the moments give)."""
+        key = ("replicates", int(draw.count), int(draw.seed))
+        if key not in self._cache:
+            if self._layout is None:
+                raise ParameterError("this data set cannot be read again for bootstrap replicates; read it with read_partitioned.")
+            self._cache[key] = self._layout.replicates(self, int(draw.count), int(draw.seed))
+        return self._cache[key][draw.index]
 
     def sample_data(self) -> AuditData:
         """The stratified sample as in-memory :class:`AuditData` (unscaled rows, the data's
@@ -326,13 +389,18 @@ def read_partitioned(
         else:
             raise FairAuditError(f"{src.name}: the columns kept changing between passes over the data; audit it with {term('engine', 'local')}.")
 
+        def reread(again: PartitionPlan) -> PartitionSummary:
+            """One more pass over the data under ``again``."""
+            with _scheduler(scheduler) as (client_again, _):
+                return _reduce(src.tasks(again), again, client_again)
+
         def redo(sample_size: int, seed: int) -> PartitionedData:
             """The same data with another sample (one more pass)."""
             again = replace(plan, sample_rows=sample_size, random_state=seed)
             with _scheduler(scheduler) as (client_again, where_again):
-                return _assemble(_reduce(src.tasks(again), again, client_again), again, src, chosen, options, log, where_again, redo)
+                return _assemble(_reduce(src.tasks(again), again, client_again), again, src, chosen, options, log, where_again, redo, reread)
 
-        return _assemble(summary, plan, src, chosen, options, log, where, redo)
+        return _assemble(summary, plan, src, chosen, options, log, where, redo, reread)
 
 
 def _judged_on_head(chosen: FeatureColumns, rows: int, log: list[str]) -> None:
@@ -467,7 +535,7 @@ def _revised_plan(summary: PartitionSummary, plan: PartitionPlan, src, chosen: F
 
 
 def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: FeatureColumns, options: dict, log: list[str], where: str,
-              redo) -> PartitionedData:
+              redo, reread=None) -> PartitionedData:
     """Groups, accounting, moments and the sample from the reduced summary — :func:`prepare`'s
     steps, on counts per group value instead of rows."""
     log = list(log)
@@ -588,6 +656,9 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         _sample_label=sample_label,
         _sample_lines=sample_lines,
         _redo=redo,
+        _layout=None if reread is None else _Layout(
+            plan, {key: int(g) for key, g in zip(summary.keys, key_group.tolist(), strict=True) if g >= 0}, columns, exponents, reread,
+        ),
     )
 
 
@@ -674,13 +745,19 @@ class DaskEngine(LocalEngine):
     def __init__(self, scheduler=None):
         self.scheduler = scheduler
 
+    def replicate_summary(self, data, draw: PoissonReplicate) -> DataSummary:
+        """Bootstrap replicate ``draw`` of data read partition by partition
+        (:meth:`PartitionedData.replicate_summary`)."""
+        require_dask()
+        return data.replicate_summary(draw)
+
     def summarise(self, data, *, sample_rows: int, random_state=0, weights=None, scaling=None) -> DataSummary:
         require_dask()
         if isinstance(data, PartitionedData):
             if weights is not None or scaling is not None:
                 raise ParameterError(
-                    "data read partition by partition have the group moments of every row, not the rows a bootstrap replicate "
-                    f"or held-out rows reweight; turn the intervals off ({term('bootstrap', 0)}) or audit with {term('engine', 'local')}."
+                    "data read partition by partition have the group moments of every row, not the rows that weights or held-out "
+                    f"rows select (bootstrap replicates come from replicate_summary); audit with {term('engine', 'local')} for those."
                 )
             return data.summary(sample_rows, random_state)
         return super().summarise(data, sample_rows=sample_rows, random_state=random_state, weights=weights, scaling=scaling)

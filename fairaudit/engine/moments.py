@@ -17,10 +17,20 @@ chunking of the rows — a file read in blocks, the partitions of a distributed 
 the same moments up to rounding. Within one chunk the scatter is computed two-pass (mean first,
 then the centred product).
 
+Bootstrap replicates of data that are never held whole (the dask engine) use the Poisson
+bootstrap: every row gets an independent Poisson(1) weight per replicate, so each partition draws
+its own weights and a replicate's moments merge like any others
+(:meth:`GroupMoments.poisson_replicates`). As ``n`` grows, a group's Poisson weights are the
+multinomial counts of a resample of it (Hanley & MacGibbon 2006; Chamandy et al. 2012).
+
 References
 ----------
 T. F. Chan, G. H. Golub, R. J. LeVeque. "Updating formulae and a pairwise algorithm for computing
 sample variances". Technical Report STAN-CS-79-773, Stanford University, 1979.
+J. A. Hanley, B. MacGibbon. "Creating non-parametric bootstrap samples using Poisson
+frequencies". Computer Methods and Programs in Biomedicine 83(1), 2006.
+N. Chamandy, O. Muralidharan, A. Najmi, S. Naidu. "Estimating uncertainty for massive data
+streams". Google technical report, 2012.
 """
 
 from __future__ import annotations
@@ -33,6 +43,11 @@ import numpy as np
 CHUNK_ROWS = 65_536
 """Rows per block when :meth:`GroupMoments.from_rows` walks a large in-memory matrix: bounds the
 temporary copies (a gathered, centred block per group) to a few MB per feature."""
+
+
+REPLICATE_BLOCK_VALUES = 1 << 21
+"""Values per temporary block of :meth:`GroupMoments.poisson_replicates` (the rows' pairwise
+products): 16 MB, whatever the number of features."""
 
 
 def pairwise_tree(items: list, combine):
@@ -152,6 +167,54 @@ class GroupMoments:
                 merged = cls.merge_all(parts)
                 counts[g], means[g], scatter[g] = merged.counts[0], merged.means[0], merged.scatter[0]
         return cls(counts, means, scatter, _labels(labels, k))
+
+    @classmethod
+    def poisson_replicates(cls, X, bounds, rng: np.random.Generator, replicates: int) -> GroupMoments:
+        """``replicates`` Poisson-bootstrap replicates of :meth:`from_grouped`'s moments at once:
+        group ``b·k + g`` holds group ``g``'s moments in replicate ``b``, each row weighted by an
+        independent Poisson(1) draw (from ``rng``, group by group in row order: the same rows and
+        seed give the same weights).
+
+        Each block of rows is centred at its own (unweighted) mean, so the weighted scatters are
+        one matrix product of the weights with the rows' pairwise products, ``W (y_i y_iᵀ)`` (the
+        upper triangle), less the small correction of the weighted mean; blocks merge exactly
+        (:meth:`merge`). Cost: ``replicates · rows · d(d+1)/2`` multiply-adds, as many weighted
+        passes would take, in one BLAS call per block."""
+        X = np.asarray(X, dtype=float)
+        k, d, B = len(bounds) - 1, X.shape[1], int(replicates)
+        upper = np.triu_indices(d)
+        step = max(16, min(CHUNK_ROWS, REPLICATE_BLOCK_VALUES // max(len(upper[0]), B)))
+        counts, means, scatter = np.zeros((B, k)), np.zeros((B, k, d)), np.zeros((B, k, d, d))
+        for g in range(k):
+            parts = []
+            for start in range(int(bounds[g]), int(bounds[g + 1]), step):
+                block = X[start : min(start + step, int(bounds[g + 1]))]
+                parts.append(cls._weighted_replicates(block, rng.poisson(1.0, (B, block.shape[0])).astype(float), upper))
+            if parts:
+                merged = cls.merge_all(parts)
+                counts[:, g], means[:, g], scatter[:, g] = merged.counts, merged.means, merged.scatter
+        return cls(counts.reshape(B * k), means.reshape(B * k, d), scatter.reshape(B * k, d, d), _labels(None, B * k))
+
+    @classmethod
+    def _weighted_replicates(cls, block: np.ndarray, W: np.ndarray, upper) -> GroupMoments:
+        """The moments of ``block`` under each row of weights ``W`` (``B × m``): ``B`` groups."""
+        B, d = W.shape[0], block.shape[1]
+        centre = block.mean(axis=0)
+        Y = block - centre
+        counts = W.sum(axis=1)
+        shifts = np.divide(W @ Y, counts[:, None], out=np.zeros((B, d)), where=counts[:, None] > 0)
+        second = W @ _upper_products(Y)
+        scatter = np.empty((B, d, d))
+        scatter[:, upper[0], upper[1]] = second
+        scatter[:, upper[1], upper[0]] = second
+        scatter -= counts[:, None, None] * (shifts[:, :, None] * shifts[:, None, :])
+        means = np.where(counts[:, None] > 0, centre + shifts, 0.0)
+        return cls(counts, means, np.where(counts[:, None, None] > 0, scatter, 0.0), _labels(None, B))
+
+    def replicate(self, b: int, n_groups: int, labels=None) -> GroupMoments:
+        """Replicate ``b`` of :meth:`poisson_replicates`' stacked moments (``n_groups`` per replicate)."""
+        part = slice(b * n_groups, (b + 1) * n_groups)
+        return GroupMoments(self.counts[part], self.means[part], self.scatter[part], _labels(labels, n_groups))
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[tuple], *, n_groups: int, labels=None) -> GroupMoments:
@@ -276,6 +339,19 @@ class RowBlocks:
             bounds.append(np.searchsorted(block[order], np.arange(n_groups + 1)))
             orders.append(order.astype(np.int32))  # block-relative: half the memory of intp
         return cls(tuple(orders), tuple(bounds), int(codes.shape[0]), int(n_groups))
+
+
+def _upper_products(Y: np.ndarray) -> np.ndarray:
+    """``Y[:, i] · Y[:, j]`` for ``i ≤ j`` in :func:`numpy.triu_indices` order, one column
+    slice at a time (a gather by index is 25× slower)."""
+    m, d = Y.shape
+    Y = np.asfortranarray(Y)
+    products = np.empty((m, d * (d + 1) // 2), order="F")
+    start = 0
+    for i in range(d):
+        np.multiply(Y[:, i : i + 1], Y[:, i:], out=products[:, start : start + d - i])
+        start += d - i
+    return products
 
 
 def _labels(labels, k: int) -> tuple[str, ...]:

@@ -18,7 +18,9 @@ fitted in the row space (:class:`~fairaudit.pca.GroupProblem`).
 
 Intervals: a bootstrap replicate reweights the rows (multinomial counts within each group) and
 asks the engine for the weighted moments — ``GroupMoments.from_rows(..., weights=...)``, the
-resample never materialised, the scaling re-estimated on it as the data boundary would — then
+resample never materialised, the scaling re-estimated on it as the data boundary would; on data
+read partition by partition the dask engine's Poisson bootstrap gives them
+(:meth:`~fairaudit.engine.PartitionedData.replicate_summary`) — then
 refits each variant warm-started from the audit's own fit at the same rank (Fair PCA's dual
 weights). Held-out rows (``AuditConfig(holdout=…)``) are scaled as the training rows were and
 measured with the fitted map, centred at the training mean, against their own group's best
@@ -39,7 +41,7 @@ from ..audit import (
     merged_options,
 )
 from ..data import AuditData
-from ..engine import RowSample, get_engine
+from ..engine import POISSON_NOTE, PartitionedData, PoissonReplicate, RowSample, get_engine
 from ..errors import ParameterError
 from ..groups import GroupCodes
 from ..linalg import blas_threads
@@ -225,9 +227,22 @@ class PCAAudit(FamilyAudit):
         return {rank: f"rank {rank} {what}: every group is reconstructed exactly" for rank in self.ranks if rank >= exact}
 
     # ------------------------------------------------------------------ the engine
-    def _summary(self, rows: np.ndarray, *, sample: bool, scaling=None):
-        """The engine's summary of ``rows`` (repeats counted: bootstrap weights) and the row
-        weights (``None``: every row once, the engine's plain pass)."""
+    def resample(self, rng, rows, index: int, count: int):
+        """Data read partition by partition (the dask engine) are resampled by the engine's
+        Poisson bootstrap (:class:`~fairaudit.engine.PoissonReplicate`); in-memory rows as every
+        family's are."""
+        if isinstance(self.data, PartitionedData):
+            if index == 0:
+                self.sink.warn(POISSON_NOTE)
+            return PoissonReplicate(index, count, int(self.config.random_state or 0))
+        return super().resample(rng, rows, index, count)
+
+    def _summary(self, rows, *, sample: bool, scaling=None):
+        """The engine's summary of ``rows`` (repeats counted: bootstrap weights; or a Poisson
+        bootstrap replicate of the dask engine) and the row weights (``None``: every row once, the
+        engine's plain pass)."""
+        if isinstance(rows, PoissonReplicate):
+            return self.engine.replicate_summary(self.data, rows), None
         n = len(self.codes)
         weights = None
         if scaling is not None or not _every_row_once(rows, n):
