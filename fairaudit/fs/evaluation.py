@@ -287,25 +287,11 @@ def _codes(values) -> np.ndarray:
     return np.unique(values, return_inverse=True)[1]
 
 
-def cluster_scores(
-    Z: np.ndarray,
-    groups: np.ndarray,
-    *,
-    n_clusters: int,
-    labels: np.ndarray | None = None,
-    runs: int = 50,
-    random_state: int = 0,
-    counts: np.ndarray | None = None,
-) -> dict[str, float]:
-    """Mean and std over ``runs`` k-means clusterings of ``Z`` (rows = samples).
-
-    ``groups`` and ``labels`` are integer codes (``0 … k−1``) or any values. ``counts``: row ``i``
-    stands for ``counts[i]`` identical rows, all of ``groups[i]`` and ``labels[i]`` (a bootstrap
-    resample's rows, each kept once; :func:`kmeans_labels`). Returns
-    ``{"acc", "acc_std", "nmi", "nmi_std"}`` (only with ``labels``) and
-    ``{"balance", "balance_std", "proportion", "proportion_std"}``.
-    """
-    return cluster_scores_many([Z], groups, n_clusters=n_clusters, labels=labels, runs=runs, random_state=random_state, counts=counts)[0]
+def cluster_scores(Z: np.ndarray, groups: np.ndarray, **options) -> dict[str, float]:
+    """Mean and std over ``runs`` k-means clusterings of ``Z`` (rows = samples): the one matrix
+    of :func:`cluster_scores_many`, with its keyword options (``n_clusters``, ``labels``, ``runs``,
+    ``random_state``, ``counts``)."""
+    return cluster_scores_many([Z], groups, **options)[0]
 
 
 def cluster_scores_many(
@@ -318,8 +304,17 @@ def cluster_scores_many(
     random_state: int = 0,
     counts: np.ndarray | None = None,
 ) -> list[dict[str, float]]:
-    """``[cluster_scores(Z, …) for Z in Zs]`` for matrices of the same rows (selections of one
-    data set), their k-means fitted together (:func:`kmeans_labels_many`: the same labels)."""
+    """For each matrix of ``Zs`` (matrices of the same rows, e.g. selections of one data set;
+    rows = samples), the mean and std over ``runs`` k-means clusterings of its rows into
+    ``n_clusters``; the k-means of all of them fitted together (:func:`kmeans_labels_many`: each
+    matrix's own labels).
+
+    ``groups`` and ``labels`` are integer codes (``0 … k−1``) or any values. ``counts``: row ``i``
+    stands for ``counts[i]`` identical rows, all of ``groups[i]`` and ``labels[i]`` (a bootstrap
+    resample's rows, each kept once; :func:`kmeans_labels`). Returns per matrix
+    ``{"acc", "acc_std", "nmi", "nmi_std"}`` (only with ``labels``) and
+    ``{"balance", "balance_std", "proportion", "proportion_std"}``.
+    """
     Zs = [np.asarray(Z, dtype=float) for Z in Zs]
     Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
     if not Zs:
