@@ -391,6 +391,23 @@ def test_graph_and_embedding_are_built_once_and_shared_whatever_the_order():
     assert first[0] is second[0] and first[1] == second[1]
 
 
+def test_remembered_graphs_are_shared_safely_between_threads():
+    """The dashboard audits several sessions at once: the remembered graphs and embeddings are
+    read and replaced from many threads without an error, and a key always gets its own value."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fairaudit.fs.baselines import _Remembered
+
+    remembered = _Remembered(2)
+
+    def work(i):
+        return remembered.get(i % 5, lambda: ("value", i % 5))
+
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(work, range(3000)))
+    assert found == [("value", i % 5) for i in range(3000)] and len(remembered) <= 2
+
+
 def test_leakage_classifier_survives_wide_and_collinear_selections():
     """Feature selection hands the leakage metric many columns of few rows, some collinear."""
     rng = np.random.default_rng(12)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import threading
 import warnings
 from collections import OrderedDict
 
@@ -56,8 +57,46 @@ def _check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-_GRAPHS: OrderedDict = OrderedDict()
-_GRAPHS_KEPT = 2
+class _Remembered:
+    """The last ``kept`` values by key, least recently used out; shared safely between threads
+    (the dashboard audits several sessions' data at once). A value is computed outside the lock,
+    so two threads may compute the same one; the first stored is the one kept and returned."""
+
+    def __init__(self, kept: int):
+        self.kept = kept
+        self._values: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute):
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = compute()
+        with self._lock:
+            value = self._values.setdefault(key, value)
+            self._values.move_to_end(key)
+            while len(self._values) > self.kept:
+                self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _content_key(*arrays) -> str:
+    """A digest of the arrays' bytes (what the remembered results are keyed by, with the shapes)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+_GRAPHS = _Remembered(2)
 
 
 def _graphs_of(X: np.ndarray, k: int) -> dict:
@@ -66,15 +105,12 @@ def _graphs_of(X: np.ndarray, k: int) -> dict:
     build the same graph on the same rows (credit, 30,000 rows: 3 s each; a bootstrap replicate of
     the default sample builds the heat graph three times)."""
     X = np.ascontiguousarray(X, dtype=float)
-    key = (X.shape, int(k), hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest())
-    if key in _GRAPHS:
-        _GRAPHS.move_to_end(key)
-        return _GRAPHS[key]
-    graph = kneighbors_graph(X, k, mode="distance", include_self=False)
-    found = _GRAPHS[key] = {"neighbours": (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))}
-    while len(_GRAPHS) > _GRAPHS_KEPT:
-        _GRAPHS.popitem(last=False)
-    return found
+
+    def build() -> dict:
+        graph = kneighbors_graph(X, k, mode="distance", include_self=False)
+        return {"neighbours": (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))}
+
+    return _GRAPHS.get((X.shape, int(k), _content_key(X)), build)
 
 
 def nearest_neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -275,8 +311,7 @@ driver (``evr``) 12 ms, shift-invert Lanczos 3.5–5 ms — the same vectors to 
 the same eigenvalues to 3·10⁻¹⁶. A replicate of the feature-selection audit computes two."""
 
 
-_EMBEDDINGS: OrderedDict = OrderedDict()
-_EMBEDDINGS_KEPT = 2
+_EMBEDDINGS = _Remembered(2)
 
 
 def _spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -287,17 +322,8 @@ def _spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np
     if not sparse.issparse(S):
         return _compute_spectral_embedding(S, n_vectors, random_state)
     S = S.tocsr()
-    digest = hashlib.blake2b(digest_size=16)
-    for part in (S.data, S.indices, S.indptr):
-        digest.update(np.ascontiguousarray(part).tobytes())
-    key = (S.shape, int(n_vectors), repr(random_state), digest.hexdigest())
-    if key in _EMBEDDINGS:
-        _EMBEDDINGS.move_to_end(key)
-        return _EMBEDDINGS[key]
-    found = _EMBEDDINGS[key] = _compute_spectral_embedding(S, n_vectors, random_state)
-    while len(_EMBEDDINGS) > _EMBEDDINGS_KEPT:
-        _EMBEDDINGS.popitem(last=False)
-    return found
+    key = (S.shape, int(n_vectors), repr(random_state), _content_key(S.data, S.indices, S.indptr))
+    return _EMBEDDINGS.get(key, lambda: _compute_spectral_embedding(S, n_vectors, random_state))
 
 
 def _compute_spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
