@@ -345,8 +345,8 @@ def test_kmeans_of_many_selections_together_gives_each_ones_own_labels(monkeypat
         groups, labels = np.arange(90) % 2, np.arange(90) % 3
         scores = cluster_scores_many([X[:, s] for s in selections], groups, n_clusters=2, labels=labels, runs=5)
         assert scores == [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
-    single = [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
     monkeypatch.setattr(evaluation, "_BATCH_CELLS", 300)  # runs in batches, batches of several selections
+    single = [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
     monkeypatch.setattr(evaluation, "_SCORED_LABELS", 1000)  # scored two selections at a time
     Zs = [X[:, [0, 1]], X[:, [2, 3]], X[:, [4]]]
     for Z, found in zip(Zs, kmeans_labels_many(Zs, 3, 9, random_state=2), strict=True):
