@@ -79,3 +79,39 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
     return X[first[order]], counts[order], position[inverse.ravel()]
+
+
+def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
+    """``H K H`` for a symmetric kernel ``K`` of the rows, ``H = I − 11ᵀ/n``.
+
+    With ``counts`` (row ``u`` of ``K`` standing for ``counts_u`` identical rows,
+    :func:`distinct_rows`) the centred kernel of the repeated rows, held over the distinct ones:
+    centred with the count-weighted means (``r = K c / n``, ``K − r1ᵀ − 1rᵀ + (cᵀr/n) 11ᵀ``). Its
+    sums over the repeated rows weight entry ``(u, v)`` by ``c_u c_v`` (:func:`pair_weighted`): a
+    Frobenius product ``Σ_ab A_ab B_ab`` over the repeated rows is ``⟨A, pair_weighted(B)⟩`` over
+    the distinct ones. (Feature selection's FUFS traces and kernel alignments hold their targets
+    so.)"""
+    if counts is None:
+        rows = K.mean(axis=1)
+        centred = K - rows[:, None]  # then − rows[None, :] + mean in place: the same operations in the same order
+        centred -= rows[None, :]
+        centred += rows.mean()
+        return centred
+    c = np.asarray(counts, dtype=float)
+    n = c.sum()
+    rows = (K @ c) / n
+    centred = K - rows[:, None]
+    centred -= rows[None, :]
+    centred += (c @ rows) / n
+    return centred
+
+
+def pair_weighted(A: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+    """``A ∘ c cᵀ`` (``A`` itself without counts): a matrix over distinct rows whose Frobenius
+    product with another gives the sum over the repeated rows (:func:`centre`)."""
+    if counts is None:
+        return A
+    c = np.asarray(counts, dtype=float)
+    weighted = A * c[:, None]
+    weighted *= c[None, :]
+    return weighted

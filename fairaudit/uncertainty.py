@@ -55,7 +55,7 @@ BOOTSTRAP_REASONS: dict[str, str] = {
     "steady 95 % intervals",
     "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
     "(1.6 s on the default sample on two cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.10 s on the default "
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.07 s on the default "
     "sample on two cores): 50 replicates",
     "cpd": "a CP replicate refits every method at every rank (0.7 s on the default sample on two cores; the "
     "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
@@ -75,7 +75,7 @@ can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN 
 REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
     "pca": ((600, 10, 0.10), (4165, 12, 0.10), (30000, 22, 0.13)),
     "nmf": ((600, 10, 1.62), (4165, 12, 2.0), (30000, 22, 13.3)),
-    "fs": ((600, 10, 0.10), (4165, 12, 0.70), (30000, 22, 8.75)),
+    "fs": ((600, 10, 0.07), (4165, 12, 0.55), (30000, 22, 8.75)),
     "cpd": ((600, 10, 0.70), (4165, 12, 5.2), (30000, 22, 3.03)),
 }
 """Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
@@ -87,7 +87,13 @@ the families it changed (load average 1.1–1.6; the credit file from 3 replicat
 feature selection 0.27 → 0.10 / 0.91 → 0.70 / 10.9 → 8.75 s, CP's default sample 0.98 → 0.70 s
 (one worker thread below 2,000 entities). PCA and CP's larger figures are the earlier quiet
 measurement (load 0.1–0.4; their code did not change: today 0.10 / 0.13 s for PCA and 5.1–5.3 /
-3.34 s for CP at load 1.1–1.6). CP's 30,000-row replicate is cheaper than its 4,165-row one: above
+3.34 s for CP at load 1.1–1.6). Feature selection re-measured 2026-11-23 after its replicate pass
+(branch ``fsrep``, side by side with the code before it, load 2.7–3.4): the default sample 0.10 → 0.07 s
+(``bench_default_sample``: 0.076–0.084 s against 0.113–0.121 s before in the same run, the ratio
+0.70 applied to the quiet figure), the 4,165-row table 0.70 → 0.55 s (CPU 0.82–0.84 against
+1.05 s before), the 30,000-row file unchanged within the noise (10.8 against 10.4 s at load 2–3;
+the quiet 8.75 s kept). CP's
+30,000-row replicate is cheaper than its 4,165-row one: above
 ``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds` predicts
 other sizes from them."""
 

@@ -301,6 +301,116 @@ def test_cluster_scores_are_mean_and_std_over_seeded_runs():
         cluster_scores(X, groups, n_clusters=1)
 
 
+def test_cluster_scores_count_repeated_rows_instead_of_repeating_them():
+    """A bootstrap resample's rows: each distinct row once with its count gives the k-means of the
+    repeated rows — the same draws and clusterings, so the same scores (labels differ only if a
+    row sits within rounding of two centres)."""
+    from fairaudit.fs.evaluation import kmeans_labels
+
+    rng = np.random.default_rng(4)
+    X = _data(21, n=120)
+    groups, labels = np.arange(120) % 2, np.arange(120) % 3
+    rows = np.sort(rng.integers(0, 120, size=120))
+    once, counts = np.unique(rows, return_counts=True)
+    assert once.size < rows.size
+    for K in (2, 3):
+        repeated = cluster_scores(X[rows], groups[rows], n_clusters=K, labels=labels[rows], runs=10, random_state=3)
+        counted = cluster_scores(X[once], groups[once], n_clusters=K, labels=labels[once], runs=10, random_state=3, counts=counts)
+        assert counted == repeated
+        expanded = np.repeat(kmeans_labels(X[once], K, 10, random_state=3, counts=counts), counts, axis=1)
+        np.testing.assert_array_equal(expanded, kmeans_labels(X[rows], K, 10, random_state=3))
+    # K is checked against the rows the counts stand for, not the distinct ones
+    tiny = np.array([[0.0], [1.0]])
+    assert cluster_scores(tiny, [0, 1], n_clusters=3, runs=2, counts=np.array([2, 2]))["balance"] >= 0.0
+
+
+def test_kmeans_of_many_selections_together_gives_each_ones_own_labels(monkeypatch):
+    """Selections of one data set fitted together (the audit's replicates) get, bit for bit, the
+    labels each gets alone: the same products, the element-wise steps shared — with and without
+    counts, on discrete columns (ties), with selections of several sizes and runs in batches."""
+    from fairaudit.fs import evaluation
+    from fairaudit.fs.evaluation import cluster_scores_many, kmeans_labels, kmeans_labels_many
+
+    rng = np.random.default_rng(8)
+    for trial, X in enumerate((rng.normal(size=(90, 5)), rng.integers(0, 3, size=(90, 5)).astype(float))):
+        rows = np.sort(rng.integers(0, 90, size=90))
+        once, counts = np.unique(rows, return_counts=True)
+        selections = [[0], [1, 3], [3, 1], [2, 4, 0], [4], [0, 1]]
+        for base, weights in ((X, None), (X[once], counts)):
+            Zs = [base[:, s] for s in selections]
+            for K in (2, 3):
+                together = kmeans_labels_many(Zs, K, 7, random_state=trial, counts=weights)
+                for Z, found in zip(Zs, together, strict=True):
+                    np.testing.assert_array_equal(found, kmeans_labels(Z, K, 7, random_state=trial, counts=weights))
+        groups, labels = np.arange(90) % 2, np.arange(90) % 3
+        scores = cluster_scores_many([X[:, s] for s in selections], groups, n_clusters=2, labels=labels, runs=5)
+        assert scores == [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
+    monkeypatch.setattr(evaluation, "_BATCH_CELLS", 300)  # runs in batches, batches of several selections
+    single = [cluster_scores(X[:, s], groups, n_clusters=2, labels=labels, runs=5) for s in selections]
+    monkeypatch.setattr(evaluation, "_SCORED_LABELS", 1000)  # scored two selections at a time
+    Zs = [X[:, [0, 1]], X[:, [2, 3]], X[:, [4]]]
+    for Z, found in zip(Zs, kmeans_labels_many(Zs, 3, 9, random_state=2), strict=True):
+        np.testing.assert_array_equal(found, kmeans_labels(Z, 3, 9, random_state=2))
+    assert cluster_scores_many([X[:, s] for s in selections], groups, n_clusters=2, labels=labels, runs=5) == single
+    assert cluster_scores_many([], groups, n_clusters=2) == []
+
+
+def test_balances_and_proportions_of_many_tables_are_the_metric_functions():
+    """The audit scores every run's table at once: the same values, bit for bit, as the metric
+    functions one table at a time, empty clusters and one-group tables included."""
+    from fairaudit.fs.evaluation import _balances, _proportions
+
+    rng = np.random.default_rng(9)
+    for _ in range(200):
+        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 6)), int(rng.integers(1, 4))))
+        tables[rng.random(tables.shape[:2]) < 0.2] = 0
+        tables[:, 0, 0] += 1
+        assert _balances(tables).tolist() == [metrics.balance_from_table(t) for t in tables]
+        assert _proportions(tables).tolist() == [metrics.proportion_from_table(t) for t in tables]
+
+
+def test_graph_and_embedding_are_built_once_and_shared_whatever_the_order():
+    """LapScore, MCFS and NDFS share the heat graph and MCFS and NDFS the spectral embedding
+    (remembered by content): each selector's result is the one it gets alone, in any order."""
+    from fairaudit.fs import baselines
+
+    X = _data(17, n=80)
+
+    def fresh():
+        baselines._GRAPHS.clear()
+        baselines._EMBEDDINGS.clear()
+
+    alone = {}
+    for name, est in (("mcfs", MCFS), ("ndfs", NDFS)):
+        fresh()
+        alone[name] = est(3, n_clusters=2, random_state=0).fit(X).scores_
+    for order in (("mcfs", "ndfs"), ("ndfs", "mcfs")):
+        fresh()
+        for name in order:
+            est = {"mcfs": MCFS, "ndfs": NDFS}[name]
+            np.testing.assert_array_equal(est(3, n_clusters=2, random_state=0).fit(X).scores_, alone[name])
+        assert len(baselines._EMBEDDINGS) == 1  # one embedding for both
+    first, second = heat_graph(X, 5), heat_graph(X.copy(), 5)
+    assert first[0] is second[0] and first[1] == second[1]
+
+
+def test_remembered_graphs_are_shared_safely_between_threads():
+    """The dashboard audits several sessions at once: the remembered graphs and embeddings are
+    read and replaced from many threads without an error, and a key always gets its own value."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fairaudit.fs.baselines import _Remembered
+
+    remembered = _Remembered(2)
+
+    def work(i):
+        return remembered.get(i % 5, lambda: ("value", i % 5))
+
+    with ThreadPoolExecutor(8) as pool:
+        found = list(pool.map(work, range(3000)))
+    assert found == [("value", i % 5) for i in range(3000)] and len(remembered) <= 2
+
+
 def test_leakage_classifier_survives_wide_and_collinear_selections():
     """Feature selection hands the leakage metric many columns of few rows, some collinear."""
     rng = np.random.default_rng(12)

@@ -175,3 +175,25 @@ def test_random_init_is_seeded():
     a = FUFS(3, init="random", random_state=1).fit(X, sensitive_features=codes)
     b = FUFS(3, init="random", random_state=1).fit(X, sensitive_features=codes)
     np.testing.assert_array_equal(a.scores_, b.scores_)
+
+
+def test_kernel_sums_of_several_targets_are_those_of_one_pass_each():
+    """One pass over a kernel for several Frobenius products (FUFS's traces and curvature) gives
+    the values and gradient of one :func:`kernel_terms` pass per target, bit for bit."""
+    from fairaudit.fs._paper import kernel_sums, kernel_terms
+
+    X, codes, rng = _data(4, n=300, d=6)
+    sq = X * X
+    w = rng.uniform(size=6)
+    targets = [rng.normal(size=(300, 300)) for _ in range(3)]
+    targets = [t + t.T for t in targets]
+    values, grad = kernel_sums(X, sq, w, 0.7, targets[:2], targets[2])
+    assert values == [kernel_terms(X, sq, w, 0.7, t, gradient=False)[0] for t in targets[:2]]
+    np.testing.assert_array_equal(grad, kernel_terms(X, sq, w, 0.7, targets[2])[1])
+    values, grad = kernel_sums(X, sq, w, 0.7, targets)
+    assert grad is None and values == [kernel_terms(X, sq, w, 0.7, t, gradient=False)[0] for t in targets]
+    objective = PaperObjective(X, protected_matrix(codes, 2), alpha=1.0, beta=0.1, gamma=0.5, gamma_protected=1.0)
+    m, g = rng.uniform(size=6), rng.uniform(size=6)
+    parts, curvature = objective.parts_and_curvature(m, g)
+    assert parts == objective.parts(m, g)
+    np.testing.assert_array_equal(curvature, objective.selection_curvature(m))

@@ -38,3 +38,23 @@ def test_scratch_blocks_cover_every_row_once(monkeypatch):
         assert block.shape[0] <= 4
         seen[rows] = block
     np.testing.assert_array_equal(seen, full)
+
+
+def test_centre_with_counts_is_the_centred_kernel_of_the_repeated_rows():
+    """``centre(K, counts)`` over the distinct rows, weighted by ``pair_weighted``, gives the
+    Frobenius products of ``H K H`` over the repeated rows; without counts it is ``H K H``."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(9, 3))
+    counts = np.array([1, 3, 1, 2, 1, 1, 4, 1, 2])
+    repeated = np.repeat(X, counts, axis=0)
+    n = repeated.shape[0]
+    H = np.eye(n) - np.ones((n, n)) / n
+    K_full, K = kernels.rbf(repeated, repeated, 0.4), kernels.rbf(X, X, 0.4)
+    centred_full = H @ K_full @ H
+    centred = kernels.centre(K, counts)
+    np.testing.assert_allclose(centred[np.repeat(np.arange(9), counts)][:, np.repeat(np.arange(9), counts)], centred_full, atol=1e-12)
+    A, A_full = kernels.rbf(X, X, 1.3), kernels.rbf(repeated, repeated, 1.3)
+    assert np.sum(A * kernels.pair_weighted(centred, counts)) == pytest.approx(np.sum(A_full * centred_full), rel=1e-12)
+    H9 = np.eye(9) - np.ones((9, 9)) / 9
+    np.testing.assert_allclose(kernels.centre(K), H9 @ K @ H9, atol=1e-12)
+    assert kernels.pair_weighted(K, None) is K

@@ -69,7 +69,7 @@ def test_family_records_are_the_same_in_the_same_order_on_one_thread(method, mon
     import fairaudit.fs.audit as fs_audit
     import fairaudit.parallel as parallel
 
-    monkeypatch.setattr(fs_audit, "THREADED_MEASURE_ROWS", 0)  # two threads at any size here
+    monkeypatch.setattr(fs_audit, "measure_threads", lambda alignment: None)  # two threads whatever the kernel
     rng = np.random.default_rng(3)
     X = np.abs(rng.normal(size=(160, 5))) + rng.random((160, 1))
     groups = np.where(np.arange(160) % 4 == 0, "b", "a")

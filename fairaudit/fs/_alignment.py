@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..kernels import distinct_rows, rbf_row_blocks
+from ..kernels import centre, distinct_rows, pair_weighted, rbf_row_blocks
 
 
 def project_capped_simplex(v: np.ndarray, total: float, iterations: int = 100) -> np.ndarray:
@@ -78,11 +78,22 @@ def centred_factor(F: np.ndarray) -> np.ndarray:
 
 
 def _sq_dist_weighted(A: np.ndarray, B: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``Σ_j w_j (a_j − b_j)²`` for every row pair of ``A`` and ``B`` (non-negative)."""
+    """``Σ_j w_j (a_j − b_j)²`` for every row pair of ``A`` and ``B`` (non-negative): ``‖a‖²_w + ‖b‖²_w
+    − 2⟨a, b⟩_w``, evaluated in that order in one array."""
     Aw = A * w
-    out = (Aw * A).sum(axis=1)[:, None] + ((B * w) * B).sum(axis=1)[None, :] - 2.0 * (Aw @ B.T)
+    out = (Aw * A).sum(axis=1)[:, None] + ((B * w) * B).sum(axis=1)[None, :]
+    cross = Aw @ B.T
+    cross *= 2.0
+    out -= cross
     np.maximum(out, 0.0, out=out)
     return out
+
+
+def _rbf_weighted(A: np.ndarray, B: np.ndarray, w: np.ndarray, gamma: float) -> np.ndarray:
+    """``exp(−γ Σ_j w_j (a_j − b_j)²)`` for every row pair, in one array."""
+    out = _sq_dist_weighted(A, B, w)
+    out *= -gamma
+    return np.exp(out, out=out)
 
 
 def _weighted_distance_gradient(U: np.ndarray, A: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -102,11 +113,13 @@ class _Target:
 class ExactRBF:
     """Exact RBF kernels: ``n × n`` matrices (use up to a few thousand rows).
 
-    Identical rows are kept once (:func:`fairaudit.kernels.distinct_rows`): with ``s_u = √count_u``
-    every matrix is held as ``D_s A D_s`` over the distinct rows, so that Frobenius products are
-    those over all rows, centring is by ``H_s = I − s sᵀ/n`` (``sᵀs = n``), and the gradient's
-    ``G ∘ K`` carries the counts ``count_u · count_v``. A bootstrap resample (about 63 % of its rows
-    distinct) then costs 0.4 of the kernel cells; without repeated rows nothing changes."""
+    Identical rows are kept once (:func:`fairaudit.kernels.distinct_rows`) with their counts ``c``,
+    in the convention of :func:`fairaudit.kernels.centre` (which FUFS's traces share): kernels are
+    those of the distinct rows, centring uses the count-weighted means, and targets carry
+    ``c_u c_v`` (:func:`fairaudit.kernels.pair_weighted`), so that a Frobenius product of a kernel
+    with a target is the sum over all rows, and the gradient's ``G ∘ K`` carries the counts. A
+    bootstrap resample (about 63 % of its rows distinct) then costs 0.4 of the kernel cells;
+    without repeated rows nothing changes."""
 
     name = "exact"
 
@@ -116,7 +129,7 @@ class ExactRBF:
         rows, counts, inverse = distinct_rows(X)
         repeated = rows.shape[0] < self.n
         self.X = rows if repeated else X
-        self._root = np.sqrt(counts.astype(float)) if repeated else None
+        self._counts = counts.astype(float) if repeated else None
         self._inverse = inverse if repeated else None
         self.gamma = float(gamma)
 
@@ -127,24 +140,13 @@ class ExactRBF:
         return self.gamma * self.d / total
 
     def kernel(self, w: np.ndarray, total: float) -> np.ndarray:
-        """The kernel of the distinct rows (each entry times ``s_u s_v`` when rows repeat)."""
-        K = np.exp(-self._gamma(total) * _sq_dist_weighted(self.X, self.X, w))
-        if self._root is not None:
-            K *= self._root[:, None]
-            K *= self._root[None, :]
-        return K
-
-    def _centre(self, K: np.ndarray) -> np.ndarray:
-        if self._root is None:
-            rows = K.mean(axis=1)
-            return K - rows[:, None] - rows[None, :] + rows.mean()
-        s = self._root
-        a = (K @ s) / self.n
-        return K - a[:, None] * s[None, :] - s[:, None] * a[None, :] + (float(s @ a) / self.n) * np.outer(s, s)
+        """The kernel of the (distinct) rows."""
+        return _rbf_weighted(self.X, self.X, w, self._gamma(total))
 
     def _target_matrix(self, K: np.ndarray) -> _Target:
-        centred = self._centre(K)
-        return _Target("matrix", centred, np.sqrt(_inner(centred, centred)))
+        centred = centre(K, self._counts)
+        weighted = pair_weighted(centred, self._counts)
+        return _Target("matrix", weighted, np.sqrt(_inner(centred, weighted)))
 
     def target_weights(self, w: np.ndarray, total: float) -> _Target:
         return self._target_matrix(self.kernel(w, total))
@@ -152,33 +154,34 @@ class ExactRBF:
     def target_factor(self, F: np.ndarray) -> _Target:
         F = centred_factor(F)
         norm = float(np.linalg.norm(F.T @ F))
-        if self._root is not None:  # Σ over the copies of a row (copies may differ in F), over s
-            summed = np.zeros((self.X.shape[0], F.shape[1]))
-            np.add.at(summed, self._inverse, F)
-            F = summed / self._root[:, None]
+        if self._counts is not None:  # entry (u, v): Σ over the copies a of u and b of v of (FFᵀ)_ab (copies may differ in F)
+            F = sum_copies(F, self._inverse, self.X.shape[0])
         return _Target("matrix", F @ F.T, norm)
 
     def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
         """``A_c(K_w, T_i)`` for every target, in one pass over the kernel's row blocks
-        (:func:`fairaudit.kernels.rbf_row_blocks`) without the centred kernel: with ``a = K s``,
-        ``‖H_s K H_s‖² = ‖K‖² − 2‖a‖²/n + (sᵀa)²/n²`` and ``⟨H_s K H_s, T⟩ = ⟨K, T⟩`` for a centred
-        target. The audit's measurement of a selection: 0.57–1.2 ms against 2.0–4.1 ms forming
-        the kernel and its centred copy (385 distinct rows; the same values to 3·10⁻¹⁵)."""
+        (:func:`fairaudit.kernels.rbf_row_blocks`) without the centred kernel: with ``a = K c``
+        (``c`` the counts, 1 without repeated rows), ``‖HKH‖² = Σ c_u c_v K²_uv − 2 Σ c_u a_u²/n +
+        (cᵀa)²/n²`` and ``⟨HKH, T⟩ = ⟨K, T⟩`` for a centred target. The audit's measurement of a
+        selection: 0.57–1.2 ms against 2.0–4.1 ms forming the kernel and its centred copy (385
+        distinct rows; the same values to 3·10⁻¹⁵)."""
         w = np.asarray(w, dtype=float)
         used = np.flatnonzero(w > 0)
         Z = self.X[:, used] * np.sqrt(w[used])  # Σ_j w_j (x_aj − x_bj)² = ‖z_a − z_b‖²
-        s = self._root if self._root is not None else np.ones(self.X.shape[0])
+        counts = self._counts
+        c = counts if counts is not None else np.ones(self.X.shape[0])
         a = np.empty(Z.shape[0])
         squares, inner = 0.0, np.zeros(len(targets))
         for rows, block in rbf_row_blocks(Z, Z, self._gamma(total)):
-            if self._root is not None:
-                block *= s[rows, None]
-                block *= s[None, :]
-            a[rows] = block @ s
-            squares += _inner(block, block)
+            a[rows] = block @ c
             for i, t in enumerate(targets):
                 inner[i] += _inner(block, t.data[rows])
-        norm2 = squares - 2.0 * float(a @ a) / self.n + float(s @ a) ** 2 / self.n**2
+            if counts is None:
+                squares += _inner(block, block)
+            else:
+                squares += float(counts[rows] @ (np.square(block, out=block) @ counts))
+        weighted_a = a if counts is None else counts * a
+        norm2 = squares - 2.0 * float(weighted_a @ a) / self.n + float(c @ a) ** 2 / self.n**2
         if norm2 <= 1e-12 * squares:  # every row identical under w: no structure to align
             return np.zeros(len(targets))
         norms = np.array([t.norm for t in targets])
@@ -191,14 +194,15 @@ class ExactRBF:
             alignments = self.alignments(w, total, targets)
             return float(np.dot(coefs, alignments)), None, alignments
         K = self.kernel(w, total)
-        Kc = self._centre(K)
-        norm = np.sqrt(_inner(Kc, Kc))
+        Kc = centre(K, self._counts)
+        weighted = pair_weighted(Kc, self._counts)
+        norm = np.sqrt(_inner(Kc, weighted))
         if norm == 0.0:  # every row identical under w: no structure to align
             return 0.0, np.zeros(self.d), np.zeros(len(targets))
         alignments = np.array([_inner(Kc, t.data) / (norm * t.norm) if t.norm > 0 else 0.0 for t in targets])
         value = float(np.dot(coefs, alignments))
         # dJ/dK = Σ c_i T̂_i / ‖K̃‖ − J K̃ / ‖K̃‖²  (T̂ = centred target / its norm; ⟨K̃, T̂⟩ = ⟨K, T̂⟩)
-        G = (-value / norm**2) * Kc
+        G = (-value / norm**2) * weighted
         for c, t in zip(coefs, targets, strict=True):
             if t.norm > 0 and c != 0:
                 G += (c / (norm * t.norm)) * t.data
@@ -241,10 +245,12 @@ class NystroemRBF:
     def _gamma(self, total: float) -> float:
         return self.gamma * self.d / total
 
-    def _blocks(self, w, total):
+    def _blocks(self, w, total, rows: np.ndarray | None = None):
+        """``(C, W_k, W)``: the kernel of ``rows`` (default: every row) with the landmarks, the
+        landmarks' own and its ridged copy."""
         g = self._gamma(total)
-        C = np.exp(-g * _sq_dist_weighted(self.X, self.Z, w))
-        Wk = np.exp(-g * _sq_dist_weighted(self.Z, self.Z, w))
+        C = _rbf_weighted(self.X if rows is None else rows, self.Z, w, g)
+        Wk = _rbf_weighted(self.Z, self.Z, w, g)
         L = Wk.shape[0]
         W = Wk + self.jitter * L * np.eye(L)
         return C, Wk, W
@@ -286,41 +292,43 @@ class NystroemRBF:
         ), BP
 
     def alignments(self, w: np.ndarray, total: float, targets) -> np.ndarray:
-        """``A_c(K̂_w, T_i)`` for every target, on the distinct rows with their counts ``c``:
-        ``C̃ = C − c·C/n`` over the distinct rows, ``P = C̃ᵀ diag(c) C̃`` and ``Q_i = C̃ᵀ G_i`` with
-        ``G_i`` the sum of each distinct row's copies' rows of the target factor — the same
-        quantities as over every row. A bootstrap replicate of the 4,165-row credit table (2,629
-        distinct rows): 19 against 25 ms a selection. The values agree with the computation over
-        every row to 8·10⁻⁸ relative (single-feature selections; 6·10⁻¹⁰ on wider ones): ``W⁻¹``
-        (``W`` ridged by ``10⁻⁸ L``) is ill-conditioned on one feature, and the same code on the
-        rows in another order moves them by up to 2·10⁻⁸. Without repeated rows, :meth:`value_grad`."""
+        """``A_c(K̂_w, T_i)`` for every target (the gradient-free evaluation). Repeated rows are
+        kept once with their counts ``c``: ``C̃ = C − c·C/n`` over the distinct rows,
+        ``P = C̃ᵀ diag(c) C̃`` and ``Q_i = C̃ᵀ G_i`` with ``G_i`` the sum of each distinct row's
+        copies' rows of the target factor — the same quantities as over every row. A bootstrap
+        replicate of the 4,165-row credit table (2,629 distinct rows): 19 against 25 ms a selection.
+        The values agree with the computation over every row to 8·10⁻⁸ relative (single-feature
+        selections; 6·10⁻¹⁰ on wider ones): ``W⁻¹`` (``W`` ridged by ``10⁻⁸ L``) is ill-conditioned
+        on one feature, and the same code on the rows in another order moves them by up to 2·10⁻⁸."""
         if self._distinct is None:
-            return self.value_grad(w, total, np.zeros(len(targets)), targets, gradient=False)[2]
+            _, _, _, B, P, Qs = self._statistics(w, total, targets)
+            return self._aligned(B, P, Qs, targets)[1]
         rows, counts, inverse = self._distinct
-        g = self._gamma(total)
-        C = np.exp(-g * _sq_dist_weighted(rows, self.Z, w))
-        Wk = np.exp(-g * _sq_dist_weighted(self.Z, self.Z, w))
+        C, _, W = self._blocks(w, total, rows)
         Cc = C - (counts @ C) / self.n
         scaled = Cc * np.sqrt(counts)[:, None]
         Qs = [Cc.T @ _summed(t, inverse, rows.shape[0]) for t in targets]
-        return self._aligned(self._inverse(Wk + self.jitter * Wk.shape[0] * np.eye(Wk.shape[0])), scaled.T @ scaled, Qs, targets)[1]
+        return self._aligned(self._inverse(W), scaled.T @ scaled, Qs, targets)[1]
 
-    def value_grad(self, w, total, coefs, targets, gradient: bool = True):
-        if not gradient and self._distinct is not None:
-            alignments = self.alignments(w, total, targets)
-            return float(np.dot(coefs, alignments)), None, alignments
+    def _statistics(self, w, total, targets):
+        """``(C, W_k, C̃, B = W⁻¹, P = C̃ᵀC̃, [Q_i = C̃ᵀF_i])`` over every row."""
         C, Wk, W = self._blocks(w, total)
         Cc = C - C.mean(axis=0)
         B = self._inverse(W)
         P = Cc.T @ Cc
         Qs = [Cc.T @ t.data for t in targets]  # (L × r_i)
+        return C, Wk, Cc, B, P, Qs
+
+    def value_grad(self, w, total, coefs, targets, gradient: bool = True):
+        if not gradient:
+            alignments = self.alignments(w, total, targets)
+            return float(np.dot(coefs, alignments)), None, alignments
+        C, Wk, Cc, B, P, Qs = self._statistics(w, total, targets)
         norm2, alignments, BP = self._aligned(B, P, Qs, targets)
         if norm2 <= 0.0:
             return 0.0, np.zeros(self.d), alignments
         norm = np.sqrt(norm2)
         value = float(np.dot(coefs, alignments))
-        if not gradient:
-            return value, None, alignments
         BPB = BP @ B
         GC = (-2.0 * value / norm2) * (Cc @ BPB)
         GW = (value / norm2) * (BPB @ P @ B)
@@ -359,14 +367,21 @@ def rbf_backend(
     return NystroemRBF(X, gamma, n_landmarks=n_landmarks, random_state=random_state)
 
 
+def sum_copies(F: np.ndarray, inverse: np.ndarray, count: int) -> np.ndarray:
+    """``(count, k)``: row ``u`` the sum of the rows of ``F`` whose row of the data is distinct row
+    ``u`` (``inverse`` of :func:`fairaudit.kernels.distinct_rows`; copies of a row may differ in
+    ``F``, e.g. in their group)."""
+    summed = np.zeros((count, F.shape[1]))
+    np.add.at(summed, inverse, F)
+    return summed
+
+
 def _summed(target: _Target, inverse: np.ndarray, count: int) -> np.ndarray:
-    """A factor target's rows summed over the copies of each distinct row (kept on the target:
-    the audit measures twenty-odd selections against the same targets)."""
+    """A factor target's :func:`sum_copies` (kept on the target: the audit measures twenty-odd
+    selections against the same targets)."""
     found = getattr(target, "summed", None)
     if found is None or found.shape[0] != count:
-        found = np.zeros((count, target.data.shape[1]))
-        np.add.at(found, inverse, target.data)
-        target.summed = found
+        found = target.summed = sum_copies(target.data, inverse, count)
     return found
 
 

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import distinct_rows, rbf, rbf_row_blocks
+from ..kernels import centre, distinct_rows, pair_weighted, rbf, rbf_row_blocks
 
 
 def protected_matrix(codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -75,38 +75,39 @@ def kernel_terms(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float, tar
     kernel's cache-sized row blocks (:func:`fairaudit.kernels.rbf_row_blocks`) instead of forming
     ``K_w`` and ``U``: 0.91 against 1.5 ms for the value and gradient at 385 distinct rows (a
     bootstrap replicate of the default sample), the same values to 10⁻¹⁵."""
+    (value,), grad = kernel_sums(X, sq, w, gamma, [target], target if gradient else None)
+    return value, grad
+
+
+def kernel_sums(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float, targets, gradient_target=None):
+    """``([⟨A, K_w⟩ for A in targets], Σ_ab U_ab (x_aj − x_bj)² for every j)`` with
+    ``U = gradient_target ∘ K_w`` (``None`` without one): every Frobenius product with the kernel
+    ``K_w`` from one pass over its row blocks (:func:`kernel_terms` for one target). The block is
+    multiplied in place by the gradient's target (else the last target), by the others into a
+    scratch block: the same products and sums as one pass per target."""
     Z = X * np.sqrt(w)
-    value = 0.0
+    values = [0.0] * len(targets)
+    gradient = gradient_target is not None
+    last = gradient_target if gradient else targets[-1]
     rowsum = np.empty(X.shape[0]) if gradient else None
     UX = np.empty_like(X) if gradient else None
+    scratch = None
     for rows, block in rbf_row_blocks(Z, Z, gamma):
-        block *= target[rows]
-        value += float(block.sum())
+        for i, target in enumerate(targets):
+            if target is not last:
+                scratch = np.empty_like(block) if scratch is None else scratch
+                product = np.multiply(block, target[rows], out=scratch[: block.shape[0]])
+                values[i] += float(product.sum())
+        block *= last[rows]
+        for i, target in enumerate(targets):
+            if target is last:
+                values[i] += float(block.sum())
         if gradient:
             block.sum(axis=1, out=rowsum[rows])
             np.matmul(block, X, out=UX[rows])
     if not gradient:
-        return value, None
-    return value, 2.0 * (sq.T @ rowsum - np.einsum("aj,aj->j", X, UX))  # U symmetric: 2 (sqᵀU1 − Σ_a x_aj (UX)_aj)
-
-
-def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
-    """``H K H`` for a symmetric ``K``.
-
-    With ``counts`` (row ``u`` standing for ``counts_u`` identical rows, :func:`fairaudit.kernels.
-    distinct_rows`) the centred kernel of the repeated rows — centred with the weighted means —
-    times ``counts_u · counts_v``: its Frobenius product with any kernel of the distinct rows is the
-    trace over the repeated rows."""
-    if counts is None:
-        rows = K.mean(axis=1)
-        return K - rows[:, None] - rows[None, :] + rows.mean()
-    c = counts.astype(float)
-    n = c.sum()
-    rows = (K @ c) / n
-    centred = K - rows[:, None] - rows[None, :] + (c @ rows) / n
-    centred *= c[:, None]
-    centred *= c[None, :]
-    return centred
+        return values, None
+    return values, 2.0 * (sq.T @ rowsum - np.einsum("aj,aj->j", X, UX))  # U symmetric: 2 (sqᵀU1 − Σ_a x_aj (UX)_aj)
 
 
 class PaperObjective:
@@ -132,7 +133,7 @@ class PaperObjective:
         P = np.asarray(P, dtype=float).reshape(X.shape[0], -1)
         # Identical rows (with the same protected value) are kept once with their count: every
         # trace is a sum over row pairs of functions of the two rows (the centred targets carry
-        # the counts, :func:`centre`), so the objective and its gradient are those of all rows on
+        # the counts, :func:`fairaudit.kernels.centre`), so the objective and its gradient are those of all rows on
         # 0.4 of the kernel cells for a bootstrap resample (about 63 % of its rows distinct).
         rows, counts, _ = distinct_rows(np.hstack([X, P]))
         counts = counts if rows.shape[0] < X.shape[0] else None
@@ -142,8 +143,8 @@ class PaperObjective:
         self.d = self.X.shape[1]
         self.n = X.shape[0]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
-        self.data_target = centre(rbf(self.X, self.X, self.gamma), counts)  # HKH
-        self.protected_target = centre(rbf(P, P, float(gamma_protected)), counts)  # HK^PH
+        self.data_target = pair_weighted(centre(rbf(self.X, self.X, self.gamma), counts), counts)  # HKH
+        self.protected_target = pair_weighted(centre(rbf(P, P, float(gamma_protected)), counts), counts)  # HK^PH
         self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
 
     def _trace(self, w: np.ndarray, target: np.ndarray, gradient: bool = False):
@@ -152,12 +153,7 @@ class PaperObjective:
     def parts(self, m: np.ndarray, g: np.ndarray) -> dict[str, float]:
         """The three traces of eq. (6) (scaled) at ``(m, g)``: ``data`` = Tr(HKHK^M) (eq. 1),
         ``protected`` = Tr(HK^MHK^P) (eq. 2), ``proxies`` = Tr(HK^GHK^P) (eq. 4)."""
-        selection, proxies = m * m, (g * (1.0 - m)) ** 2
-        return {
-            "data": self.scale * self._trace(selection, self.data_target)[0],
-            "protected": self.scale * self._trace(selection, self.protected_target)[0],
-            "proxies": self.scale * self._trace(proxies, self.protected_target)[0],
-        }
+        return self.parts_and_curvature(m, g, curvature=False)[0]
 
     def value(self, m: np.ndarray, g: np.ndarray) -> float:
         p = self.parts(m, g)
@@ -168,6 +164,17 @@ class PaperObjective:
         function of ``m_j²``. Where ``m_j`` sits at a bound its gradient in ``m_j`` is ``β`` alone
         (at 0) or ties (at 1); this says which feature the kernel terms favour (ranking ties)."""
         return -self.gamma * self.scale * self._trace(m * m, self.selection_target, gradient=True)[1]
+
+    def parts_and_curvature(self, m: np.ndarray, g: np.ndarray, curvature: bool = True) -> tuple[dict[str, float], np.ndarray | None]:
+        """:meth:`parts` and :meth:`selection_curvature` (``None`` without ``curvature``) from one
+        pass over ``K^M`` and one over ``K^G`` (:func:`kernel_sums`; the two traces with ``K^M``
+        and the curvature were three passes over that same kernel)."""
+        (data, protected), grad = kernel_sums(
+            self.X, self.sq, m * m, self.gamma, [self.data_target, self.protected_target], self.selection_target if curvature else None
+        )
+        proxies = self._trace((g * (1.0 - m)) ** 2, self.protected_target)[0]
+        found = {"data": self.scale * data, "protected": self.scale * protected, "proxies": self.scale * proxies}
+        return found, (None if grad is None else -self.gamma * self.scale * grad)
 
     def value_grad(self, z: np.ndarray) -> tuple[float, np.ndarray]:
         """``L`` and ``∇L`` at ``z = (m, g)`` (concatenated, length ``2d``)."""
@@ -214,6 +221,9 @@ class LinearPaperObjective:
 
     def selection_curvature(self, m) -> np.ndarray:
         return self.alpha * self.protected_weight - self.data_weight
+
+    def parts_and_curvature(self, m, g, curvature: bool = True):
+        return self.parts(m, g), (self.selection_curvature(m) if curvature else None)
 
     def value_grad(self, z):
         d = self.d

@@ -44,7 +44,7 @@ from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
 from ._selector import SweepSelection
 from .baselines import MCFS, NDFS, SPEC, UDFS, LaplacianScore, VarianceSelector
-from .evaluation import cluster_scores
+from .evaluation import cluster_scores_many
 from .fufs import FORMULATIONS, FUFS, _resolve_gamma
 
 VARIANTS = ("variance", "lapscore", "spec", "mcfs", "udfs", "ndfs", "fufs")
@@ -150,13 +150,17 @@ load average 10). Set through the cached controller (:func:`fairaudit.linalg.bla
 fresh ``threadpool_limits`` reads the loaded libraries (2–4 ms), twice per bootstrap replicate."""
 
 
-THREADED_MEASURE_ROWS = 2000
-"""From this many rows the selections' k-means runs and alignments are measured on two threads
-(:func:`fairaudit.parallel.map_threads`); below it on one. Measured (two cores, load 1.0–1.3): on the
-default sample (600 rows) a bootstrap replicate took 0.095–0.103 s on one thread against 0.118–0.127 s
-on two, the audit without intervals 0.25–0.26 against 0.28–0.29 s — a selection's measurement is
-1–3 ms of short NumPy calls that hold the GIL; on the 4,165-row credit table (Nyström alignments,
-19 ms a selection) two threads took a replicate from 0.84–0.94 to 0.70–0.75 s."""
+def measure_threads(alignment) -> int | None:
+    """Threads measuring the selections (:func:`fairaudit.parallel.map_threads`; ``None``: its
+    default, two): two with the Nyström alignments, whose products are large enough to run outside
+    the GIL, one with the exact ones. Measured on resamples of the credit table's rows (two cores,
+    load 2.3–2.5, medians of six replicates' measurements): 1,500 rows (exact) 0.118 s on one thread
+    and 0.115 s on two, 2,500 rows (exact) 0.307 against 0.339 s, 3,500 rows (Nyström) 0.480 against
+    0.421 s; on the default sample (600 rows) a replicate took 0.095–0.103 s on one thread against
+    0.118–0.127 s on two — a selection's measurement there is 1–3 ms of short NumPy calls that hold
+    the GIL. (Threads used to start at 2,000 rows, whatever the alignments' kernel.)"""
+    return None if isinstance(alignment, NystroemRBF) else 1
+
 
 REPLICATE_KMEANS_RUNS = 10
 """k-means runs per selection inside a bootstrap replicate (the audit itself uses
@@ -195,7 +199,7 @@ class FSAudit(FamilyAudit):
         self.K = _n_clusters(data, self.truth, options, sink)
         self.runs = options.get("kmeans_runs", KMEANS_RUNS)
         self.names = np.asarray(data.feature_names, dtype=object)
-        self.chosen = [v for v in VARIANTS if config.wants("fs", v)]
+        self.chosen = self.chosen_variants(VARIANTS)
         self.not_bootstrapped = {
             **self.not_bootstrapped,
             **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
@@ -240,51 +244,87 @@ class FSAudit(FamilyAudit):
 
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
         """Every distinct selection measured once: selectors that keep the same columns in the same
-        order at a size (on the 4,165-row credit table 4 of the 28 selections repeat another's) get
-        the same measurements, which are pure functions of the selected columns. The k-means runs
-        and alignments on two threads (:func:`fairaudit.parallel.map_threads`), the leakage tests
-        and RBF MMD² of every selection together (:func:`fairaudit.audit.representations_metrics`:
-        a selector's sizes are the leading columns of its largest selection, tested in one pass).
-        Records are written in the fits' order."""
+        order at a size get the same measurements, which are pure functions of the selected columns
+        (on the 4,165-row credit table 4 of the 28 selections repeat another's; on the default
+        sample's bootstrap replicates 24.5 of 28 are distinct). The alignments depend on the *set*
+        of columns only and are shared by selections that keep it in another order (21.7 sets per
+        replicate there); k-means is not shared so: on discrete columns its distances tie, and the
+        column order decides the ties by rounding (credit: a bootstrap replicate's FUFS and variance
+        selections {0, 1} gave different balances). The k-means runs and alignments on two threads
+        (:func:`fairaudit.parallel.map_threads`), the leakage tests and RBF MMD² of every distinct
+        selection together (:func:`fairaudit.audit.representations_metrics`: a selector's sizes are
+        the leading columns of its largest selection, tested in one pass). Records are written in
+        the fits' order."""
         X, codes = self.X[rows], self.codes[rows]
-        truth = None if self.truth is None else self.truth[rows]
-        d = X.shape[1]
         orders = {key: tuple(int(j) for j in fits.shared["order"][key]) for key in fits.models}
         distinct = {}  # each distinct selection → the first selector that made it (its lineage)
         for (name, _), order in orders.items():
             distinct.setdefault(order, name)
+        sets = list(dict.fromkeys(frozenset(order) for order in distinct))
+        runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
         with blas_threads(THREADS, user_api=None):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
-            if not (replicate or heldout) and isinstance(alignment, NystroemRBF):
-                self.sink.warn(
-                    f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
-                    f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
-                )
-            targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
-            smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
-            runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
-
-            def measure_selection(order: tuple[int, ...]) -> list[tuple[str, object]]:
-                scores = cluster_scores(X[:, list(order)], codes, n_clusters=self.K, labels=truth, runs=runs, random_state=self.config.random_state)
-                mask = np.zeros(d)
-                mask[list(order)] = 1.0
-                _, _, aligned = alignment.value_grad(mask, len(order), np.zeros(2), targets, gradient=False)
-                return [
-                    *scores.items(),
-                    ("relative_balance", scores["balance"] / smallest_share),
-                    ("alignment_data", aligned[0]),
-                    ("alignment_protected", aligned[1]),
-                ]
-
-            threads = None if len(rows) >= THREADED_MEASURE_ROWS else 1
-            measured = dict(zip(distinct, map_threads(measure_selection, list(distinct), threads), strict=True))
+            threads = measure_threads(alignment)
+            aligned = dict(zip(sets, map_threads(self._aligner(alignment, X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
+            parts = [list(distinct)] if threads == 1 or len(distinct) < 2 else [list(distinct)[i::2] for i in range(2)]  # a batch per thread
+            scores = {order: found for part, results in zip(parts, map_threads(self._clusterer(rows, runs), parts, threads), strict=True)
+                      for order, found in zip(part, results, strict=True)}
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
-        for order, values in zip(distinct, shared, strict=True):
-            measured[order] += list(values.items())
+        smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
+        measured = {}
+        for order, extra in zip(distinct, shared, strict=True):
+            found = scores[order]
+            data, protected = aligned[frozenset(order)]
+            measured[order] = [
+                *found.items(),
+                ("relative_balance", found["balance"] / smallest_share),
+                ("alignment_data", data),
+                ("alignment_protected", protected),
+                *extra.items(),
+            ]
         for (name, m), order in orders.items():
             for metric, value in measured[order]:
                 out.add(name, m, metric, value)
+
+    def _aligner(self, alignment, X: np.ndarray, codes: np.ndarray, *, announce: bool):
+        """``columns ↦ (alignment_data, alignment_protected)`` of a set of columns on the rows ``X``:
+        the centred alignments of the selection's RBF kernel with the kernel of every feature and
+        with the groups' (``alignment``: exact, or Nyström above ``exact_max_rows``, which
+        ``announce`` warns of)."""
+        d = X.shape[1]
+        if announce and isinstance(alignment, NystroemRBF):
+            self.sink.warn(
+                f"fs: the alignment_data / alignment_protected metrics use the {alignment.describe()} "
+                f"because the data have more than {self.options.get('exact_max_rows', EXACT_MAX_ROWS)} rows."
+            )
+        targets = [alignment.target_weights(np.ones(d), d), alignment.target_factor(np.eye(len(self.labels))[codes])]
+
+        def align(columns: frozenset) -> tuple[float, float]:
+            mask = np.zeros(d)
+            mask[sorted(columns)] = 1.0
+            _, _, found = alignment.value_grad(mask, len(columns), np.zeros(2), targets, gradient=False)
+            return found[0], found[1]
+
+        return align
+
+    def _clusterer(self, rows: np.ndarray, runs: int):
+        """``[order, …] ↦ [cluster_scores, …]`` of the selected columns (in each order) on ``rows``,
+        fitted together (:func:`cluster_scores_many`): a resample's repeated rows clustered once
+        with their counts."""
+        once, counts = np.unique(rows, return_counts=True)
+        if once.size == len(rows) or np.any(np.diff(rows) < 0):  # counted in the rows' order: a resample's are sorted
+            once, counts = rows, None
+        X, codes = self.X[once], self.codes[once]
+        truth = None if self.truth is None else self.truth[once]
+
+        def cluster(orders: list[tuple[int, ...]]) -> list[dict[str, float]]:
+            return cluster_scores_many(
+                [X[:, list(order)] for order in orders], codes, n_clusters=self.K, labels=truth, runs=runs,
+                random_state=self.config.random_state, counts=counts,
+            )
+
+        return cluster
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (name, m), estimator in fits.models.items():

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import hashlib
 import numbers
+import threading
 import warnings
 from collections import OrderedDict
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import cho_factor, cho_solve, eigh
+from scipy.linalg import cho_factor, cho_solve, eigh, lapack
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import eigsh
 from sklearn.exceptions import ConvergenceWarning
@@ -56,25 +57,66 @@ def _check_positive_int(value, name: str, minimum: int = 1) -> int:
     return int(value)
 
 
-_NEIGHBOURS: OrderedDict = OrderedDict()
-_NEIGHBOURS_KEPT = 2
+class _Remembered:
+    """The last ``kept`` values by key, least recently used out; shared safely between threads
+    (the dashboard audits several sessions' data at once). A value is computed outside the lock,
+    so two threads may compute the same one; the first stored is the one kept and returned."""
+
+    def __init__(self, kept: int):
+        self.kept = kept
+        self._values: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, compute):
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = compute()
+        with self._lock:
+            value = self._values.setdefault(key, value)
+            self._values.move_to_end(key)
+            while len(self._values) > self.kept:
+                self._values.popitem(last=False)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._values.clear()
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _content_key(*arrays) -> str:
+    """A digest of the arrays' bytes (what the remembered results are keyed by, with the shapes)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for array in arrays:
+        digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
+
+
+_GRAPHS = _Remembered(2)
+
+
+def _graphs_of(X: np.ndarray, k: int) -> dict:
+    """What has been built on ``X`` with ``k`` neighbours (the neighbours, heat graphs by width),
+    remembered for the last two matrices by content: in an audit LapScore, MCFS, UDFS and NDFS
+    build the same graph on the same rows (credit, 30,000 rows: 3 s each; a bootstrap replicate of
+    the default sample builds the heat graph three times)."""
+    X = np.ascontiguousarray(X, dtype=float)
+
+    def build() -> dict:
+        graph = kneighbors_graph(X, k, mode="distance", include_self=False)
+        return {"neighbours": (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))}
+
+    return _GRAPHS.get((X.shape, int(k), _content_key(X)), build)
 
 
 def nearest_neighbours(X: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """Distances and indices ``(n, k)`` of each row's ``k`` nearest other rows (scikit-learn's
-    ``NearestNeighbors``), remembered for the last two matrices by content: in an audit LapScore,
-    MCFS, UDFS and NDFS build the same graph on the same rows (credit, 30,000 rows: 3 s each)."""
-    X = np.ascontiguousarray(X, dtype=float)
-    key = (X.shape, int(k), hashlib.blake2b(X.tobytes(), digest_size=16).hexdigest())
-    if key in _NEIGHBOURS:
-        _NEIGHBOURS.move_to_end(key)
-        return _NEIGHBOURS[key]
-    graph = kneighbors_graph(X, k, mode="distance", include_self=False)
-    found = (graph.data.reshape(X.shape[0], k), graph.indices.reshape(X.shape[0], k))
-    _NEIGHBOURS[key] = found
-    while len(_NEIGHBOURS) > _NEIGHBOURS_KEPT:
-        _NEIGHBOURS.popitem(last=False)
-    return found
+    ``NearestNeighbors``), remembered by content (:func:`_graphs_of`)."""
+    return _graphs_of(X, k)["neighbours"]
 
 
 def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse.csr_matrix | np.ndarray, float]:
@@ -83,14 +125,22 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     With ``n_neighbors`` an edge joins ``a`` and ``b`` when either is among the other's
     nearest neighbours (sparse, symmetric, no self loops); ``None`` gives the dense all-pairs
     matrix (diagonal 1, as in [Zhao07]). ``t="auto"`` is the mean squared distance over the
-    graph's edges (our choice; [He05] leave ``t`` as a parameter).
+    graph's edges (our choice; [He05] leave ``t`` as a parameter). The sparse graph is remembered
+    with the neighbours (:func:`_graphs_of`) and shared: callers only read it.
     """
     n = X.shape[0]
     if n_neighbors is None:
         t = dense_width(X, t)
         return rbf(X, X, 1.0 / t), t
     k = min(int(n_neighbors), n - 1)
-    distances, indices = nearest_neighbours(X, k)
+    built = _graphs_of(X, k)
+    found = built.get(("heat", t))
+    if found is None:
+        found = built[("heat", t)] = _heat_graph(*built["neighbours"], t)
+    return found
+
+
+def _heat_graph(distances: np.ndarray, indices: np.ndarray, t) -> tuple[sparse.csr_matrix, float]:
     graph = _symmetric_knn(distances, indices)
     squared = graph.data**2
     if t == "auto":
@@ -261,7 +311,22 @@ driver (``evr``) 12 ms, shift-invert Lanczos 3.5–5 ms — the same vectors to 
 the same eigenvalues to 3·10⁻¹⁶. A replicate of the feature-selection audit computes two."""
 
 
+_EMBEDDINGS = _Remembered(2)
+
+
 def _spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_compute_spectral_embedding`, remembered for the last two sparse graphs by content
+    (with the number of vectors and the seed): MCFS and NDFS compute the same one on the same
+    graph in an audit (NDFS asks for one vector more than it uses, as MCFS does; 4 ms each on a
+    bootstrap replicate of the default sample). Callers only read the arrays."""
+    if not sparse.issparse(S):
+        return _compute_spectral_embedding(S, n_vectors, random_state)
+    S = S.tocsr()
+    key = (S.shape, int(n_vectors), repr(random_state), _content_key(S.data, S.indices, S.indptr))
+    return _EMBEDDINGS.get(key, lambda: _compute_spectral_embedding(S, n_vectors, random_state))
+
+
+def _compute_spectral_embedding(S, n_vectors: int, random_state) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The ``n_vectors`` leading eigenpairs of ``D^{-1/2} S D^{-1/2}`` (largest first) and the
     degrees.
 
@@ -519,6 +584,24 @@ def _spec_features(X: np.ndarray, degree: np.ndarray) -> tuple[np.ndarray, np.nd
     return F / np.where(valid, norms, 1.0), valid, root
 
 
+def _cholesky(A: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_factor(A)[0]`` (upper factor): the same LAPACK ``potrf`` call without the
+    wrapper's checks, which cost 7 of its 8 µs on NDFS's ``d × d`` systems (two solves and a
+    factorisation per iteration, about 50 iterations per fit)."""
+    factor, info = lapack.dpotrf(A, lower=False, clean=False)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the matrix is not positive definite (LAPACK potrf info={info}).")
+    return factor
+
+
+def _cholesky_solve(factor: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``scipy.linalg.cho_solve((factor, False), B)``: the same LAPACK ``potrs`` call."""
+    solution, info = lapack.dpotrs(factor, B, lower=False)
+    if info != 0:
+        raise ValueError(f"LAPACK potrs: illegal value in argument {-info}.")
+    return solution
+
+
 def _row_norms(W: np.ndarray) -> np.ndarray:
     return np.sqrt(np.sum(W * W, axis=1))
 
@@ -769,6 +852,10 @@ class UDFS(_L21Selector):
         return norms, initial, W
 
 
+_TINY = np.finfo(float).tiny
+"""The smallest normal float, floor of NDFS's denominators (``np.finfo`` builds its answer anew at
+every call: 2 ms of a bootstrap replicate's NDFS fit, twice per iteration)."""
+
 INDICATOR_OFFSET = 0.2
 """NDFS's start: the k-means indicator (0/1) plus this constant, columns scaled to unit norm (the
 'k-means + 0.2' start of multiplicative indicator updates, e.g. Ding, Li & Jordan's semi-NMF): a
@@ -889,21 +976,26 @@ class NDFS(_L21Selector):
         B = self.beta * weights
         if d <= n:
             gram = X.T @ X if gram is None else gram
-            factor = cho_factor(gram + np.diag(B))
-            return lambda F: cho_solve(factor, X.T @ F)
+            factor = _cholesky(gram + np.diag(B))
+            return lambda F: _cholesky_solve(factor, X.T @ F)
         scaled = X.T / B[:, None]  # B^{-1} Xᵀ
-        factor = cho_factor(np.eye(n) + X @ scaled)
-        return lambda F: scaled @ cho_solve(factor, F)
+        factor = _cholesky(np.eye(n) + X @ scaled)
+        return lambda F: scaled @ _cholesky_solve(factor, F)
 
     def _solve(self, X: np.ndarray, weights: np.ndarray, F: np.ndarray) -> np.ndarray:
         """``(XᵀX + βD_W)^{-1} XᵀF``."""
         return self._solver(X, weights)(F)
 
     def _start(self, S, c: int) -> np.ndarray:
-        """``F₀``: the k-means indicator on the spectral embedding of ``S``, plus the offset,
-        columns at unit norm."""
-        _, vectors, _ = _spectral_embedding(S, c, self.random_state)
-        labels = best_kmeans(vectors, c, runs=10, random_state=self.random_state)
+        """``F₀``: the k-means indicator on the spectral embedding of ``S`` (its ``c`` leading
+        vectors), plus the offset, columns at unit norm. The embedding is computed with ``c + 1``
+        vectors, as MCFS computes its own (the trivial vector and ``K`` more), so that an audit,
+        where both run on the same graph with ``c = K``, computes it once
+        (:func:`_spectral_embedding`); the ``c`` leading vectors of the two computations agree to
+        the eigen-solver's tolerance (the default sample's NDFS selections, its 50 bootstrap
+        replicates' included, unchanged)."""
+        _, vectors, _ = _spectral_embedding(S, c + 1, self.random_state)
+        labels = best_kmeans(vectors[:, :c], c, runs=10, random_state=self.random_state)
         F = np.eye(c)[labels] + INDICATOR_OFFSET
         return F / np.linalg.norm(F, axis=0)
 
@@ -918,9 +1010,9 @@ class NDFS(_L21Selector):
             negative = np.maximum(-MF, 0.0)
             numerator = np.where(printed, numerator, numerator + negative)
             denominator = np.where(printed, denominator, denominator + negative)
-        F = F * numerator / np.maximum(denominator, np.finfo(float).tiny)
+        F = F * numerator / np.maximum(denominator, _TINY)
         if self.rescale:
-            F = F / np.maximum(np.linalg.norm(F, axis=0), np.finfo(float).tiny)
+            F = F / np.maximum(np.linalg.norm(F, axis=0), _TINY)
         return F
 
     def _fit_l21(self, X):
@@ -943,18 +1035,20 @@ class NDFS(_L21Selector):
         weights = np.ones(d)  # diagonal of D_W (Algorithm 1: D = I)
         gram = X.T @ X if d <= n else None
         history = []
+        LF = laplacian @ F  # kept from the objective of one iteration for the F step of the next
         for iteration in range(1, max_iter + 1):
             solve = self._solver(X, weights, gram)  # one factorisation per iteration: D_W changes once
             W = solve(F)
             if iteration == 1:
                 initial = _row_norms(W)
-            MF = laplacian @ F + alpha * (F - X @ W)  # M F without forming the n × n M
+            MF = LF + alpha * (F - X @ W)  # M F without forming the n × n M
             F = self._update_indicators(F, MF)
+            LF = laplacian @ F
             W = solve(F)
             norms = _row_norms(W)
             residual = X @ W - F
             orthogonality = F.T @ F - np.eye(c)
-            history.append(float(np.sum(F * (laplacian @ F)) + alpha * (np.sum(residual**2) + beta * norms.sum())
+            history.append(float(np.sum(F * LF) + alpha * (np.sum(residual**2) + beta * norms.sum())
                                  + 0.5 * self.gamma * np.sum(orthogonality**2)))
             weights = 1.0 / (2.0 * np.maximum(norms, 1e-12))
             if _settled(history, tol):

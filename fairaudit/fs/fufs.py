@@ -461,10 +461,9 @@ class FUFS(FittedSelector):
         self.sensitive_scores_[active] = g_weights
         self._g_grad = grad[da:]
         self.objective_history_ = history
-        self.traces_ = objective.parts(m_weights, g_weights)
         # Ties in m (features at a bound of the box) go to the steepest descent −∂L/∂m_j, then to
         # the kernel terms' gradient in m_j² (at m_j = 0 the first is β for every feature).
-        curvature = objective.selection_curvature(m_weights)
+        self.traces_, curvature = objective.parts_and_curvature(m_weights, g_weights)
         return np.lexsort((curvature, grad[:da], -np.round(m_weights, 12)))
 
     def _backend(self, X: np.ndarray):
