@@ -374,3 +374,33 @@ def test_partitioned_data_is_not_audit_data(files):
     assert isinstance(data, PartitionedData)
     sample = data.sample_data()
     assert sample.n_rows == data.n_rows == load(files["csv"], **OPTIONS).n_rows  # every row fits in the default sample
+
+
+def test_poisson_bootstrap_guards(files, tmp_path, monkeypatch):
+    """The replicate pass refuses what would be wrong or too large, with a reason: intervals turned
+    off say so even where a group is small; a summary that would outgrow its budget gives no
+    intervals and the largest count that fits; data changed since they were read stop the run."""
+    path = tmp_path / "small.csv"
+    frame = table_frame()
+    rare = frame.index[frame.group == "c"][:30]
+    frame[(frame.group != "c") | frame.index.isin(rare)].to_csv(path, index=False)
+    off = run_audit(partitioned(path), AuditConfig(ranks=(1,), bootstrap=0, engine="dask", variants=("vanilla",)))
+    assert "turned off" in off.uncertainty["pca"]["why"] and not any("Poisson" in w for w in off.warnings)
+
+    from fairaudit.engine import dask_engine
+
+    data = partitioned(files["csv"])
+    monkeypatch.setattr(dask_engine, "REPLICATE_SUMMARY_BYTES", data._layout.replicate_bytes(12))
+    capped = run_audit(data, AuditConfig(ranks=(1,), bootstrap=40, engine="dask", variants=("vanilla",)))
+    why = capped.uncertainty["pca"]["why"]
+    assert "40 replicates of the moments" in why and "bootstrap" in why and "12" in why, why
+    monkeypatch.undo()
+
+    copy = tmp_path / "copy.csv"
+    copy.write_bytes(files["csv"].read_bytes())
+    data = partitioned(copy)
+    changed = files["frame"].copy()
+    changed.loc[5, "x0"] = 123.0
+    changed.to_csv(copy, index=False)
+    with pytest.raises(FairAuditError, match="changed since it was read"):
+        run_audit(data, AuditConfig(ranks=(1,), bootstrap=10, engine="dask", variants=("vanilla",)))

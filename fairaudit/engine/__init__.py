@@ -73,6 +73,10 @@ NO_INTERVALS_SMALL = (
     "no bootstrap intervals on the dask engine: its Poisson bootstrap needs at least {rows} rows in every group "
     "({group!r} has {size:,}); audit with the default engine ({local}), whose bootstrap redraws each group's rows"
 )
+NO_INTERVALS_LARGE = (
+    "no bootstrap intervals on the dask engine: {count} replicates of the moments of {keys:,} combinations of sensitive "
+    "values × {features:,} features would take {size:.1f} GiB in every partition's summary; {ask}"
+)
 POISSON_NOTE = (
     "pca: intervals from a Poisson bootstrap over the partitions (every row weighted by an independent Poisson(1) "
     "draw in each replicate, each group's weights scaled to its row count; one more pass over the data computes every "
@@ -109,7 +113,7 @@ def family_input(data, method: str, config) -> FamilyInput:
                 f"{term('holdout', config.holdout)} is not available for the PCA family with {term('engine', 'dask')}: the engine "
                 f"holds the group moments of every row, not the rows to hold out. Leave it out, or audit with {term('engine', 'local')}."
             )
-        reason = _no_poisson_bootstrap(data)
+        reason = None if config.bootstrap == 0 else _no_poisson_bootstrap(data, config)
         if reason is not None:
             return FamilyInput(data, replace(config, bootstrap=0), (f"pca: {reason}.",), reason)
         return FamilyInput(data, config)  # the family notes its Poisson bootstrap when replicates run (POISSON_NOTE)
@@ -123,10 +127,11 @@ def family_input(data, method: str, config) -> FamilyInput:
     ))
 
 
-def _no_poisson_bootstrap(data) -> str | None:
+def _no_poisson_bootstrap(data, config) -> str | None:
     """Why the dask engine's Poisson bootstrap cannot give ``data`` (:class:`PartitionedData`)
-    intervals (``None``: it can)."""
-    from .dask_engine import POISSON_MIN_GROUP_ROWS
+    intervals under ``config`` (``None``: it can)."""
+    from ..uncertainty import MIN_DEFAULT_REPLICATES, resolve_replicates
+    from .dask_engine import POISSON_MIN_GROUP_ROWS, REPLICATE_SUMMARY_BYTES
 
     local = term("engine", "local")
     if data.n_features > data.n_rows:
@@ -135,6 +140,14 @@ def _no_poisson_bootstrap(data) -> str | None:
     smallest = min(sizes, key=sizes.get)
     if sizes[smallest] < POISSON_MIN_GROUP_ROWS:
         return NO_INTERVALS_SMALL.format(rows=POISSON_MIN_GROUP_ROWS, group=smallest, size=sizes[smallest], local=local)
+    layout = data._layout
+    count, _ = resolve_replicates("pca", config.bootstrap, data.n_rows, data.n_features, len(config.resolved_ranks(data.n_features)))
+    if layout is not None and count and layout.replicate_bytes(count) > REPLICATE_SUMMARY_BYTES:
+        fits = REPLICATE_SUMMARY_BYTES // layout.replicate_bytes(1)
+        ask = (f"ask for {term('bootstrap', int(fits))} or fewer" if fits >= MIN_DEFAULT_REPLICATES
+               else f"audit with the default engine ({local})")
+        return NO_INTERVALS_LARGE.format(count=count, keys=layout.n_keys, features=data.n_features,
+                                         size=layout.replicate_bytes(count) / 2**30, ask=ask)
     return None
 
 

@@ -108,6 +108,11 @@ class CountedGroups:
 
 
 # ============================================================================ the bootstrap
+REPLICATE_SUMMARY_BYTES = 256 * 2**20
+"""The most a partition's summary may hold for the Poisson bootstrap (``B`` replicates × the raw
+key combinations × ``d² + d + 1`` numbers); above it, fewer replicates or no intervals, with the
+reason (every summary is also sent between workers and merged with a few copies of itself)."""
+
 POISSON_MIN_GROUP_ROWS = 50
 """The dask engine's Poisson bootstrap needs at least this many rows in every group: a group's
 total weight is 0 with probability ``e^-n`` and its Poisson weights approach the multinomial
@@ -135,9 +140,20 @@ class _Layout:
     columns: np.ndarray
     exponents: np.ndarray
     reread: object  # plan → the reduced PartitionSummary of a new pass
+    n_keys: int = 0  # raw key combinations in the data (a replicate pass holds B of each key's moments)
+
+    def replicate_bytes(self, count: int) -> int:
+        """What ``count`` replicates' per-key moments take in one partition's summary."""
+        d = len(self.plan.features)
+        return int(count) * max(self.n_keys, 1) * (d * d + d + 1) * 8
 
     def replicates(self, data: PartitionedData, count: int, seed: int) -> list[DataSummary]:
         summary = self.reread(replace(self.plan, sample_rows=1, replicates=count, replicate_seed=seed))
+        if summary.digest() != data.source["sha256"]:
+            raise FairAuditError(
+                f"{data.source['name']} changed since it was read (its partitions' SHA-256 differ): the bootstrap replicates "
+                "would describe other data. Read it again (read_partitioned) and audit that."
+            )
         key_group = np.array([self.key_group.get(key, -1) for key in summary.keys], dtype=np.intp)
         sizes = data.groups.sizes().astype(float)
         empty = RowSample(np.zeros((0, len(self.columns))), np.zeros(0, dtype=np.intp), data.n_rows)
@@ -390,9 +406,14 @@ def read_partitioned(
             raise FairAuditError(f"{src.name}: the columns kept changing between passes over the data; audit it with {term('engine', 'local')}.")
 
         def reread(again: PartitionPlan) -> PartitionSummary:
-            """One more pass over the data under ``again``."""
+            """One more pass over the data under ``again`` (a partition that fails to read raises
+            its error, its lines counted from the start of its file)."""
             with _scheduler(scheduler) as (client_again, _):
-                return _reduce(src.tasks(again), again, client_again)
+                summary_again = _reduce(src.tasks(again), again, client_again)
+            if summary_again.error is not None:
+                partition, exc = summary_again.error
+                raise shifted(exc, src.shifts(summary_again).get(partition, 0)) from None
+            return summary_again
 
         def redo(sample_size: int, seed: int) -> PartitionedData:
             """The same data with another sample (one more pass)."""
@@ -658,6 +679,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         _redo=redo,
         _layout=None if reread is None else _Layout(
             plan, {key: int(g) for key, g in zip(summary.keys, key_group.tolist(), strict=True) if g >= 0}, columns, exponents, reread,
+            len(summary.keys),
         ),
     )
 

@@ -178,7 +178,7 @@ class GroupMoments:
         Each block of rows is centred at its own (unweighted) mean, so the weighted scatters are
         one matrix product of the weights with the rows' pairwise products, ``W (y_i y_iᵀ)`` (the
         upper triangle), less the small correction of the weighted mean; blocks merge exactly
-        (:meth:`merge`). Cost: ``replicates · rows · d(d+1)/2`` multiply-adds, as many weighted
+        (:meth:`merge`) as they come, so memory holds one block's ``B`` scatters besides the result. Cost: ``replicates · rows · d(d+1)/2`` multiply-adds, as many weighted
         passes would take, in one BLAS call per block."""
         X = np.asarray(X, dtype=float)
         k, d, B = len(bounds) - 1, X.shape[1], int(replicates)
@@ -186,12 +186,12 @@ class GroupMoments:
         step = max(16, min(CHUNK_ROWS, REPLICATE_BLOCK_VALUES // max(len(upper[0]), B)))
         counts, means, scatter = np.zeros((B, k)), np.zeros((B, k, d)), np.zeros((B, k, d, d))
         for g in range(k):
-            parts = []
+            merged = None  # merged block by block: one block's B × d × d scatters in memory at a time
             for start in range(int(bounds[g]), int(bounds[g + 1]), step):
                 block = X[start : min(start + step, int(bounds[g + 1]))]
-                parts.append(cls._weighted_replicates(block, rng.poisson(1.0, (B, block.shape[0])).astype(float), upper))
-            if parts:
-                merged = cls.merge_all(parts)
+                part = cls._weighted_replicates(block, rng.poisson(1.0, (B, block.shape[0])).astype(float), upper)
+                merged = part if merged is None else merged.merge(part)
+            if merged is not None:
                 counts[:, g], means[:, g], scatter[:, g] = merged.counts, merged.means, merged.scatter
         return cls(counts.reshape(B * k), means.reshape(B * k, d), scatter.reshape(B * k, d, d), _labels(None, B * k))
 

@@ -121,6 +121,9 @@ def kmeans_labels_many(Zs, n_clusters: int, runs: int, random_state=0, tol: floa
     NumPy calls on arrays of a few thousand entries."""
     K = n_clusters
     weights = None if counts is None else np.asarray(counts, dtype=float)
+    rows = {np.shape(Z)[0] for Z in Zs}
+    if len(rows) > 1:
+        raise ValueError(f"kmeans_labels_many takes matrices of the same rows; got {sorted(rows)} rows")
     labels, batches = [], []
     for Z in Zs:
         Z = np.ascontiguousarray(Z, dtype=float)
