@@ -179,9 +179,7 @@ class PartitionSummary:
         mine = np.array([position[k] for k in self.keys], dtype=np.intp)
         theirs = np.array([position[k] for k in other.keys], dtype=np.intp)
         exponents = np.maximum(self.exponents, other.exponents)
-        moments = _spread(_rescaled(self.moments, self.exponents, exponents), mine, len(keys)).merge(
-            _spread(_rescaled(other.moments, other.exponents, exponents), theirs, len(keys))
-        )
+        moments = _merged(self.moments, self.exponents, mine, other.moments, other.exponents, theirs, len(keys), exponents)
         firsts = np.where(_earlier(other.first_missing, self.first_missing)[:, None], other.first_missing, self.first_missing)
         candidates = Candidates.concat([self.candidates.take(slice(None), mine[self.candidates.key]),
                                         other.candidates.take(slice(None), theirs[other.candidates.key])])
@@ -420,19 +418,23 @@ def _spread(moments: GroupMoments, slots: np.ndarray, k: int) -> GroupMoments:
     return GroupMoments(counts, means, scatter, tuple(str(i) for i in range(k)))
 
 
+def _merged(a: GroupMoments, exponents_a, slots_a, b: GroupMoments, exponents_b, slots_b, k: int, exponents) -> GroupMoments:
+    """Moments of ``k`` groups at ``exponents``: ``a``'s groups placed at ``slots_a`` merged with
+    ``b``'s at ``slots_b``."""
+    return _spread(_rescaled(a, exponents_a, exponents), slots_a, k).merge(_spread(_rescaled(b, exponents_b, exponents), slots_b, k))
+
+
 def _merged_replicates(a: PartitionSummary, slots_a, b: PartitionSummary, slots_b, k: int, exponents) -> GroupMoments | None:
-    """Both summaries' replicate moments with their keys placed at ``slots_*`` of ``k`` (replicate
-    ``r``'s key ``g`` at ``r·k + g``) and merged, at ``exponents``."""
+    """Both summaries' replicate moments merged as :attr:`PartitionSummary.moments` are, replicate
+    ``r``'s key ``g`` placed at ``r·k + g`` (a side without keys adds nothing)."""
     if a.replicates is None or b.replicates is None:
         return None
     count = max(a.n_replicates, b.n_replicates)
-    d = len(exponents)
-    merged = GroupMoments.empty(count * k, d)
-    for side, slots in ((a, slots_a), (b, slots_b)):
-        if side.keys:
-            stacked = (np.arange(count)[:, None] * k + slots[None, :]).ravel()
-            merged = merged.merge(_spread(_rescaled(side.replicates, side.exponents, exponents), stacked, count * k))
-    return merged
+
+    def stacked(slots):
+        return (np.arange(count)[:, None] * k + slots[None, :]).ravel()
+
+    return _merged(a.replicates, a.exponents, stacked(slots_a), b.replicates, b.exponents, stacked(slots_b), count * k, exponents)
 
 
 def _added(a, slots_a, b, slots_b, k) -> np.ndarray:

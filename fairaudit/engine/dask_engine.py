@@ -159,7 +159,7 @@ class _Layout:
         empty = RowSample(np.zeros((0, len(self.columns))), np.zeros(0, dtype=np.intp), data.n_rows)
         found = []
         for b in range(count):
-            raw = _group_moments(replace(summary, moments=summary.replicate_moments(b)), key_group, data.groups, self.columns, self.exponents)
+            raw = _group_moments(summary.replicate_moments(b), summary.exponents, key_group, data.groups, self.columns, self.exponents)
             if (raw.counts <= 0).any():
                 raise FairAuditError(f"bootstrap replicate {b + 1} drew no row of a group; this should not happen with "
                                      f"{POISSON_MIN_GROUP_ROWS} or more rows per group.")
@@ -618,7 +618,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         check_peaks(peak, final.names, options["scaling"], n_used * len(columns))
         exponents = None
     exponents = np.zeros(len(columns), dtype=int) if exponents is None else exponents
-    raw = _group_moments(summary, key_group, groups, columns, exponents)
+    raw = _group_moments(summary.moments, summary.exponents, key_group, groups, columns, exponents)
     shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), options["scaling"])
     sample, sample_raw, sample_label, sample_lines = _sample(summary, key_group, groups, columns, exponents, shift, scale, plan, shifts)
     wide = len(columns) > n_used
@@ -723,12 +723,11 @@ def _entries(read_codes: np.ndarray, summary: PartitionSummary, missing: str) ->
     return np.array(codes, dtype=np.intp), np.array(reasons, dtype=np.int8), np.array(weights, dtype=float)
 
 
-def _group_moments(summary: PartitionSummary, key_group: np.ndarray, groups: CountedGroups, columns: np.ndarray,
+def _group_moments(m: GroupMoments, key_exponents: np.ndarray, key_group: np.ndarray, groups: CountedGroups, columns: np.ndarray,
                    exponents: np.ndarray) -> GroupMoments:
     """The moments of each kept group's rows, on the kept features, at ``exponents``: the keys'
-    moments rescaled exactly (powers of two) and merged into their groups."""
-    m = summary.moments
-    factor = np.ldexp(1.0, summary.exponents[columns] - exponents)
+    moments ``m`` (at ``key_exponents``) rescaled exactly (powers of two) and merged into their groups."""
+    factor = np.ldexp(1.0, key_exponents[columns] - exponents)
     keys = GroupMoments(m.counts, m.means[:, columns], m.scatter[:, columns][:, :, columns], m.labels)
     return keys.affine(np.zeros(len(columns)), factor).regroup(key_group, groups.n_groups, groups.labels)
 
