@@ -85,7 +85,7 @@ def load() -> str:
 
 def audit_seconds(data, family: str, profile: bool = False, bootstrap: int | None = None) -> tuple[float, float, object]:
     """``(wall seconds, CPU seconds of every thread, result)`` of the family's audit."""
-    config = AuditConfig(methods=(family,)) if bootstrap is None else AuditConfig(methods=(family,), bootstrap=bootstrap)
+    config = AuditConfig(methods=(family,), bootstrap=bootstrap)
     if profile:
         import cProfile
         import pstats
@@ -156,7 +156,7 @@ def together(data, families: list[str], bootstrap: int | None) -> None:
     ``--methods all`` run it: every family's numbers first, then every family's intervals — when
     the numbers of each family were in (its ``stage="estimates"`` progress event, or its last fit
     when it computes no intervals) and when the whole audit was."""
-    config = AuditConfig(methods=tuple(families)) if bootstrap is None else AuditConfig(methods=tuple(families), bootstrap=bootstrap)
+    config = AuditConfig(methods=tuple(families), bootstrap=bootstrap)
     ready: dict[str, float] = {}
     started = time.perf_counter()
 

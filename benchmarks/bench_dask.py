@@ -206,7 +206,7 @@ def part_equality(args) -> dict:
     with dask_session(n_workers=args.workers, memory_limit=args.worker_memory) as (client, _):
         t2 = time.perf_counter()
         data = read_partitioned(str(path), sensitive="group", scheduler=client)
-        mine = run_audit(data, AuditConfig(engine="dask"))
+        mine = run_audit(data, AuditConfig(engine="dask", bootstrap=0))
         t3 = time.perf_counter()
     keys = ["method", "variant", "rank", "group", "metric"]
     merged = local.records.merge(mine.records, on=keys, suffixes=("_local", "_dask"), validate="one_to_one")
@@ -244,7 +244,7 @@ def part_ratio(args) -> dict:
             t0 = time.perf_counter()
             run_audit(load(str(path), sensitive="group"), AuditConfig(bootstrap=0))
             t1 = time.perf_counter()
-            run_audit(read_partitioned(str(path), sensitive="group", scheduler=client), AuditConfig(engine="dask"))
+            run_audit(read_partitioned(str(path), sensitive="group", scheduler=client), AuditConfig(engine="dask", bootstrap=0))
             t2 = time.perf_counter()
             local_times.append(t1 - t0)
             dask_times.append(t2 - t1)

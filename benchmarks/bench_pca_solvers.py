@@ -15,7 +15,7 @@ gain of keeping them.
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import numpy as np
@@ -89,10 +89,8 @@ def main(sizes: list[int], groups: int = 2) -> None:
 
 
 if __name__ == "__main__":
-    arguments = sys.argv[1:]
-    k = 2
-    if "--groups" in arguments:
-        at = arguments.index("--groups")
-        k = int(arguments[at + 1])
-        del arguments[at : at + 2]
-    main([int(a) for a in arguments] or [20, 40, 60, 100], groups=k)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[20, 40, 60, 100], help="numbers of features")
+    parser.add_argument("--groups", type=int, default=2, help="groups of 400 rows (≥ 3: the cutting-plane path)")
+    args = parser.parse_args()
+    main(args.sizes, groups=args.groups)

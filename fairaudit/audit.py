@@ -702,6 +702,8 @@ class FamilyAudit:
         """:meth:`representation` of many fits at once (:func:`representations_metrics`: nested
         ones of a lineage in one leakage pass, on worker threads, with ``alongside``'s work)."""
         if replicate:
+            for call in alongside:
+                call()
             return [{"mmd2": metrics.mmd2(Z, codes)} for Z in Zs]
         threads = REPRESENTATION_THREADS if threads is None else threads
         return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads, alongside=alongside)
@@ -778,7 +780,7 @@ class FamilyEstimates:
     @property
     def intervals_pending(self) -> bool:
         """Whether :func:`finish_family` has bootstrap replicates to run."""
-        return self.fits is not None and bool(self.summary.get("replicates"))
+        return bool(self.summary.get("replicates"))
 
 
 def run_family(family: FamilyAudit) -> dict:

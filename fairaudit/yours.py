@@ -51,7 +51,7 @@ from .errors import FairAuditError, InputFileError, ParameterError, RankError
 from .formatting import number
 from .linalg import LowRankMap, orthonormal_basis
 from .nmf import NMF
-from .nmf._core import GroupedData, group_errors
+from .nmf._core import GroupedData
 from .nmf.audit import REPLICATE_ESTIMATES, NMFAudit
 from .pca._problem import GroupProblem
 from .pca.audit import PCAAudit
@@ -331,29 +331,6 @@ def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, si
     return ranks, summary
 
 
-class _DictionaryFit:
-    """A fixed NMF dictionary ``H`` as a fitted model of the NMF family, on some rows: ``W`` by
-    non-negative least squares (:meth:`fairaudit.nmf.NMF.transform`), each group's error and
-    relative loss against its own ``E_ℓ`` (Algorithm 1) — the attributes
-    :meth:`fairaudit.nmf.audit.NMFAudit.measure` reads of the family's own fits."""
-
-    n_iter_ = 0
-
-    def __init__(self, H: np.ndarray, X: np.ndarray, grouped: GroupedData, E: np.ndarray):
-        self.transformer = NMF(n_components=H.shape[0])
-        self.transformer.components_, self.transformer.n_features_in_ = H, X.shape[1]
-        self.components_ = H
-        self.W_ = self.transformer.transform(X)
-        errors = group_errors(grouped, self.W_[grouped.order], H)
-        self.group_errors_ = errors / grouped.norms
-        self.group_losses_ = (errors - E) / grouped.norms
-        self.own_rel_errors_ = E / grouped.norms
-        self.reconstruction_err_ = float(np.linalg.norm(X - self.W_ @ H))
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return self.transformer.transform(X)
-
-
 class YoursNMFAudit(NMFAudit):
     """An NMF dictionary ``H`` audited by the NMF family's protocol as the variant ``yours``: the
     same input (non-negativity policy, unit-ℓ2 features), ``E_ℓ``, records, disparities, held-out
@@ -388,7 +365,7 @@ class YoursNMFAudit(NMFAudit):
             runs, seed = (REPLICATE_ESTIMATES, np.random.default_rng(seed)) if replicate else (self.options["n_estimates"], self.config.random_state)
             E, seconds = self._estimates(grouped, r, runs, seed)
         fits.shared["estimate_seconds"][r] = seconds
-        fits.models[(YOURS, r)] = _DictionaryFit(self.H, X, grouped, E)
+        fits.models[(YOURS, r)] = NMF.from_dictionary(self.H, X, grouped, E)
         fits.seconds[(YOURS, r)] = time.perf_counter() - started
         if not replicate:
             self.sink.progress(YOURS, r, fits.seconds[(YOURS, r)])

@@ -95,13 +95,12 @@ class Job:
     total: int = 0
     started: float | None = None
     seconds: float | None = None
+    """Seconds the job has run, over its finished stages (None before the first; a run does every
+    family's fits before any family's intervals, so a job's stages are apart)."""
     state: str = "waiting"  # waiting, running, estimated (numbers in, intervals to come), done, failed, cancelled, cached
     replicates_done: int = 0
     replicates_total: int = 0
     """The bootstrap replicates of the family's intervals (``stage="bootstrap"`` progress), after its fits."""
-    spent: float = 0.0
-    """Seconds the job has run so far, over its stages (a run does every family's fits before any
-    family's intervals, so a job's stages are apart)."""
     kept_estimates: bool = False
     """The job stopped during its intervals (cancelled, or an error) and kept its point estimates
     as the family's result (:meth:`Run._keep_estimates`)."""
@@ -137,7 +136,7 @@ class Job:
 
     def elapsed(self, now: float) -> float:
         """Seconds the job has run by ``now``: its finished stages and the current one."""
-        return self.spent + (now - self.started if self.state == "running" and self.started is not None else 0.0)
+        return (self.seconds or 0.0) + (now - self.started if self.state == "running" and self.started is not None else 0.0)
 
     def counted(self) -> str:
         """Where the job is: “12 of 40 fits” or “7 of 100 bootstrap replicates” (empty before its first fit)."""
@@ -316,8 +315,7 @@ class Run:
                                 "the server's log has the details."))
             self._keep_estimates(job, "the intervals stopped on an unexpected error (above)")
         finally:
-            job.spent += time.monotonic() - job.started
-            job.seconds = job.spent
+            job.seconds = (job.seconds or 0.0) + time.monotonic() - job.started
         return None
 
     def _estimate(self, job: Job) -> AuditRun | None:

@@ -261,8 +261,10 @@ def _drop_constant_features(chosen: FeatureColumns, keep: np.ndarray, log: list[
         complete = chosen.missing.get(name) == 0
         if complete and _varies(column[:CONSTANT_PROBE]):
             continue  # two different values among the first cells: not constant, no pass over the column
-        if missing is None:
-            holes = None if complete else np.isnan(column)
+        if complete:
+            holes = None
+        elif missing is None:
+            holes = np.isnan(column)
         else:
             holes = missing[j] if every_row else missing[j][keep]
         present = column[~holes] if holes is not None and holes.any() else column

@@ -180,8 +180,7 @@ class ExactRBF:
                 squares += _inner(block, block)
             else:
                 squares += float(counts[rows] @ (np.square(block, out=block) @ counts))
-        weighted_a = a if counts is None else counts * a
-        norm2 = squares - 2.0 * float(weighted_a @ a) / self.n + float(c @ a) ** 2 / self.n**2
+        norm2 = squares - 2.0 * float((c * a) @ a) / self.n + float(c @ a) ** 2 / self.n**2
         if norm2 <= 1e-12 * squares:  # every row identical under w: no structure to align
             return np.zeros(len(targets))
         norms = np.array([t.norm for t in targets])

@@ -141,7 +141,6 @@ class PaperObjective:
         P = rows[:, X.shape[1] :] if counts is not None else P
         self.sq = self.X * self.X
         self.d = self.X.shape[1]
-        self.n = X.shape[0]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
         self.data_target = pair_weighted(centre(rbf(self.X, self.X, self.gamma), counts), counts)  # HKH
         self.protected_target = pair_weighted(centre(rbf(P, P, float(gamma_protected)), counts), counts)  # HK^PH

@@ -302,8 +302,8 @@ class FSAudit(FamilyAudit):
 
         def align(columns: frozenset) -> tuple[float, float]:
             mask = np.zeros(d)
-            mask[sorted(columns)] = 1.0
-            _, _, found = alignment.value_grad(mask, len(columns), np.zeros(2), targets, gradient=False)
+            mask[list(columns)] = 1.0
+            found = alignment.alignments(mask, len(columns), targets)
             return found[0], found[1]
 
         return align

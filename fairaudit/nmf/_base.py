@@ -106,6 +106,19 @@ class NMFBase(TransformerMixin, BaseEstimator):
         self.group_errors_ = errors / data.norms
         self.group_losses_ = (errors - E) / data.norms
 
+    @classmethod
+    def from_dictionary(cls, H: np.ndarray, X: np.ndarray, grouped: GroupedData, E: np.ndarray):
+        """A fixed dictionary ``H`` as a fitted estimator on ``X``: ``W`` by non-negative least
+        squares (:meth:`transform`), each group's error and relative loss against its own ``E_ℓ``
+        (Algorithm 1) — what the audit reads of a fit (an NMF dictionary brought as "yours")."""
+        model = cls(n_components=H.shape[0])
+        model.components_, model.n_features_in_ = H, X.shape[1]
+        W = model.transform(X)
+        model._set_factors(X, W, H)
+        model._set_group_attributes(grouped, W[grouped.order], H, E)
+        model.n_iter_ = 0
+        return model
+
     @property
     def objective_(self) -> float:
         """The largest relative loss ``max_ℓ (‖X_ℓ − W_ℓH‖_F − E_ℓ)/‖X_ℓ‖_F`` (Def. 4.1)."""

@@ -228,7 +228,7 @@ def _errors(errors):
     """The errors eq. (10) compares: one group's as a float, several as an array (a copy)."""
     if np.ndim(errors) == 0:
         return float(errors)
-    values = np.atleast_1d(np.asarray(errors, dtype=float)).copy()
+    values = np.array(errors, dtype=float)
     return float(values[0]) if values.size == 1 else values
 
 
@@ -293,7 +293,8 @@ class StoppingRule:
         """Whether to stop after ``iteration`` (1-based).
 
         ``errors``: the groups' reconstruction errors ``‖X_ℓ − W_ℓH‖_F`` at this iterate (eq.
-        (10)); ``objective`` and ``scale``: the objective and its size (``"window"``).
+        (10)); ``objective`` and ``scale``: the objective and its size (``"window"``; ``scale`` may
+        be a function, called only at the window's checks).
         """
         if self.rule == "eq10":
             errors = _errors(errors)
@@ -302,16 +303,12 @@ class StoppingRule:
                 return True
             self._previous = errors
         elif iteration % self.every == 0:
+            scale = scale() if callable(scale) else scale
             if self._reference is not None and abs(self._reference - objective) <= self.tol * abs(scale):
                 self.converged = True
                 return True
             self._reference = objective
         return iteration >= self.max_iter
-
-    def uses_scale(self, iteration: int) -> bool:
-        """Whether :meth:`done` reads ``scale`` after ``iteration`` (the window rule's checks only),
-        so that a caller computes it only then."""
-        return self.rule == "window" and iteration % self.every == 0
 
     def start(self, errors) -> None:
         """Record the starting point's errors, so that eq. (10) can stop after iteration 1."""

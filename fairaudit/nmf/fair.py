@@ -309,7 +309,7 @@ def _fit_mu(
         fit.record(objective)
         if iteration == 0:
             rule.start(errors)
-        elif rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms)) if rule.uses_scale(iteration) else 0.0):
+        elif rule.done(iteration, errors=errors, objective=objective, scale=lambda errors=errors: float(np.max(errors / norms))):
             break
         iteration += 1
         c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
