@@ -31,7 +31,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -1053,6 +1053,15 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
     run = AuditRun(data, config, progress)
     run.estimate()
     return run.finish()
+
+
+def without_intervals(result: AuditResult, method: str, why: str) -> AuditResult:
+    """``result`` (point estimates handed over before ``method``'s intervals, the
+    ``stage="estimates"`` event's) as the family's result without intervals: its uncertainty
+    summary says no replicates ran, and ``why``."""
+    summary = {**result.uncertainty.get(method, {}), "replicates": 0, "why": why}
+    summary.pop("intervals_pending", None)
+    return replace(result, uncertainty={**result.uncertainty, method: summary})
 
 
 class AuditRun:

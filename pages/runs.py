@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from fairaudit import FairAuditError
-from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun
+from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun, without_intervals
 from fairaudit.cost import Expected, expected_parts
 
 log = logging.getLogger("fairaudit.app")
@@ -349,9 +349,7 @@ class Run:
         found = self.estimates.pop(job.method, None)
         if found is None:
             return
-        summary = {**found.uncertainty.get(job.method, {}), "replicates": 0, "why": why}
-        summary.pop("intervals_pending", None)
-        self.results[job.method] = dataclasses.replace(found, uncertainty={**found.uncertainty, job.method: summary})
+        self.results[job.method] = without_intervals(found, job.method, why)
         job.kept_estimates = True
 
 
