@@ -104,10 +104,11 @@ def _weighted_distance_gradient(U: np.ndarray, A: np.ndarray, B: np.ndarray) -> 
 class _Target:
     """A fixed target kernel, in the form its back-end needs (opaque outside this module)."""
 
-    def __init__(self, kind: str, data, norm: float):
+    def __init__(self, kind: str, data, norm: float, summed=None):
         self.kind = kind
         self.data = data
         self.norm = norm
+        self.summed = summed  # a factor's rows summed over each distinct row's copies (Nyström with repeated rows)
 
 
 class ExactRBF:
@@ -272,7 +273,8 @@ class NystroemRBF:
         if F.shape[1] > self.max_target_rank:
             values, vectors = np.linalg.eigh(F.T @ F)
             F = F @ vectors[:, -self.max_target_rank :]
-        return _Target("factor", F, float(np.linalg.norm(F.T @ F)))
+        summed = None if self._distinct is None else sum_copies(F, self._distinct[2], self._distinct[0].shape[0])
+        return _Target("factor", F, float(np.linalg.norm(F.T @ F)), summed)
 
     def _inverse(self, W: np.ndarray) -> np.ndarray:
         B = cho_solve(cho_factor(W), np.eye(W.shape[0]))
@@ -302,11 +304,11 @@ class NystroemRBF:
         if self._distinct is None:
             _, _, _, B, P, Qs = self._statistics(w, total, targets)
             return self._aligned(B, P, Qs, targets)[1]
-        rows, counts, inverse = self._distinct
+        rows, counts, _ = self._distinct
         C, _, W = self._blocks(w, total, rows)
         Cc = C - (counts @ C) / self.n
         scaled = Cc * np.sqrt(counts)[:, None]
-        Qs = [Cc.T @ _summed(t, inverse, rows.shape[0]) for t in targets]
+        Qs = [Cc.T @ t.summed for t in targets]
         return self._aligned(self._inverse(W), scaled.T @ scaled, Qs, targets)[1]
 
     def _statistics(self, w, total, targets):
@@ -373,15 +375,6 @@ def sum_copies(F: np.ndarray, inverse: np.ndarray, count: int) -> np.ndarray:
     summed = np.zeros((count, F.shape[1]))
     np.add.at(summed, inverse, F)
     return summed
-
-
-def _summed(target: _Target, inverse: np.ndarray, count: int) -> np.ndarray:
-    """A factor target's :func:`sum_copies` (kept on the target: the audit measures twenty-odd
-    selections against the same targets)."""
-    found = getattr(target, "summed", None)
-    if found is None or found.shape[0] != count:
-        found = target.summed = sum_copies(target.data, inverse, count)
-    return found
 
 
 class Linear:
