@@ -31,8 +31,17 @@ Four parts, each in its own process (so that each peak memory is that part's alo
   width ratio dask/in-process over the moment metrics; share of dask intervals that contain the
   in-process point estimate).
 
-``--bootstrap N`` gives the ``large`` audit N replicates (default: the library's default, which on
-20,000,000 rows is none: a replicate is predicted to take longer than the default's budget).
+* ``poisson`` — in this process, one thread: :meth:`GroupMoments.poisson_replicates` (the
+  arithmetic of the replicate pass) on 100,000 rows in three groups at 5–80 features and 20 or
+  100 replicates: CPU nanoseconds per row and replicate against the cost model
+  (:func:`fairaudit.cost.poisson_row_seconds`).
+
+``--bootstrap N`` gives the ``large`` audit N replicates (default: the library's default, fitted to
+about a minute by the cost model: the replicate pass over the data as long as the read's pass, then
+each replicate's share of its arithmetic and its fits). The ``large`` and ``intervals`` parts report
+the replicate pass (its partitions' progress events, wall seconds) and the intervals' seconds
+measured against the cost model's prediction (:meth:`PartitionedData.replicate_cost`), and what the
+default would be on those data.
 
 The machine is shared (2 cores for every engineer): run it alone under the heavy lock and read the
 figures as upper bounds; ratios measured side by side are the robust figures::
@@ -134,6 +143,58 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+# ---------------------------------------------------------------------- the replicate pass
+class PassClock:
+    """A progress callback that times the replicate pass (``stage="bootstrap_pass"`` events: the
+    first partition done to the last) and keeps every event's ``done``."""
+
+    def __init__(self):
+        self.started = time.perf_counter()
+        self.first = self.last = None
+        self.done: list[int] = []
+
+    def __call__(self, event: dict) -> None:
+        now = time.perf_counter()
+        if event.get("stage") == "estimates":
+            self.started = now  # the replicates start here
+        if event.get("stage") == "bootstrap_pass":
+            self.first = self.first if self.first is not None else now
+            self.last = now
+            self.done.append(int(event["done"]))
+
+    def seconds(self) -> float | None:
+        return None if self.last is None else round(self.last - self.started, 2)
+
+
+def replicate_figures(data, result, clock: PassClock, count: int) -> dict:
+    """The replicate pass and the intervals measured, and what the cost model predicted for them
+    (and for the library's default count on these data)."""
+    from fairaudit.uncertainty import resolve_replicates
+
+    cost = data.replicate_cost(10)
+    default, why = resolve_replicates("pca", None, cost=cost)
+    return {
+        "first_pass_s": round(data._layout.passes.seconds, 2),
+        "parallel": data._layout.passes.parallel,
+        "replicate_pass_s": clock.seconds(),
+        "replicate_pass_predicted_s": round(cost.once + count * (cost.each - _fits_only(data)), 2),
+        "pass_events_done": f"{clock.done[0]}..{clock.done[-1]} ({len(clock.done)} events)" if clock.done else None,
+        "intervals_s": result.uncertainty["pca"].get("seconds"),
+        "intervals_predicted_s": round(cost.seconds(count), 2),
+        "predicted_once_s": round(cost.once, 2),
+        "predicted_each_s": round(cost.each, 3),
+        "default_replicates": default,
+        "default_predicted_s": round(cost.seconds(default), 1),
+        "default_why": why,
+    }
+
+
+def _fits_only(data) -> float:
+    from fairaudit.uncertainty import replicate_seconds
+
+    return replicate_seconds("pca", data.n_rows, data.n_features, 10, data.groups.n_groups, moments_pass=False)
+
+
 # ---------------------------------------------------------------------- parts
 def part_large(args) -> dict:
     from fairaudit import AuditConfig, run_audit
@@ -148,7 +209,8 @@ def part_large(args) -> dict:
             t1 = time.perf_counter()
             data = read_partitioned(str(path), sensitive="group", scheduler=client)
             t2 = time.perf_counter()
-            result = run_audit(data, AuditConfig(engine="dask", bootstrap=args.bootstrap))
+            clock = PassClock()
+            result = run_audit(data, AuditConfig(engine="dask", bootstrap=args.bootstrap), progress=clock)
             t3 = time.perf_counter()
             workers_seen = len(client.scheduler_info()["workers"])
         t4 = time.perf_counter()
@@ -177,6 +239,8 @@ def part_large(args) -> dict:
         "workers_at_end": workers_seen,
         "sample": data.engine["sample_size"],
         "group_sizes": data.group_sizes(),
+        **replicate_figures(data, result, clock, int(result.uncertainty["pca"].get("replicates") or 0)),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
@@ -270,7 +334,9 @@ def part_intervals(args) -> dict:
     t1 = time.perf_counter()
     with dask_session(n_workers=args.workers, memory_limit=args.worker_memory) as (client, where):
         t2 = time.perf_counter()
-        mine = run_audit(read_partitioned(str(path), sensitive="group", scheduler=client), AuditConfig(engine="dask", bootstrap=args.interval_replicates))
+        data = read_partitioned(str(path), sensitive="group", scheduler=client)
+        clock = PassClock()
+        mine = run_audit(data, AuditConfig(engine="dask", bootstrap=args.interval_replicates), progress=clock)
         t3 = time.perf_counter()
     keys = ["method", "variant", "rank", "group", "metric"]
     merged = local.records.merge(mine.records, on=keys, suffixes=("_local", "_dask"), validate="one_to_one")
@@ -290,10 +356,40 @@ def part_intervals(args) -> dict:
         "records_compared": int(len(ratio)),
         "width_ratio_dask_over_local": {q: round(float(ratio.quantile(float(q))), 3) for q in ("0.1", "0.25", "0.5", "0.75", "0.9")},
         "dask_intervals_containing_local_point": round(float(covers.mean()), 3),
+        **replicate_figures(data, mine, clock, args.interval_replicates),
+        "load_average": round(os.getloadavg()[0], 2),
     }
 
 
-PARTS = {"data": part_data, "large": part_large, "equality": part_equality, "ratio": part_ratio, "intervals": part_intervals}
+def part_poisson(args) -> dict:
+    """The replicate pass's arithmetic per row and replicate, one thread, against the cost model."""
+    from threadpoolctl import threadpool_limits
+
+    from fairaudit.cost import poisson_row_seconds
+    from fairaudit.engine.moments import GroupMoments
+
+    rng = np.random.default_rng(0)
+    rows = 100_000
+    bounds = np.array([0, 60_000, 90_000, rows])
+    found = {}
+    with threadpool_limits(limits=1):
+        for d in (5, 10, 20, 40, 80):
+            X = rng.normal(size=(rows, d))
+            for B in (20, 100):
+                best = min(_cpu(GroupMoments.poisson_replicates, X, bounds, np.random.default_rng(1), B) for _ in range(3))
+                found[f"d={d} B={B}"] = {"ns_per_row_replicate": round(best / (rows * B) * 1e9, 1),
+                                         "model_ns": round(poisson_row_seconds(d) * 1e9, 1)}
+    return {"part": "poisson", "rows": rows, "figures": found, "load_average": round(os.getloadavg()[0], 2)}
+
+
+def _cpu(work, *args) -> float:
+    started = time.process_time()
+    work(*args)
+    return time.process_time() - started
+
+
+PARTS = {"data": part_data, "large": part_large, "equality": part_equality, "ratio": part_ratio, "intervals": part_intervals,
+         "poisson": part_poisson}
 
 
 def main() -> None:

@@ -683,6 +683,15 @@ class FamilyAudit:
         a Poisson-bootstrap draw)."""
         return uncertainty.stratified_resample(self.codes, rng, rows)
 
+    def replicate_cost(self) -> uncertainty.ReplicateCost:
+        """The predicted cost of this family's bootstrap replicates on its data (the groups count for
+        the PCA family), to which :func:`fairaudit.uncertainty.resolve_replicates` fits the default
+        count; the dask engine's PCA family adds its pass over the data."""
+        ranks = len(getattr(self, "ranks", ())) or None
+        return uncertainty.ReplicateCost(
+            uncertainty.replicate_seconds(self.method, self.data.n_rows, self.data.n_features, ranks, n_groups=len(self.labels))
+        )
+
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (variant, rank), seconds in fits.seconds.items():
             out.add(variant, rank, "seconds", seconds)
@@ -817,9 +826,7 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     family.facts(fits, sink)
     for (variant, rank), model in family.models_of(fits).items() if config.keep_models else ():
         sink.keep(variant, rank, model)
-    replicates, why = uncertainty.resolve_replicates(
-        family.method, config.bootstrap, family.data.n_rows, family.data.n_features, len(getattr(family, "ranks", ())) or None
-    )
+    replicates, why = uncertainty.resolve_replicates(family.method, config.bootstrap, cost=family.replicate_cost())
     summary.update(replicates=replicates, why=why)
     if replicates:
         sink.estimates_ready(summary, time.perf_counter() - begun)
@@ -1047,7 +1054,10 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         its fits and before any replicate, with ``stage="estimates"`` and ``result``: the
         :class:`AuditResult` of that family's point estimates (every record, no bootstrap
         interval yet; its ``uncertainty`` summary has ``intervals_pending``), for a viewer to show
-        while the replicates run (the dashboard does). Raising from it (e.g.
+        while the replicates run (the dashboard does). On data read partition by partition (the
+        dask engine), the PCA family's replicates start with one more pass over the partitions,
+        reported per partition with ``stage="bootstrap_pass"`` (``done``/``total`` partitions,
+        ``unit="partitions"``). Raising from it (e.g.
         :class:`AuditCancelled`) stops the run; the exception propagates.
     """
     run = AuditRun(data, config, progress)

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
-from .cost import duration, expected_parts, expected_seconds
+from .cost import duration, expected_data_seconds
 from .data import (
     DEFAULT_MAX_MB,
     MISSING_POLICIES,
@@ -573,10 +573,7 @@ REFUSE_SECONDS = 600
 
 
 def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
-    rows = min(data.n_rows, getattr(data, "sample_rows", data.n_rows))  # the dask engine fits the PCA family from moments, the rest on its sample
-    seconds, cause = expected_seconds(rows, data.n_features, config)
-    if hasattr(data, "sample_rows") and "pca" in config.methods:  # the dask engine: no bootstrap replicates for the PCA family
-        seconds -= expected_parts(rows, data.n_features, config)["pca"].bootstrap
+    seconds, cause = expected_data_seconds(data, config)  # the dask engine: moments, its sample, its replicate pass
     if seconds > REFUSE_SECONDS and not allow_slow:
         raise ParameterError(
             f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
@@ -632,6 +629,8 @@ class ProgressReporter:
             return
         if stage == "bootstrap":  # the intervals: one event per bootstrap replicate
             line = f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals)"
+        elif stage == "bootstrap_pass":  # the dask engine: one more pass over the data gives every replicate's moments
+            line = f"[{now - self.started:7.1f} s] {method}: reading the data again for the bootstrap replicates, {done}/{total} partitions (intervals)"
         else:
             self.fits = done
             line = f"[{now - self.started:7.1f} s] {method}: {done}/{total} fits ({event.get('variant')}, rank {event.get('rank')})"

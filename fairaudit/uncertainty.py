@@ -73,7 +73,7 @@ can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN 
 
 
 REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
-    "pca": ((600, 10, 0.10), (4165, 12, 0.10), (30000, 22, 0.13)),
+    "pca": ((600, 10, 0.101), (26551, 10, 0.086), (30000, 22, 0.127), (20000, 60, 0.866), (1_000_000, 20, 0.335)),
     "nmf": ((600, 10, 1.62), (4165, 12, 2.0), (30000, 22, 13.3)),
     "fs": ((600, 10, 0.07), (4165, 12, 0.55), (30000, 22, 8.75)),
     "cpd": ((600, 10, 0.70), (4165, 12, 5.2), (30000, 22, 3.03)),
@@ -95,7 +95,10 @@ measurement (load 0.1–0.4; their code did not change: today 0.10 / 0.13 s for 
 the quiet 8.75 s kept). CP's
 30,000-row replicate is cheaper than its 4,165-row one: above
 ``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds` predicts
-other sizes from them."""
+other sizes from them. PCA's are two-group data measured 2026-11-23 with
+``benchmarks/bench_pca_groups.py`` (CPU seconds under one BLAS thread, load 1.5–2.4; the default
+sample, LSAC, the credit file by SEX, synthetic 20,000 × 60 and 1,000,000 × 20 tables), to which
+:data:`PCA_REPLICATE_TERMS` are fitted."""
 
 MEASURED_RANKS = {"fs": 4}
 """How many ranks (feature-selection: sizes) the audits of :data:`REPLICATE_MEASURED` swept: ten
@@ -103,23 +106,59 @@ ranks, except feature selection's four default sizes (10–40 % of the features)
 feature-selection prediction by sizes/10 made it half the measured time (1.0 s predicted, 1.93 s
 measured per replicate on the 4,165 × 12 credit table), so its default ran 50 replicates (97 s)."""
 
-ANCHOR = REPLICATE_MEASURED["pca"][0][:2]
-"""The smallest size the PCA replicate was measured at (the default sample, 600 × 10)."""
-
-
 def pca_dimension_seconds(s: int) -> float:
-    """The PCA family's fits in its problem's dimension ``s = min(rows, features)``: the
-    eigen-decompositions (``s³``) and JEVD's Jacobi sweeps on at most 100 dimensions — the terms
-    of the audit's own time model (:data:`fairaudit.cost.FAMILY_COST`, measured up to
-    1,000 × 1,000), one place for both models."""
+    """The PCA family's audit fits in its problem's dimension ``s = min(rows, features)``: the
+    eigen-decompositions (``s³``) and JEVD's Jacobi sweeps from the identity on at most 100
+    dimensions — the terms of the audit's own time model (:data:`fairaudit.cost.FAMILY_COST`,
+    measured up to 1,000 × 1,000). A replicate's warm-started fits cost far less
+    (:data:`PCA_REPLICATE_TERMS`)."""
     return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3
 
 
-def _pca_fit_seconds(n_rows: int, n_features: int) -> float:
-    """The PCA family's fits (:func:`pca_dimension_seconds`), which a replicate repeats; plus one
-    weighted pass for the moments."""
+PCA_REPLICATE_TERMS = (8.2e-3, 3.45e-7, 5.6e-10)
+"""``(a, b, c)``: a PCA bootstrap replicate of two-group data takes ``a + b·s³`` seconds per rank
+— its fits, warm-started from the audit's (a fixed part, and the eigen-decompositions of the
+problem's dimension ``s = min(rows, features)``) — plus ``c · rows · features · s`` for its
+weighted pass over the rows (the resample's row weights and the weighted moments,
+``LocalEngine.summarise(weights=…)``). Fitted (least squares of the relative error) to
+:data:`REPLICATE_MEASURED`'s PCA points, which it gives to 0–18 % (the default sample 0.101 s
+measured, 0.086 predicted; LSAC 0.086 / 0.087; credit 0.127 / 0.127; 20,000 × 60 0.866 / 0.867;
+1,000,000 × 20 0.335 / 0.334; the 3-valued 2,996 × 5 table at its 5 ranks 0.038 / 0.041). Wide data
+(fitted in the row space) cost less than it says: 50 × 5,000 measured 0.30 s, predicted 0.52 s."""
+
+PCA_GROUP_FACTOR = (1.7, 0.32)
+"""``(three, each)``: a PCA replicate's fits on ``k ≥ 3`` groups cost ``three + each · (k − 3)``
+times those on two. Fair PCA's dual has one weight per group: two groups take a search along one
+weight (regula falsi), three or more Kelley's cutting planes, whose LPs and number of cuts grow
+with the groups (``fairaudit/pca/_dual.py``); JEVD-PCA diagonalises ``k`` covariances jointly.
+Measured on the same rows split into more groups (``benchmarks/bench_pca_groups.py``, CPU seconds,
+load 1.5–2.4), the fits' ratio to two groups: three groups 1.65 (LSAC), 1.83 (credit by
+EDUCATION), 1.39 (synthetic 20,000 × 60), 1.71 (a 2,996 × 5 table), 1.86 (``bench_dask``'s
+1,000,000 × 20); six groups 2.73, 2.85, 2.24 — about the same factor at 5, 10, 21 and 60 features,
+where the time per group beyond two is not (0.026 s at 5 features, 0.36 s at 60 for the third
+group). How many cuts a dual needs depends on the data, not only on ``k``: the factor is an
+average, within about ±20 % of each case above."""
+
+
+def pca_group_factor(n_groups: int | None) -> float:
+    """How many times a PCA replicate's fits on ``n_groups`` groups cost those on two
+    (:data:`PCA_GROUP_FACTOR`; 1 when the groups are not known)."""
+    if not n_groups or n_groups <= 2:
+        return 1.0
+    three, each = PCA_GROUP_FACTOR
+    return three + each * (n_groups - 3)
+
+
+def _pca_replicate_seconds(n_rows: int, n_features: int, n_ranks: int | None, n_groups: int | None, moments_pass: bool) -> float:
+    """:data:`PCA_REPLICATE_TERMS` × :func:`pca_group_factor` (ten ranks when not known); without
+    the weighted pass over the rows when ``moments_pass`` is False (the dask engine's replicates
+    get their moments from one pass for all of them, which :func:`fairaudit.cost.poisson_replicate_cost`
+    adds)."""
     s = min(n_rows, n_features)
-    return pca_dimension_seconds(s) + 2e-9 * n_rows * n_features * s
+    per_rank, cubic, weighted = PCA_REPLICATE_TERMS
+    fits = (10 if n_ranks is None else max(1, n_ranks)) * (per_rank + cubic * s**3) * pca_group_factor(n_groups)
+    return fits + (weighted * n_rows * n_features * s if moments_pass else 0.0)
+
 
 DEFAULT_BUDGET_SECONDS = 60
 """The default intervals of one family may take about this long (predicted from the data's size):
@@ -139,21 +178,49 @@ HOLDOUT_SUGGESTED = 0.3
 
 
 
-def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None) -> float:
+def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None, n_groups: int | None = None, *,
+                      moments_pass: bool = True) -> float:
     """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data,
     from :data:`REPLICATE_MEASURED`: NMF, feature selection and CP grow with the cells (the broken
-    line through the measurements, never below the smallest), the PCA family with its problem's
-    dimension (:func:`_pca_fit_seconds` beyond its measured replicate, whose cost did not grow
-    from the default sample to credit's 30,000 rows). Scaled by the number of ranks."""
+    line through the measurements, never below the smallest), scaled by the number of ranks; the
+    PCA family by its ranks, its problem's dimension, its rows and its groups
+    (:data:`PCA_REPLICATE_TERMS`, :data:`PCA_GROUP_FACTOR`; ``moments_pass=False``: without the
+    replicate's weighted pass over the rows, which the dask engine makes once for all replicates)."""
+    if method == "pca":
+        return _pca_replicate_seconds(n_rows, n_features, n_ranks, n_groups, moments_pass)
     found = REPLICATE_MEASURED.get(method)
     if not found:
         return 0.0
     scale = 1.0 if n_ranks is None else max(1, n_ranks) / MEASURED_RANKS.get(method, 10)
-    if method == "pca":
-        base = max(t for _, _, t in found) + max(0.0, _pca_fit_seconds(n_rows, n_features) - _pca_fit_seconds(*ANCHOR))
-    else:
-        base = _piecewise_in_cells(found, n_rows * n_features)
-    return base * scale
+    return _piecewise_in_cells(found, n_rows * n_features) * scale
+
+
+@dataclass(frozen=True)
+class ReplicateCost:
+    """Predicted seconds of a family's bootstrap replicates: ``each`` per replicate and ``once``
+    before the first — the dask engine's pass over the data that computes every replicate's
+    moments (``0`` elsewhere)."""
+
+    each: float
+    once: float = 0.0
+
+    def seconds(self, count: int) -> float:
+        """Of ``count`` replicates (none: nothing, not even the pass)."""
+        return self.once + count * self.each if count > 0 else 0.0
+
+    def affordable(self, budget: float) -> int | None:
+        """The most replicates that fit in ``budget`` seconds (``None``: no limit, nothing costs)."""
+        if self.each <= 0:
+            return None if self.once <= budget else 0
+        return max(0, int((budget - self.once) // self.each))
+
+    def describe(self) -> str:
+        """``"a replicate about 0.4 s"``, or with a pass ``"one more pass over the data (about 18 s),
+        then about 0.4 s per replicate"``."""
+        each = f"{self.each:.0f} s" if self.each >= 10 else f"{self.each:.2g} s"
+        if self.once <= 0:
+            return f"a replicate about {each}"
+        return f"one more pass over the data (about {duration(self.once)}), then about {each} per replicate"
 
 
 def _piecewise_in_cells(found, cells: int) -> float:
@@ -167,29 +234,30 @@ def _piecewise_in_cells(found, cells: int) -> float:
     return max(min(ts), value)
 
 
-def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None) -> tuple[int, str]:
+def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None, *,
+                       n_groups: int | None = None, cost: ReplicateCost | None = None) -> tuple[int, str]:
     """``(replicates, why)``: :data:`DEFAULT_BOOTSTRAP`'s count for ``method``, fewer when they would
-    take more than :data:`DEFAULT_BUDGET_SECONDS` on data of this size, capped by
-    :data:`DEFAULT_CAP_VARIABLE` when that is set."""
-    count = DEFAULT_BOOTSTRAP.get(method, 20)
+    take more than :data:`DEFAULT_BUDGET_SECONDS` — predicted by ``cost``, else from the data's size
+    (:func:`replicate_seconds`) — capped by :data:`DEFAULT_CAP_VARIABLE` when that is set."""
+    default = DEFAULT_BOOTSTRAP.get(method, 20)
+    count = default
     why = f"default for this family: {BOOTSTRAP_REASONS.get(method, 'measured cost')}"
-    if n_rows is not None and n_features is not None:
-        each = replicate_seconds(method, n_rows, n_features, n_ranks)
-        affordable = int(DEFAULT_BUDGET_SECONDS // each) if each > 0 else count
-        if affordable < count:
-            if affordable < MIN_DEFAULT_REPLICATES:
-                count = 0
-                why = (
-                    f"no intervals by default on data this size: a replicate would take about {each:.0f} s "
-                    f"({DEFAULT_BOOTSTRAP.get(method, 20)} replicates about {each * DEFAULT_BOOTSTRAP.get(method, 20) / 60:.0f} min); "
-                    f"ask for them with {_term('bootstrap', MIN_DEFAULT_REPLICATES)} or more"
-                )
-            else:
-                count = affordable
-                why = (
-                    f"default shortened to fit about {duration(DEFAULT_BUDGET_SECONDS)} on data this size (a replicate "
-                    f"about {each:.1f} s); ask for more with {_term('bootstrap')}"
-                )
+    if cost is None and n_rows is not None and n_features is not None:
+        cost = ReplicateCost(replicate_seconds(method, n_rows, n_features, n_ranks, n_groups))
+    affordable = None if cost is None else cost.affordable(DEFAULT_BUDGET_SECONDS)
+    if affordable is not None and affordable < count:
+        if affordable < MIN_DEFAULT_REPLICATES:
+            count = 0
+            why = (
+                f"no intervals by default on data this size: {cost.describe()} ({default} replicates about "
+                f"{duration(cost.seconds(default))}); ask for them with {_term('bootstrap', MIN_DEFAULT_REPLICATES)} or more"
+            )
+        else:
+            count = affordable
+            why = (
+                f"default shortened to fit about {duration(DEFAULT_BUDGET_SECONDS)} on data this size ({cost.describe()}); "
+                f"ask for more with {_term('bootstrap')}"
+            )
     cap = os.environ.get(DEFAULT_CAP_VARIABLE)
     if cap:
         try:
@@ -208,12 +276,14 @@ def _term(name: str, value=None) -> str:
 
 
 def resolve_replicates(
-    method: str, bootstrap: int | None, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None
+    method: str, bootstrap: int | None, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None, *,
+    n_groups: int | None = None, cost: ReplicateCost | None = None,
 ) -> tuple[int, str]:
-    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap`` (the data's size and
-    the number of ranks shape the default, see :func:`default_replicates`)."""
+    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap`` (the predicted cost —
+    ``cost``, else the data's size, groups and number of ranks — shapes the default, see
+    :func:`default_replicates`)."""
     if bootstrap is None:
-        return default_replicates(method, n_rows, n_features, n_ranks)
+        return default_replicates(method, n_rows, n_features, n_ranks, n_groups=n_groups, cost=cost)
     if bootstrap == 0:
         return 0, f"intervals turned off ({_term('bootstrap', 0)})"
     return int(bootstrap), f"chosen ({_term('bootstrap', int(bootstrap))})"

@@ -328,10 +328,12 @@ def test_in_memory_data_on_the_dask_engine():
 def test_the_command_line_on_a_local_cluster(files, tmp_path, capsys):
     out = tmp_path / "report.json"
     code = main(["audit", str(files["parquet"]), "--sensitive", "group", "--label", "outcome", "--missing", "drop", "--engine", "dask",
-                 "--workers", "1", "--ranks", "1:2", "--json", str(out)])
+                 "--workers", "1", "--ranks", "1:2", "--bootstrap", "10", "--json", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "a local cluster of 1 worker process" in captured.err
+    assert "pca: reading the data again for the bootstrap replicates, 1/1 partitions (intervals)" in captured.err  # one of 500,000 rows
+    assert captured.err.index("bootstrap replicates for the intervals follow") < captured.err.index("reading the data again")
     assert "engine: dask" in captured.out
     import json
 
@@ -404,3 +406,142 @@ def test_poisson_bootstrap_guards(files, tmp_path, monkeypatch):
     changed.to_csv(copy, index=False)
     with pytest.raises(FairAuditError, match="changed since it was read"):
         run_audit(data, AuditConfig(ranks=(1,), bootstrap=10, engine="dask", variants=("vanilla",)))
+
+
+# ---------------------------------------------------------------------------- the replicate pass: progress, cancel, client
+@pytest.fixture
+def slow_partitions(monkeypatch):
+    """Every partition's summary takes 0.1 s longer (the workers are threads of this process), and
+    the partitions summarised are counted: a pass stopped early leaves some unread."""
+    import time
+
+    from fairaudit.engine import _sources
+
+    calls = []
+    summarise = _sources.summarise_table
+
+    def slow(*args, **kwargs):
+        calls.append(1)
+        time.sleep(0.1)
+        return summarise(*args, **kwargs)
+
+    monkeypatch.setattr(_sources, "summarise_table", slow)
+    return calls
+
+
+@pytest.fixture
+def cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as running:
+        yield running
+
+
+REPLICATED = AuditConfig(ranks=(1,), bootstrap=10, engine="dask", variants=("vanilla",))
+
+
+def _pass_events(events: list[dict]) -> list[dict]:
+    return [e for e in events if e["stage"] == "bootstrap_pass"]
+
+
+@pytest.mark.parametrize("where", ["threads", "cluster"])
+def test_the_replicate_pass_reports_each_partition_and_a_cancel_stops_it(files, cluster, slow_partitions, where):
+    """The pass over the data that computes every replicate's moments is reported per partition
+    (contract 4: ``stage="bootstrap_pass"``, ``done`` rising to ``total`` partitions, between the
+    point estimates and the first replicate); a callback raising AuditCancelled during it stops
+    the run there, and the partitions still queued are not read."""
+    import time
+
+    from distributed import Client
+
+    from fairaudit.audit import AuditCancelled
+
+    with Client(cluster, set_as_default=False) as client:
+        data = partitioned(files["parquet"], scheduler=client if where == "cluster" else None)
+        total = data.engine["partitions"]
+        assert total >= 6
+        events: list[dict] = []
+        run_audit(data, REPLICATED, progress=events.append)
+        passing = _pass_events(events)
+        assert [e["done"] for e in passing] == list(range(1, total + 1))
+        assert {(e["method"], e["total"], e["unit"]) for e in passing} == {("pca", total, "partitions")}
+        assert all(a["seconds"] <= b["seconds"] for a, b in zip(passing, passing[1:], strict=False))
+        stages = [e["stage"] for e in events]
+        assert stages.index("estimates") < stages.index("bootstrap_pass") and events.index(passing[-1]) < stages.index("bootstrap")
+
+        seen: list[dict] = []
+
+        def cancel(event: dict) -> None:
+            seen.append(event)
+            if event["stage"] == "bootstrap_pass" and event["done"] == 2:
+                raise AuditCancelled("cancelled by the user")
+
+        slow_partitions.clear()
+        with pytest.raises(AuditCancelled):
+            run_audit(data, dataclasses.replace(REPLICATED, bootstrap=11), progress=cancel)  # another count: a new pass
+        time.sleep(1.0)  # long enough for every queued partition to be read, had the pass gone on
+        assert seen[-1]["stage"] == "bootstrap_pass" and "bootstrap" not in {e["stage"] for e in seen}
+        assert len(slow_partitions) < total, (len(slow_partitions), total)
+        if where == "cluster":
+            assert client.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) == 0
+
+
+def test_the_replicate_pass_runs_on_the_reads_client_and_says_what_to_do_when_it_is_closed(files, cluster):
+    """A later pass over the data runs on the client the read used while it is open; once the caller
+    has closed it, a clear error says what to do (keep it open, give an address, or no
+    intervals); read through an address, each pass connects again."""
+    from distributed import Client, get_task_stream
+
+    client = Client(cluster, set_as_default=False)
+    data = partitioned(files["parquet"], scheduler=client)
+    with get_task_stream(client) as stream:
+        result = run_audit(data, REPLICATED)
+    assert result.records[result.records.metric == "error"].ci_low.notna().all()
+    assert any("parquet_partition" in task["key"][0] if isinstance(task["key"], tuple) else "parquet_partition" in task["key"]
+               for task in stream.data)
+    client.close()
+    with pytest.raises(ParameterError) as closed:
+        run_audit(data, dataclasses.replace(REPLICATED, bootstrap=11))
+    message = str(closed.value)
+    assert "dask client that is now closed" in message and "the 11 bootstrap replicates" in message
+    assert "Keep the client open" in message and "scheduler=" in message and "bootstrap=0" in message
+    with pytest.raises(ParameterError, match="a sample of 1,200 rows"):
+        data.summary(1200)
+    by_address = partitioned(files["parquet"], scheduler=cluster.scheduler_address)
+    again = run_audit(by_address, REPLICATED)
+    assert again.records[again.records.metric == "error"].ci_low.notna().all()
+
+
+def test_the_replicate_cost_counts_the_pass_over_the_data(files, monkeypatch):
+    """The Poisson bootstrap's cost model: one more pass over the data as long as the read's own
+    pass, then per replicate its share of that pass's arithmetic and its fits. The audit's default
+    count and the command line's expectation both use it: a slow read shortens the default, or
+    leaves it out with the reason."""
+    from fairaudit.cost import data_parts, expected_data_seconds, poisson_row_seconds
+    from fairaudit.uncertainty import replicate_seconds
+
+    monkeypatch.delenv("FAIRAUDIT_DEFAULT_BOOTSTRAP", raising=False)
+    data = partitioned(files["parquet"])
+    passes = data._layout.passes
+    cost = data.replicate_cost(1)
+    assert cost.once == passes.seconds > 0 and passes.parallel >= 1
+    fits = replicate_seconds("pca", data.n_rows, data.n_features, 1, data.groups.n_groups, moments_pass=False)
+    assert cost.each == pytest.approx(fits + data.n_rows * poisson_row_seconds(data.n_features) / passes.parallel)
+
+    def read_taking(seconds: float) -> PartitionedData:
+        layout = dataclasses.replace(data._layout, passes=dataclasses.replace(passes, seconds=seconds))
+        return dataclasses.replace(data, _layout=layout, _cache={})
+
+    config = AuditConfig(ranks=(1,), engine="dask", variants=("vanilla",))
+    slow = read_taking(60 - 50.5 * cost.each)  # room for 50 replicates after the pass
+    result = run_audit(slow, config)
+    summary = result.uncertainty["pca"]
+    assert summary["replicates"] == slow.replicate_cost(1).affordable(60) == 50, summary
+    assert "shortened" in summary["why"] and "one more pass over the data" in summary["why"]
+    parts = data_parts(slow, dataclasses.replace(config, bootstrap=20))
+    assert parts["pca"].replicates == 20 and parts["pca"].bootstrap == pytest.approx(slow.replicate_cost(1).seconds(20))
+    assert expected_data_seconds(slow, dataclasses.replace(config, bootstrap=20))[0] > 59
+    slower = read_taking(60 - 5.5 * cost.each)  # room for 5: no intervals by default, and why
+    summary = run_audit(slower, config).uncertainty["pca"]
+    assert summary["replicates"] == 0 and "no intervals by default" in summary["why"] and "one more pass" in summary["why"]
+    assert data_parts(slower, config)["pca"].bootstrap == 0

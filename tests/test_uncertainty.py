@@ -81,7 +81,7 @@ def test_default_replicates_come_from_the_family_its_cost_and_the_cap(monkeypatc
     count, why = uncertainty.resolve_replicates("nmf", 0)
     assert count == 0 and render(why, "cli") == "intervals turned off (--bootstrap 0)"
     # predicted from the data's size: fewer replicates, or none, when the default would take long
-    shorter, why = uncertainty.resolve_replicates("pca", None, 1000, 50)
+    shorter, why = uncertainty.resolve_replicates("pca", None, 1000, 80)
     assert uncertainty.MIN_DEFAULT_REPLICATES <= shorter < uncertainty.DEFAULT_BOOTSTRAP["pca"] and "shortened" in why
     none, why = uncertainty.resolve_replicates("cpd", None, 300000, 22)  # beyond the measurements: in proportion to the cells
     assert none == 0 and "no intervals by default" in why and "--bootstrap 10" in render(why, "cli")

@@ -141,7 +141,7 @@ def _no_poisson_bootstrap(data, config) -> str | None:
     if sizes[smallest] < POISSON_MIN_GROUP_ROWS:
         return NO_INTERVALS_SMALL.format(rows=POISSON_MIN_GROUP_ROWS, group=smallest, size=sizes[smallest], local=local)
     layout = data._layout
-    count, _ = resolve_replicates("pca", config.bootstrap, data.n_rows, data.n_features, len(config.resolved_ranks(data.n_features)))
+    count, _ = resolve_replicates("pca", config.bootstrap, cost=data.replicate_cost(len(config.resolved_ranks(data.n_features))))
     if layout is not None and count and layout.replicate_bytes(count) > REPLICATE_SUMMARY_BYTES:
         fits = REPLICATE_SUMMARY_BYTES // layout.replicate_bytes(1)
         ask = (f"ask for {term('bootstrap', int(fits))} or fewer" if fits >= MIN_DEFAULT_REPLICATES

@@ -139,7 +139,7 @@ class _Layout:
     key_group: dict  # raw key → group code (keys without a kept group are absent)
     columns: np.ndarray
     exponents: np.ndarray
-    reread: object  # plan → the reduced PartitionSummary of a new pass
+    passes: _Passes  # how to read the data again
     n_keys: int = 0  # raw key combinations in the data (a replicate pass holds B of each key's moments)
 
     def replicate_bytes(self, count: int) -> int:
@@ -147,8 +147,11 @@ class _Layout:
         d = len(self.plan.features)
         return int(count) * max(self.n_keys, 1) * (d * d + d + 1) * 8
 
-    def replicates(self, data: PartitionedData, count: int, seed: int) -> list[DataSummary]:
-        summary = self.reread(replace(self.plan, sample_rows=1, replicates=count, replicate_seed=seed))
+    def replicates(self, data: PartitionedData, count: int, seed: int, progress=None) -> list[DataSummary]:
+        """``count`` Poisson-bootstrap replicates' summaries from one more pass over the data
+        (``progress(done, total)`` hears each partition done; what it raises stops the pass)."""
+        plan = replace(self.plan, sample_rows=1, replicates=count, replicate_seed=seed)
+        summary = self.passes.reduce(plan, f"the {count} bootstrap replicates of its intervals", progress)
         if summary.digest() != data.source["sha256"]:
             raise FairAuditError(
                 f"{data.source['name']} changed since it was read (its partitions' SHA-256 differ): the bootstrap replicates "
@@ -237,20 +240,35 @@ class PartitionedData:
             self._cache[key] = self._redo(int(sample_rows), int(random_state))._summary
         return self._cache[key]
 
-    def replicate_summary(self, draw: PoissonReplicate) -> DataSummary:
+    def replicate_summary(self, draw: PoissonReplicate, progress=None) -> DataSummary:
         """Replicate ``draw.index`` of the Poisson bootstrap of the group moments
         (:meth:`GroupMoments.poisson_replicates`): on its first call for ``(count, seed)`` one more
         pass over the data computes every replicate's moments at once, per key and partition,
         reduced as the moments are. Each group's weights are then scaled to sum to its row count —
         the stratified bootstrap's fixed group sizes (the local engine's multinomial counts
         within each group) — and the scaling is re-estimated on the replicate, as the data
-        boundary would on a resample. No row sample (replicates measure only what the moments give)."""
+        boundary would on a resample. No row sample (replicates measure only what the moments give).
+        ``progress(done, total)`` hears each partition of that pass done; what it raises stops it."""
         key = ("replicates", int(draw.count), int(draw.seed))
         if key not in self._cache:
             if self._layout is None:
                 raise ParameterError("this data set cannot be read again for bootstrap replicates; read it with read_partitioned.")
-            self._cache[key] = self._layout.replicates(self, int(draw.count), int(draw.seed))
+            self._cache[key] = self._layout.replicates(self, int(draw.count), int(draw.seed), progress)
         return self._cache[key][draw.index]
+
+    def replicate_cost(self, n_ranks: int | None = None):
+        """What the PCA family's Poisson-bootstrap replicates are predicted to cost on these data
+        (:class:`~fairaudit.uncertainty.ReplicateCost`): one more pass over the partitions, as long
+        as the read's own pass took, then per replicate its share of that pass's arithmetic and
+        its fits (:func:`fairaudit.cost.poisson_replicate_cost`)."""
+        from ..cost import poisson_replicate_cost
+
+        passes = None if self._layout is None else self._layout.passes
+        return poisson_replicate_cost(
+            self.n_rows, self.n_features, self.groups.n_groups, n_ranks,
+            first_pass=None if passes is None else passes.seconds, parallel=1 if passes is None else passes.parallel,
+            n_columns=len(self.feature_names) + len(self.sensitive) + (self.label_name is not None), file_format=self.source["format"],
+        )
 
     def sample_data(self) -> AuditData:
         """The stratified sample as in-memory :class:`AuditData` (unscaled rows, the data's
@@ -396,32 +414,23 @@ def read_partitioned(
             _check_features(plan, src)
             started = time.perf_counter()
             say(f"reading {src.description} on {where}")
-            summary = _reduce(src.tasks(plan), plan, client, say)
-            say(f"read {int(summary.rows.sum()):,} rows in {time.perf_counter() - started:.1f} s")
+            summary = _reduce(src.tasks(plan), plan, client, _every(PROGRESS_SECONDS, say, "partitions read"))
+            seconds = time.perf_counter() - started
+            say(f"read {int(summary.rows.sum()):,} rows in {seconds:.1f} s")
             revised = _revised_plan(summary, plan, src, chosen, options, log)
             if revised is None:
                 break
             plan = revised
         else:
             raise FairAuditError(f"{src.name}: the columns kept changing between passes over the data; audit it with {term('engine', 'local')}.")
-
-        def reread(again: PartitionPlan) -> PartitionSummary:
-            """One more pass over the data under ``again`` (a partition that fails to read raises
-            its error, its lines counted from the start of its file)."""
-            with _scheduler(scheduler) as (client_again, _):
-                summary_again = _reduce(src.tasks(again), again, client_again)
-            if summary_again.error is not None:
-                partition, exc = summary_again.error
-                raise shifted(exc, src.shifts(summary_again).get(partition, 0)) from None
-            return summary_again
+        passes = _Passes(src, scheduler, client, where, seconds, _parallelism(client, len(src.partitions)))
 
         def redo(sample_size: int, seed: int) -> PartitionedData:
             """The same data with another sample (one more pass)."""
             again = replace(plan, sample_rows=sample_size, random_state=seed)
-            with _scheduler(scheduler) as (client_again, where_again):
-                return _assemble(_reduce(src.tasks(again), again, client_again), again, src, chosen, options, log, where_again, redo, reread)
+            return _assemble(passes.reduce(again, f"a sample of {sample_size:,} rows"), again, src, chosen, options, log, passes, redo)
 
-        return _assemble(summary, plan, src, chosen, options, log, where, redo, reread)
+        return _assemble(summary, plan, src, chosen, options, log, passes, redo)
 
 
 def _judged_on_head(chosen: FeatureColumns, rows: int, log: list[str]) -> None:
@@ -486,29 +495,132 @@ PROGRESS_SECONDS = 10.0
 """At most one progress line per this many seconds while the partitions are read."""
 
 
-def _reduce(tasks: list, plan: PartitionPlan, client, say=None) -> PartitionSummary:
+def _every(seconds: float, say, what: str):
+    """A ``progress(done, total)`` for :func:`_reduce` that says ``"12 of 40 partitions read (31 s)"``
+    at most once per ``seconds`` (not for the last partition: the caller says when the pass is over)."""
+    if say is None:
+        return None
+    started = last = time.perf_counter()
+
+    def progress(done: int, total: int) -> None:
+        nonlocal last
+        now = time.perf_counter()
+        if now - last >= seconds and done < total:
+            say(f"{done:,} of {total:,} {what} ({now - started:.0f} s)")
+            last = now
+
+    return progress
+
+
+def _reduce(tasks: list, plan: PartitionPlan, client, progress=None) -> PartitionSummary:
     """One summary from the partitions' summaries: a fixed pairwise tree of merges (the same
     rounding whatever order the workers finish in), each partition's summary freed once merged.
-    On a cluster, ``say`` hears how many partitions are done every :data:`PROGRESS_SECONDS`."""
+
+    ``progress(done, total)`` hears each partition as it is done — on a cluster as its future
+    completes, on dask's threads as its task ends — which the command line's lines and the
+    audit's ``stage="bootstrap_pass"`` events count. Whatever it raises (the dashboard's
+    :class:`~fairaudit.audit.AuditCancelled`) stops the pass: the work still queued on the cluster
+    is cancelled and the exception propagates."""
     if not tasks:
         return PartitionSummary.empty(plan)
+    total = len(tasks)
     if client is None:
+        import dask
         from dask import delayed
 
         merge = delayed(merge_summaries, pure=True)
-        return _compute(pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows)), None)
+        whole = pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows))
+        if progress is None:
+            return dask.compute(whole, scheduler="threads")[0]
+        keys, done = {task.key for task in tasks}, 0
+
+        def finished(key, result, dsk, state, worker) -> None:  # dask's posttask callback, on the scheduling thread
+            nonlocal done
+            if key in keys:
+                done += 1
+                progress(done, total)
+
+        return dask.compute(whole, scheduler="threads", callbacks=[(None, None, None, finished, None)])[0]
     from distributed import as_completed
 
     parts = client.compute(tasks)
-    watcher, total = as_completed(parts, loop=client.loop), len(parts)
-    whole = pairwise_tree(parts, lambda a, b: client.submit(merge_summaries, a, b, plan.sample_rows))
-    started = last = time.perf_counter()
-    for done, _ in enumerate(watcher, 1):
-        now = time.perf_counter()
-        if say is not None and now - last >= PROGRESS_SECONDS and done < total:
-            say(f"{done:,} of {total:,} partitions read ({now - started:.0f} s)")
-            last = now
-    return whole.result()
+    submitted = list(parts)
+
+    def merge(a, b):
+        submitted.append(client.submit(merge_summaries, a, b, plan.sample_rows))
+        return submitted[-1]
+
+    whole = pairwise_tree(parts, merge)
+    try:
+        for done, _ in enumerate(as_completed(parts, loop=client.loop), 1):
+            if progress is not None:
+                progress(done, total)
+        return whole.result()
+    except BaseException:
+        client.cancel(submitted)
+        raise
+
+
+CLOSED_CLIENT = (
+    "{name} was read on a dask client that is now {status} ({where}), and {purpose} need one more pass over its "
+    "partitions on that cluster. Keep the client open until the audit returns, or read the data with the scheduler's "
+    "address ({scheduler}) so that each pass connects again{otherwise}."
+)
+
+
+@dataclass(frozen=True)
+class _Passes:
+    """How the data are read again after :func:`read_partitioned`'s pass — for a larger sample
+    (``redo``) or the bootstrap replicates — and what that pass cost.
+
+    A later pass runs where the read ran: on the read's own :class:`distributed.Client` while it is
+    open (a client the caller passed, or the active one), else a clear error (what to do); on a new
+    connection to the address the read was given (the read closed its own); on dask's threads when
+    the read used them."""
+
+    src: object
+    scheduler: object  # what read_partitioned was given: a Client, an address, or None
+    client: object  # the client the read computed on (None: dask's threads in this process)
+    where: str
+    seconds: float  # wall seconds of the read's pass over the data
+    parallel: int  # partitions computed at once (cost model)
+
+    def reduce(self, plan: PartitionPlan, purpose: str, progress=None) -> PartitionSummary:
+        """One more pass under ``plan`` (``purpose``: what it is for, in the closed-client error); a
+        partition that fails to read raises its error, its lines counted from the start of its file."""
+        if isinstance(self.scheduler, str):
+            with _scheduler(self.scheduler) as (client, _):
+                summary = _reduce(self.src.tasks(plan), plan, client, progress)
+        else:
+            summary = _reduce(self.src.tasks(plan), plan, self._open_client(purpose), progress)
+        if summary.error is not None:
+            partition, exc = summary.error
+            raise shifted(exc, self.src.shifts(summary).get(partition, 0)) from None
+        return summary
+
+    def _open_client(self, purpose: str):
+        client = self.client
+        if client is None or getattr(client, "status", "running") == "running":
+            return client
+        otherwise = f", or turn the intervals off ({term('bootstrap', 0)})" if "bootstrap" in purpose else ""
+        raise ParameterError(CLOSED_CLIENT.format(name=self.src.name, status=client.status, where=self.where, purpose=purpose,
+                                                  scheduler=term("scheduler", "tcp://…"), otherwise=otherwise))
+
+
+def _parallelism(client, partitions: int) -> int:
+    """How many partitions a pass computes at once: the workers' threads (on a local cluster, at
+    most this machine's cores), dask's threads in this process one per core; never more than the
+    partitions."""
+    import os
+
+    cores = os.cpu_count() or 1
+    if client is None:
+        threads = cores
+    else:
+        threads = sum(client.nthreads().values()) or 1
+        if getattr(client, "cluster", None) is not None:
+            threads = min(threads, cores)
+    return max(1, min(threads, partitions))
 
 
 # ============================================================================ after the pass
@@ -555,8 +667,8 @@ def _revised_plan(summary: PartitionSummary, plan: PartitionPlan, src, chosen: F
                          random_state=plan.random_state)
 
 
-def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: FeatureColumns, options: dict, log: list[str], where: str,
-              redo, reread=None) -> PartitionedData:
+def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: FeatureColumns, options: dict, log: list[str],
+              passes: _Passes, redo) -> PartitionedData:
     """Groups, accounting, moments and the sample from the reduced summary — :func:`prepare`'s
     steps, on counts per group value instead of rows."""
     log = list(log)
@@ -640,6 +752,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         "excluded": final.excluded,
         "warnings": final.warnings + group_warnings(entries, options["min_group_size"], "rows"),
     }
+    where = passes.where
     engine = {
         "name": "dask",
         "scheduler": where,
@@ -677,8 +790,8 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         _sample_label=sample_label,
         _sample_lines=sample_lines,
         _redo=redo,
-        _layout=None if reread is None else _Layout(
-            plan, {key: int(g) for key, g in zip(summary.keys, key_group.tolist(), strict=True) if g >= 0}, columns, exponents, reread,
+        _layout=_Layout(
+            plan, {key: int(g) for key, g in zip(summary.keys, key_group.tolist(), strict=True) if g >= 0}, columns, exponents, passes,
             len(summary.keys),
         ),
     )
@@ -766,11 +879,12 @@ class DaskEngine(LocalEngine):
     def __init__(self, scheduler=None):
         self.scheduler = scheduler
 
-    def replicate_summary(self, data, draw: PoissonReplicate) -> DataSummary:
+    def replicate_summary(self, data, draw: PoissonReplicate, progress=None) -> DataSummary:
         """Bootstrap replicate ``draw`` of data read partition by partition
-        (:meth:`PartitionedData.replicate_summary`)."""
+        (:meth:`PartitionedData.replicate_summary`; ``progress(done, total)`` hears the partitions
+        of its pass)."""
         require_dask()
-        return data.replicate_summary(draw)
+        return data.replicate_summary(draw, progress)
 
     def summarise(self, data, *, sample_rows: int, random_state=0, weights=None, scaling=None) -> DataSummary:
         require_dask()

@@ -29,6 +29,8 @@ rank-``d`` error.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from sklearn.base import clone
 
@@ -245,7 +247,7 @@ class PCAAudit(FamilyAudit):
         bootstrap replicate of the dask engine) and the row weights (``None``: every row once, the
         engine's plain pass)."""
         if dask_instance(rows, "PoissonReplicate"):
-            return self.engine.replicate_summary(self.data, rows), None
+            return self.engine.replicate_summary(self.data, rows, self._pass_progress()), None
         n = len(self.codes)
         weights = None
         if scaling is not None or not _every_row_once(rows, n):
@@ -255,6 +257,26 @@ class PCAAudit(FamilyAudit):
             weights=weights, scaling=scaling,
         )
         return summary, weights
+
+    def _pass_progress(self):
+        """The dask engine's replicate pass reported as the audit's progress (contract 4): one event
+        per partition done, ``stage="bootstrap_pass"``, ``done``/``total`` the pass's partitions
+        (``unit``), ``seconds`` since the pass began — it precedes the first ``"bootstrap"`` event.
+        Whatever the callback raises (:class:`~fairaudit.audit.AuditCancelled`) stops the pass."""
+        started = time.perf_counter()
+
+        def progress(done: int, total: int) -> None:
+            self.sink.event({"variant": "", "rank": None, "done": done, "total": total, "seconds": time.perf_counter() - started,
+                             "stage": "bootstrap_pass", "unit": "partitions"})
+
+        return progress
+
+    def replicate_cost(self):
+        """On data read partition by partition, the dask engine's Poisson bootstrap: one more pass
+        over the data, then the fits (:meth:`PartitionedData.replicate_cost`)."""
+        if dask_instance(self.data, "PartitionedData"):
+            return self.data.replicate_cost(len(self.ranks))
+        return super().replicate_cost()
 
     def _problem(self, summary, weights, centre=None) -> GroupProblem:
         if summary.rows is None:
