@@ -215,12 +215,12 @@ class ReplicateCost:
         return max(0, int((budget - self.once) // self.each))
 
     def describe(self) -> str:
-        """``"a replicate about 0.4 s"``, or with a pass ``"one more pass over the data (about 18 s),
-        then about 0.4 s per replicate"``."""
+        """``"a replicate about 0.4 s"``, or with a pass ``"one more pass over the data, about 18
+        seconds, then about 0.4 s per replicate"``."""
         each = f"{self.each:.0f} s" if self.each >= 10 else f"{self.each:.2g} s"
         if self.once <= 0:
             return f"a replicate about {each}"
-        return f"one more pass over the data (about {duration(self.once)}), then about {each} per replicate"
+        return f"one more pass over the data, about {duration(self.once)}, then about {each} per replicate"
 
 
 def _piecewise_in_cells(found, cells: int) -> float:

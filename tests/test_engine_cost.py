@@ -32,7 +32,7 @@ def test_a_pass_before_the_replicates_is_counted_once_in_the_default(monkeypatch
     cost = ReplicateCost(each=0.5, once=20)
     assert cost.seconds(0) == 0 and cost.seconds(10) == 25 and cost.affordable(60) == 80
     count, why = resolve_replicates("pca", None, cost=cost)
-    assert count == 80 and "shortened" in why and "one more pass over the data (about 20 seconds), then about 0.5 s per replicate" in why
+    assert count == 80 and "shortened" in why and "one more pass over the data, about 20 seconds, then about 0.5 s per replicate" in why
     count, why = resolve_replicates("pca", None, cost=ReplicateCost(0.5, 58))
     assert count == 0 and "no intervals by default" in why and "one more pass over the data" in why
     assert resolve_replicates("pca", 30, cost=ReplicateCost(0.5, 58))[0] == 30  # asked for: always run
