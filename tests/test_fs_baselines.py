@@ -411,6 +411,38 @@ def test_remembered_graphs_are_shared_safely_between_threads():
     assert found == [("value", i % 5) for i in range(3000)] and len(remembered) <= 2
 
 
+def test_remembered_arrays_are_read_only():
+    """The remembered neighbours, heat graphs and spectral embeddings are handed to every caller
+    with the same data (other sessions' audits among them): an in-place edit raises instead of
+    changing what the next caller reads, and the selectors that share them still fit."""
+    from fairaudit.fs import baselines
+
+    baselines._GRAPHS.clear()
+    baselines._EMBEDDINGS.clear()
+    X = _data(18, n=300)  # from SPARSE_EIGEN_MIN_ROWS: the sparse graph's remembered embedding
+    distances, indices = baselines.nearest_neighbours(X, 5)
+    graph, _ = heat_graph(X, 5)
+    values, vectors, degree = baselines._spectral_embedding(graph, 3, 0)
+    edits = [
+        lambda: distances.__setitem__((0, 0), 1.0),
+        lambda: indices.__setitem__((0, 0), 1),
+        lambda: graph.data.__setitem__(0, 1.0),
+        lambda: graph.indices.__setitem__(0, 1),
+        lambda: graph.indptr.__setitem__(0, 1),
+        lambda: np.multiply(graph.data, 2.0, out=graph.data),
+        lambda: values.__setitem__(0, 1.0),
+        lambda: vectors[:, 0].__imul__(-1.0),  # a view of a read-only array is read-only
+        lambda: degree.__setitem__(0, 1.0),
+    ]
+    for edit in edits:
+        with pytest.raises(ValueError, match="read-only"):
+            edit()
+    assert heat_graph(X.copy(), 5)[0] is graph and baselines._spectral_embedding(graph.copy(), 3, 0)[1] is vectors
+    for selector in (LaplacianScore(3), MCFS(3, n_clusters=2, random_state=0), SPEC(3, n_neighbors=5, criterion="phi3"),
+                     UDFS(3, n_clusters=2), NDFS(3, n_clusters=2, random_state=0)):
+        assert selector.fit(X).get_support().sum() == 3
+
+
 def test_leakage_classifier_survives_wide_and_collinear_selections():
     """Feature selection hands the leakage metric many columns of few rows, some collinear."""
     rng = np.random.default_rng(12)

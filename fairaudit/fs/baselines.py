@@ -60,7 +60,11 @@ def _check_positive_int(value, name: str, minimum: int = 1) -> int:
 class _Remembered:
     """The last ``kept`` values by key, least recently used out; shared safely between threads
     (the dashboard audits several sessions' data at once). A value is computed outside the lock,
-    so two threads may compute the same one; the first stored is the one kept and returned."""
+    so two threads may compute the same one; the first stored is the one kept and returned.
+
+    Every caller with the same key gets the same arrays — another session's audit among them — so
+    what is stored is made read-only (:func:`_read_only`): an in-place edit raises instead of
+    changing what the next caller reads."""
 
     def __init__(self, kept: int):
         self.kept = kept
@@ -72,7 +76,7 @@ class _Remembered:
             if key in self._values:
                 self._values.move_to_end(key)
                 return self._values[key]
-        value = compute()
+        value = _read_only(compute())
         with self._lock:
             value = self._values.setdefault(key, value)
             self._values.move_to_end(key)
@@ -86,6 +90,25 @@ class _Remembered:
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+def _read_only(value):
+    """``value`` with every array in it marked read-only (``setflags(write=False)``), returned: an
+    array, a sparse matrix (its data and index arrays), or a tuple, list or dict of them; other
+    values as they are."""
+    if isinstance(value, np.ndarray):
+        value.setflags(write=False)
+    elif sparse.issparse(value):
+        for part in (value.data, getattr(value, "indices", None), getattr(value, "indptr", None)):
+            if part is not None:
+                part.setflags(write=False)
+    elif isinstance(value, tuple | list):
+        for item in value:
+            _read_only(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _read_only(item)
+    return value
 
 
 def _content_key(*arrays) -> str:
@@ -136,7 +159,7 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     built = _graphs_of(X, k)
     found = built.get(("heat", t))
     if found is None:
-        found = built[("heat", t)] = _heat_graph(*built["neighbours"], t)
+        found = built[("heat", t)] = _read_only(_heat_graph(*built["neighbours"], t))
     return found
 
 
