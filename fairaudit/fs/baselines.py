@@ -43,6 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import ParameterError
 from ..kernels import rbf, rbf_row_blocks
+from ..linalg import dense_top_eigh
 from ..validation import check_rank
 from ._selector import FittedSelector
 from .evaluation import best_kmeans
@@ -381,9 +382,7 @@ def _leading_eigenpairs(M, k: int, random_state) -> tuple[np.ndarray, np.ndarray
     """The ``k`` largest eigenpairs of the normalised adjacency ``M`` (largest first)."""
     n = M.shape[0]
     if not sparse.issparse(M) or n < SPARSE_EIGEN_MIN_ROWS or k >= n - 1:
-        dense = M.toarray() if sparse.issparse(M) else M
-        values, vectors = eigh(dense, subset_by_index=[n - k, n - 1], driver="evr")
-        return values[::-1], vectors[:, ::-1]
+        return dense_top_eigh(M.toarray() if sparse.issparse(M) else M, k)
     # The wanted eigenvalues of the normalised adjacency cluster near 1, where plain Lanczos
     # converges slowly (minutes at 30,000 rows): shift-invert on the normalised Laplacian
     # I − D^{-1/2} S D^{-1/2}, whose smallest eigenvalues they are. σ just below 0 keeps it
