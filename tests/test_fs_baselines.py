@@ -355,18 +355,34 @@ def test_kmeans_of_many_selections_together_gives_each_ones_own_labels(monkeypat
     assert cluster_scores_many([], groups, n_clusters=2) == []
 
 
-def test_balances_and_proportions_of_many_tables_are_the_metric_functions():
-    """The audit scores every run's table at once: the same values, bit for bit, as the metric
-    functions one table at a time, empty clusters and one-group tables included."""
-    from fairaudit.fs.evaluation import _balances, _proportions
+def test_balances_and_proportions_of_many_tables_are_the_definitions():
+    """The audit scores every run's table at once (``metrics.balance_from_tables``,
+    ``proportion_from_tables``): the same values, bit for bit, as [Xing21] eqs. 10 and 11 written
+    out one table at a time over its non-empty clusters, empty clusters and one-group tables
+    included; so are the one-table functions."""
+
+    def balance(table):  # min over non-empty clusters C and groups g of |C ∩ X_g| / |C|
+        table = table[table.sum(axis=1) > 0].astype(float)
+        return 0.0 if table.shape[1] < 2 else float(np.min(table / table.sum(axis=1, keepdims=True)))
+
+    def proportion(table):  # Σ over non-empty clusters C of max_g |C ∩ X_g| / |C|
+        table = table[table.sum(axis=1) > 0].astype(float)
+        return float(np.sum(table.max(axis=1) / table.sum(axis=1)))
 
     rng = np.random.default_rng(9)
-    for _ in range(200):
-        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 6)), int(rng.integers(1, 4))))
+    empty = 0
+    for _ in range(300):
+        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 12)), int(rng.integers(1, 4))))
         tables[rng.random(tables.shape[:2]) < 0.2] = 0
         tables[:, 0, 0] += 1
-        assert _balances(tables).tolist() == [metrics.balance_from_table(t) for t in tables]
-        assert _proportions(tables).tolist() == [metrics.proportion_from_table(t) for t in tables]
+        empty += int(np.any(tables.sum(axis=2) == 0))
+        assert metrics.balance_from_tables(tables).tolist() == [balance(t) for t in tables]
+        assert metrics.proportion_from_tables(tables).tolist() == [proportion(t) for t in tables]
+        assert [metrics.balance_from_table(t) for t in tables] == [balance(t) for t in tables]
+        assert [metrics.proportion_from_table(t) for t in tables] == [proportion(t) for t in tables]
+    assert empty > 100
+    stacked = rng.integers(0, 5, size=(3, 4, 6, 2))  # any leading shape
+    assert metrics.balance_from_tables(stacked).shape == metrics.proportion_from_tables(stacked).shape == (3, 4)
 
 
 def test_graph_and_embedding_are_built_once_and_shared_whatever_the_order():
