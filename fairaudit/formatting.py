@@ -120,6 +120,16 @@ def outside_interval(value, low, high) -> bool:
     return value < low - slack or value > high + slack
 
 
+def cell(value, low, high, significant: int = SIGNIFICANT) -> str:
+    """A table cell: ``"0.412 (0.371–0.455)"``, just the value without an interval, and
+    :data:`OUTSIDE_MARK` after a value outside its interval (:func:`outside_interval`)."""
+    text = number(value, significant)
+    span = interval(low, high, significant)
+    if span == "n/a":
+        return text
+    return f"{text} ({span})" + (f" {OUTSIDE_MARK}" if outside_interval(value, low, high) else "")
+
+
 def with_interval(value, low, high, confidence: float | None = None, significant: int = SIGNIFICANT) -> str:
     """``"0.412 (95 % interval 0.371–0.455)"``, or just the value when there is no interval; a
     value outside its interval says so (:func:`outside_interval`)."""

@@ -22,7 +22,7 @@ from plotly.offline import get_plotlyjs
 
 from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
-from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, interval, level, number, outside_interval, plural
+from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
 from .plots import better_text, family_figures, metric_label, metric_line, variant_title
 from .vocabulary import render, term
@@ -164,13 +164,11 @@ def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
     for metric in (c for c in values.columns if c not in ("variant", "rank")):
         cells = []
         for variant, rank, value in zip(values["variant"], values["rank"], values[metric], strict=True):
-            cell, key = number(value), (variant, rank)
+            key = (variant, rank)
             if lows is not None and key in lows.index and metric in lows.columns:
-                low, high = lows.loc[key, metric], highs.loc[key, metric]
-                span = interval(low, high)
-                if span != "n/a":
-                    cell += f" ({span})" + (f" {OUTSIDE_MARK}" if outside_interval(value, low, high) else "")
-            cells.append(cell)
+                cells.append(cell(value, lows.loc[key, metric], highs.loc[key, metric]))
+            else:
+                cells.append(number(value))
         text[metric] = cells
     text["rank"] = values["rank"].astype(int)
     return text
