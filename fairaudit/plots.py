@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
-from .formatting import interval, number
+from .formatting import cell, number, outside_interval
 from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
@@ -462,14 +462,15 @@ def interval_bars(line: pd.DataFrame, colour: str) -> dict | None:
 
 def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
     """Per point of ``line``: “name, rank 3: 0.412 (0.371–0.455)” (the interval where there is
-    one), written by :mod:`fairaudit.formatting` like every other number shown."""
+    one; a value outside it says so), written by :mod:`fairaudit.formatting` like every other
+    number shown."""
     lows = line["ci_low"] if "ci_low" in line else pd.Series(np.nan, index=line.index)
     highs = line["ci_high"] if "ci_high" in line else pd.Series(np.nan, index=line.index)
-    spans = [interval(low, high) for low, high in zip(lows, highs, strict=True)]
-    return [
-        f"{name}, rank {int(rank)}: {number(value)}" + (f" ({span})" if span != "n/a" else "")
-        for rank, value, span in zip(line["rank"], line["value"], spans, strict=True)
-    ]
+    texts = []
+    for rank, value, low, high in zip(line["rank"], line["value"], lows, highs, strict=True):
+        text = f"{name}, rank {int(rank)}: {cell(value, low, high)}"
+        texts.append(text + (" outside its interval: the refits differ systematically from this fit" if outside_interval(value, low, high) else ""))
+    return texts
 
 
 def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:

@@ -22,7 +22,7 @@ from plotly.offline import get_plotlyjs
 
 from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
-from .formatting import interval, level, number, plural
+from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
 from .plots import better_text, family_figures, metric_label, metric_line, variant_title
 from .vocabulary import render, term
@@ -164,15 +164,21 @@ def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
     for metric in (c for c in values.columns if c not in ("variant", "rank")):
         cells = []
         for variant, rank, value in zip(values["variant"], values["rank"], values[metric], strict=True):
-            cell, key = number(value), (variant, rank)
+            key = (variant, rank)
             if lows is not None and key in lows.index and metric in lows.columns:
-                span = interval(lows.loc[key, metric], highs.loc[key, metric])
-                if span != "n/a":
-                    cell += f" ({span})"
-            cells.append(cell)
+                cells.append(cell(value, lows.loc[key, metric], highs.loc[key, metric]))
+            else:
+                cells.append(number(value))
         text[metric] = cells
     text["rank"] = values["rank"].astype(int)
     return text
+
+
+def marked(cells) -> bool:
+    """Whether any cell of a table (:func:`summary_text`'s frame or :func:`summary_rows`' rows) is
+    marked as lying outside its own interval (:data:`OUTSIDE_MARK`)."""
+    rows = cells.itertuples(index=False) if isinstance(cells, pd.DataFrame) else cells
+    return any(isinstance(cell, str) and cell.endswith(OUTSIDE_MARK) for row in rows for cell in row)
 
 
 def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
@@ -362,6 +368,7 @@ def _family_section(result: AuditResult, method: str, found: list[Finding], inte
         parts.append(
             "<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed).</p>"
             + _table(rows, header)
+            + (f'<p class="note">{_e(OUTSIDE_NOTE)}</p>' if marked(rows) else "")
         )
     parts.append(_details_html(result, method))
     return "".join(parts)
