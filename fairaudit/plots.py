@@ -114,6 +114,36 @@ def metric_label(metric: str) -> str:
     return f"{metric_title(metric)} ({arrow})" if arrow else metric_title(metric)
 
 
+TABLE_TITLES = {
+    "balanced_accuracy": "Leakage (bal. acc.)",
+    "alignment_protected": "Alignment with the protected attribute",
+    "relative_balance": "Relative balance",
+    "balance": "Balance",
+    "proportion": "Proportion",
+    "acc": "Clustering accuracy",
+    "max_rel_loss": "Largest group rel. loss",
+}
+"""Shorter titles for a table's columns where a metric's title is long (the dashboard's column
+help, on hovering its title, and its Columns list have it whole)."""
+
+TABLE_ARROWS = {"lower": "↓", "higher": "↑"}
+"""After a table column's title, which way is better (:data:`TABLE_ARROWS_NOTE` says what they
+mean under the table): titles stay short, so that a family's default columns fit the dashboard at
+1,400 pixels without scrolling sideways and the report's headers stay a few lines high."""
+
+TABLE_ARROWS_NOTE = "↓ / ↑ after a title: lower / higher is better."
+
+
+def table_title(metric: str, *, choice: bool = False) -> str:
+    """A table column's title: the metric's title (shortened where :data:`TABLE_TITLES` says)
+    and an arrow for which way is better; ``choice``: as a list of columns shows it, “(↓ better)”."""
+    title = TABLE_TITLES.get(metric, metric_title(metric))
+    arrow = better_text(metric) if choice else TABLE_ARROWS.get(better(metric) or "")
+    if not arrow:
+        return title
+    return f"{title} ({arrow})" if choice else f"{title} {arrow}"
+
+
 def metric_line(metric: str) -> str:
     """One plain line for next to a chart: the first sentence of the metric's plain definition."""
     plain = metric_definition(metric).get("plain", "")

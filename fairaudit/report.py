@@ -24,7 +24,7 @@ from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
-from .plots import better_text, family_figures, metric_label, metric_line, variant_title
+from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, table_title, variant_title
 from .vocabulary import render, term
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
@@ -178,7 +178,7 @@ def marked(cells) -> bool:
     """Whether any cell of a table (:func:`summary_text`'s frame or :func:`summary_rows`' rows) is
     marked as lying outside its own interval (:data:`OUTSIDE_MARK`)."""
     rows = cells.itertuples(index=False) if isinstance(cells, pd.DataFrame) else cells
-    return any(isinstance(cell, str) and cell.endswith(OUTSIDE_MARK) for row in rows for cell in row)
+    return any(isinstance(text, str) and text.endswith(OUTSIDE_MARK) for row in rows for text in row)
 
 
 def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
@@ -188,7 +188,7 @@ def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
         return (), []
     metrics = [c for c in text.columns if c not in ("variant", "rank")]
     out = [(variant_title(method, row[0]), int(row[1]), *row[2:]) for row in text[["variant", "rank", *metrics]].itertuples(index=False)]
-    header = ("variant", "rank", *(metric_label(m) if metric_definition(m) else m for m in metrics))
+    header = ("variant", "rank", *(table_title(m) if metric_definition(m) else m for m in metrics))
     return header, out
 
 
@@ -366,7 +366,7 @@ def _family_section(result: AuditResult, method: str, found: list[Finding], inte
     header, rows = summary_rows(result, method)
     if rows:
         parts.append(
-            "<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed).</p>"
+            f"<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
             + _table(rows, header)
             + (f'<p class="note">{_e(OUTSIDE_NOTE)}</p>' if marked(rows) else "")
         )

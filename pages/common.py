@@ -27,15 +27,16 @@ from fairaudit.audit import (
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import OUTSIDE_NOTE, duration, level, plural
-from fairaudit.metrics import METRIC_DEFINITIONS, better
+from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
+    TABLE_ARROWS_NOTE,
     better_text,
     family_figures,
     group_sizes_figure,
     metric_label,
     metric_line,
-    metric_title,
+    table_title,
     variant_title,
 )
 from fairaudit.report import details_rows_by_ranks, marked, summary_text
@@ -435,35 +436,8 @@ TABLE_COLUMNS = {
 table that fits, now that every cell carries its interval. The leakage column is the balanced
 accuracy, the quantity of the leakage chart and its finding."""
 
-TABLE_LABELS = {
-    "balanced_accuracy": "Leakage (bal. acc.)",
-    "alignment_protected": "Alignment with the protected attribute",
-    "relative_balance": "Relative balance",
-    "balance": "Balance",
-    "proportion": "Proportion",
-    "acc": "Clustering accuracy",
-    "max_rel_loss": "Largest group rel. loss",
-}
-"""Shorter column titles where a metric's title is long (the column's help, on hovering its title,
-and the Columns list have it whole)."""
-
-TABLE_ARROWS = {"lower": "↓", "higher": "↑"}
-"""After a column's title, which way is better (the table's caption says what the arrows mean):
-the title stays short, so that a family's default columns fit the page at 1,400 pixels without
-scrolling sideways."""
-
 MEASURED_ON = {"": "training", HELDOUT_PREFIX: "held-out"}
 """With held-out rows, the table's “rows” column: which rows a line of the table was measured on."""
-
-
-def table_label(metric: str, *, choice: bool = False) -> str:
-    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says)
-    and an arrow for which way is better; ``choice``: as the Columns list shows it, “(↓ better)”."""
-    title = TABLE_LABELS.get(metric, metric_title(metric))
-    arrow = better_text(metric) if choice else TABLE_ARROWS.get(better(metric) or "")
-    if not arrow:
-        return title
-    return f"{title} ({arrow})" if choice else f"{title} {arrow}"
 
 
 CHARACTER_PIXELS = 6.3
@@ -511,14 +485,14 @@ def show_table(result: AuditResult, method: str) -> None:
     st.subheader("Per-rank table")
     shown = st.multiselect(
         "Columns", numeric, default=[c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric,
-        format_func=lambda metric: table_label(metric, choice=True), key=f"{method}-table-columns",
+        format_func=lambda metric: table_title(metric, choice=True), key=f"{method}-table-columns",
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
     summary = (result.uncertainty or {}).get(method, {})
     confidence = level(summary.get("confidence", AuditConfig.confidence))
     spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") and not pending_intervals(result, method) else ""
     config = {
-        c: st.column_config.TextColumn(table_label(c), width=column_width(table_label(c), table[c]), help=f"{metric_label(c)}. {spans}{metric_line(c)}")
+        c: st.column_config.TextColumn(table_title(c), width=column_width(table_title(c), table[c]), help=f"{metric_label(c)}. {spans}{metric_line(c)}")
         for c in shown
     }
     config["variant"] = st.column_config.TextColumn("variant", width=column_width("variant", table["variant"], widest=170, share=1.0), pinned=True)
@@ -526,7 +500,7 @@ def show_table(result: AuditResult, method: str) -> None:
     config["rows"] = st.column_config.TextColumn("rows", width=column_width("rows", table.get("rows", [])), pinned=True, help="Measured on the training rows, or on the "
                                                  "held-out rows with the model fitted on the training rows.")
     st.dataframe(table[[*keys, *shown]], hide_index=True, width="stretch", column_config=config)
-    notes = ["↓ / ↑ after a title: lower / higher is better; hover a title for the metric in full."]
+    notes = [f"{TABLE_ARROWS_NOTE} Hover a title for the metric in full."]
     if spans:
         notes.append(f"Each value with its {confidence} interval: “value (low–high)”; a value without brackets has no "
                      "interval (below: which, and why).")

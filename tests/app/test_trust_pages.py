@@ -128,7 +128,7 @@ def test_holdout_on_shows_heldout_metrics_next_to_the_training_ones():
     heldout = records[records.metric == "heldout_max_loss"].value.iloc[0]
     assert rows["max_loss"][1] == number(heldout) != rows["max_loss"][0]  # the held-out line's value, under the training one
     assert any("Held-out rows: 30 % of each group" in c.value for c in at.caption)
-    assert any(c.value.startswith("↓ / ↑ after a title: lower / higher is better") for c in at.caption)
+    assert any(c.value.startswith("↓ / ↑ after a title: lower / higher is better.") for c in at.caption)
     titles = [json.loads(chart.proto.spec)["layout"]["title"]["text"] for chart in at.get("plotly_chart")]
     assert any("held-out rows" in title for title in titles), titles
     assert any(text.startswith("Held-out rows, rank") for _, text in badges(at))
@@ -227,7 +227,8 @@ def test_table_columns_are_as_wide_as_most_of_their_values():
     widen it; titles are short, with an arrow for which way is better."""
     import pandas as pd
 
-    from pages.common import column_width, table_label
+    from fairaudit.plots import table_title as table_label
+    from pages.common import column_width
 
     cells = pd.Series(["0.706 (0.611–0.808)"] * 9 + ["0.0000123 (0.00000456–0.0000789) †"])
     assert column_width("Loss gap ↓", cells) >= 6 * len("0.706 (0.611–0.808)") + 16
