@@ -91,13 +91,56 @@ def level(confidence: float) -> str:
     return f"{round(100 * float(confidence), 6):g} %"
 
 
-def with_interval(value, low, high, confidence: float | None = None, significant: int = SIGNIFICANT) -> str:
-    """``"0.412 (95 % interval 0.371–0.455)"``, or just the value when there is no interval."""
+OUTSIDE_MARK = "†"
+"""After a table cell whose value lies outside its own interval (:func:`outside_interval`)."""
+
+OUTSIDE_NOTE = (
+    "† the value lies outside its own interval: the refits on resampled rows came out systematically different "
+    "from the fit on your rows (a selector that picks other columns, a solver that stops elsewhere), so the interval "
+    "shows how much a refit varies, not how far this value is from the truth; read such a value with care."
+)
+"""What :data:`OUTSIDE_MARK` means (the dashboard's and the report's tables say it under the table)."""
+
+
+def outside_interval(value, low, high) -> bool:
+    """Whether ``value`` lies outside ``[low, high]`` by more than rounding: more than a millionth
+    of the interval's size (the rule :func:`interval` writes ends by) and more than :data:`TINY`.
+
+    A percentile interval can exclude its own point estimate when the bootstrap replicates are
+    biased relative to it (Efron & Tibshirani 1993, §10: the bias estimate ``mean(θ*) − θ̂``;
+    here the whole 95 % range of ``θ*`` lies to one side of ``θ̂``, a bias of about two standard
+    errors or more)."""
+    try:
+        value, low, high = float(value), float(low), float(high)
+    except (TypeError, ValueError):
+        return False
+    if not all(math.isfinite(v) for v in (value, low, high)):
+        return False
+    slack = max(1e-6 * max(abs(low), abs(high)), TINY)
+    return value < low - slack or value > high + slack
+
+
+def cell(value, low, high, significant: int = SIGNIFICANT) -> str:
+    """A table cell: ``"0.412 (0.371–0.455)"``, just the value without an interval, and
+    :data:`OUTSIDE_MARK` after a value outside its interval (:func:`outside_interval`)."""
     text = number(value, significant)
     span = interval(low, high, significant)
     if span == "n/a":
         return text
-    return f"{text} ({level(confidence) + ' ' if confidence else ''}interval {span})"
+    return f"{text} ({span})" + (f" {OUTSIDE_MARK}" if outside_interval(value, low, high) else "")
+
+
+def with_interval(value, low, high, confidence: float | None = None, significant: int = SIGNIFICANT) -> str:
+    """``"0.412 (95 % interval 0.371–0.455)"``, or just the value when there is no interval; a
+    value outside its interval says so (:func:`outside_interval`)."""
+    text = number(value, significant)
+    span = interval(low, high, significant)
+    if span == "n/a":
+        return text
+    named = f"{level(confidence) + ' ' if confidence else ''}interval {span}"
+    if outside_interval(value, low, high):
+        return f"{text} (outside its {named}: the refits on resampled rows differ systematically from this fit)"
+    return f"{text} ({named})"
 
 
 def plural(count, singular: str, plural_form: str | None = None) -> str:

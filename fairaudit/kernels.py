@@ -81,6 +81,16 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X[first[order]], counts[order], position[inverse.ravel()]
 
 
+def repeated_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`distinct_rows` of ``X`` with the counts as floats (the weights of :func:`centre` and
+    :func:`pair_weighted`), or ``None`` when no row repeats — the case where the rows themselves
+    are used, without counts."""
+    rows, counts, inverse = distinct_rows(X)
+    if rows.shape[0] == X.shape[0]:
+        return None
+    return rows, counts.astype(float), inverse
+
+
 def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     """``H K H`` for a symmetric kernel ``K`` of the rows, ``H = I − 11ᵀ/n``.
 
@@ -104,6 +114,14 @@ def centre(K: np.ndarray, counts: np.ndarray | None = None) -> np.ndarray:
     centred -= rows[None, :]
     centred += (c @ rows) / n
     return centred
+
+
+def centred_weighted(K: np.ndarray, counts: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(centre(K, counts), pair_weighted(centre(K, counts), counts))``: the centred kernel over
+    the distinct rows and the form a Frobenius product with it sums over the repeated rows (one
+    array, the centred kernel, without counts)."""
+    centred = centre(K, counts)
+    return centred, pair_weighted(centred, counts)
 
 
 def pair_weighted(A: np.ndarray, counts: np.ndarray | None) -> np.ndarray:

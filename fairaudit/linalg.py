@@ -72,18 +72,26 @@ def as_map(P) -> LowRankMap:
     return LowRankMap(vectors[:, keep], values[keep])
 
 
+def dense_top_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenvalues (descending) and eigenvectors of a dense symmetric matrix:
+    LAPACK's ``syevr`` on the wanted index range only (measured 12 ms against 30–35 ms for a
+    full ``eigh`` of a 600 × 600 graph, ``fs.baselines.SPARSE_EIGEN_MIN_ROWS``)."""
+    n = M.shape[0]
+    values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
+    return values[::-1], vectors[:, ::-1]
+
+
 def top_eigh(M: np.ndarray, k: int, *, v0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest eigenvalues (descending) and eigenvectors of a symmetric matrix.
 
-    Dense LAPACK (``syevr`` on the wanted index range) for small matrices; for large ones
-    LOBPCG warm-started from ``v0`` (the previous call's vectors during an iteration), which
-    falls back to LAPACK when it does not converge to full accuracy.
+    Dense LAPACK (:func:`dense_top_eigh`) for small matrices; for large ones LOBPCG warm-started
+    from ``v0`` (the previous call's vectors during an iteration), which falls back to LAPACK when
+    it does not converge to full accuracy.
     """
     n = M.shape[0]
     k = min(k, n)
     if n <= DENSE_EIGH_MAX_DIM or k > n // 4:
-        values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
-        return values[::-1], vectors[:, ::-1]
+        return dense_top_eigh(M, k)
     block = k + max(4, k // 2)
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, block))
@@ -99,8 +107,7 @@ def top_eigh(M: np.ndarray, k: int, *, v0: np.ndarray | None = None) -> tuple[np
     values, vectors = values[order], vectors[:, order]
     residual = np.linalg.norm(M @ vectors - vectors * values, axis=0).max()
     if not np.isfinite(residual) or residual > 1e-8 * max(1.0, abs(values[0])):
-        values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
-        return values[::-1], vectors[:, ::-1]
+        return dense_top_eigh(M, k)
     return values, vectors
 
 

@@ -1015,11 +1015,20 @@ def cluster_balance(clusters, groups) -> float:
 
 def balance_from_table(table: np.ndarray) -> float:
     """:func:`cluster_balance` from the cluster × group table (empty clusters ignored)."""
-    table = np.asarray(table, dtype=float)
-    table = table[table.sum(axis=1) > 0]
-    if table.shape[1] < 2:
-        return 0.0  # a cluster can only be balanced between groups that are present
-    return float(np.min(table / table.sum(axis=1, keepdims=True)))
+    return float(balance_from_tables(np.asarray(table)[None])[0])
+
+
+def balance_from_tables(tables: np.ndarray) -> np.ndarray:
+    """:func:`cluster_balance` of every cluster × group table of a stack ``(…, K, k)`` at once
+    (feature selection scores every k-means run's table so): each non-empty cluster's group
+    shares, the smallest; an empty cluster's shares are left out (as +∞)."""
+    tables = np.asarray(tables, dtype=float)
+    if tables.shape[-1] < 2:
+        return np.zeros(tables.shape[:-2])  # a cluster can only be balanced between groups that are present
+    sizes = tables.sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        shares = np.where(sizes > 0, tables / sizes, np.inf)
+    return shares.min(axis=(-2, -1))
 
 
 def cluster_proportion(clusters, groups) -> float:
@@ -1034,9 +1043,21 @@ def cluster_proportion(clusters, groups) -> float:
 
 def proportion_from_table(table: np.ndarray) -> float:
     """:func:`cluster_proportion` from the cluster × group table (empty clusters ignored)."""
-    table = np.asarray(table, dtype=float)
-    table = table[table.sum(axis=1) > 0]
-    return float(np.sum(table.max(axis=1) / table.sum(axis=1)))
+    return float(proportion_from_tables(np.asarray(table)[None])[0])
+
+
+def proportion_from_tables(tables: np.ndarray) -> np.ndarray:
+    """:func:`cluster_proportion` of every cluster × group table of a stack ``(…, K, k)`` at once:
+    the sum over clusters of the largest group's share; a table with an empty cluster sums over its
+    non-empty ones (one at a time: the sum over fewer terms is not the same sum with zeros)."""
+    tables = np.asarray(tables, dtype=float)
+    sizes = tables.sum(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        found = np.sum(tables.max(axis=-1) / sizes, axis=-1)
+    for index in map(tuple, np.argwhere((sizes <= 0).any(axis=-1))):
+        table = tables[index][sizes[index] > 0]
+        found[index] = np.sum(table.max(axis=1) / table.sum(axis=1))
+    return found
 
 
 # ---------------------------------------------------------------- plain-language definitions

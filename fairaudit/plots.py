@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
-from .formatting import interval, number
+from .formatting import cell, number, outside_interval
 from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
@@ -112,6 +112,36 @@ def metric_label(metric: str) -> str:
     """The metric's title with its better direction: “Largest group loss (↓ better)”."""
     arrow = better_text(metric)
     return f"{metric_title(metric)} ({arrow})" if arrow else metric_title(metric)
+
+
+TABLE_TITLES = {
+    "balanced_accuracy": "Leakage (bal. acc.)",
+    "alignment_protected": "Alignment with the protected attribute",
+    "relative_balance": "Relative balance",
+    "balance": "Balance",
+    "proportion": "Proportion",
+    "acc": "Clustering accuracy",
+    "max_rel_loss": "Largest group rel. loss",
+}
+"""Shorter titles for a table's columns where a metric's title is long (the dashboard's column
+help, on hovering its title, and its Columns list have it whole)."""
+
+TABLE_ARROWS = {"lower": "↓", "higher": "↑"}
+"""After a table column's title, which way is better (:data:`TABLE_ARROWS_NOTE` says what they
+mean under the table): titles stay short, so that a family's default columns fit the dashboard at
+1,400 pixels without scrolling sideways and the report's headers stay a few lines high."""
+
+TABLE_ARROWS_NOTE = "↓ / ↑ after a title: lower / higher is better."
+
+
+def table_title(metric: str, *, choice: bool = False) -> str:
+    """A table column's title: the metric's title (shortened where :data:`TABLE_TITLES` says)
+    and an arrow for which way is better; ``choice``: as a list of columns shows it, “(↓ better)”."""
+    title = TABLE_TITLES.get(metric, metric_title(metric))
+    arrow = better_text(metric) if choice else TABLE_ARROWS.get(better(metric) or "")
+    if not arrow:
+        return title
+    return f"{title} ({arrow})" if choice else f"{title} {arrow}"
 
 
 def metric_line(metric: str) -> str:
@@ -462,14 +492,15 @@ def interval_bars(line: pd.DataFrame, colour: str) -> dict | None:
 
 def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
     """Per point of ``line``: “name, rank 3: 0.412 (0.371–0.455)” (the interval where there is
-    one), written by :mod:`fairaudit.formatting` like every other number shown."""
+    one; a value outside it says so), written by :mod:`fairaudit.formatting` like every other
+    number shown."""
     lows = line["ci_low"] if "ci_low" in line else pd.Series(np.nan, index=line.index)
     highs = line["ci_high"] if "ci_high" in line else pd.Series(np.nan, index=line.index)
-    spans = [interval(low, high) for low, high in zip(lows, highs, strict=True)]
-    return [
-        f"{name}, rank {int(rank)}: {number(value)}" + (f" ({span})" if span != "n/a" else "")
-        for rank, value, span in zip(line["rank"], line["value"], spans, strict=True)
-    ]
+    texts = []
+    for rank, value, low, high in zip(line["rank"], line["value"], lows, highs, strict=True):
+        text = f"{name}, rank {int(rank)}: {cell(value, low, high)}"
+        texts.append(text + (" outside its interval: the refits differ systematically from this fit" if outside_interval(value, low, high) else ""))
+    return texts
 
 
 def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:

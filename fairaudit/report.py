@@ -22,9 +22,9 @@ from plotly.offline import get_plotlyjs
 
 from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
-from .formatting import interval, level, number, plural
+from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
-from .plots import better_text, family_figures, metric_label, metric_line, variant_title
+from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, table_title, variant_title
 from .vocabulary import render, term
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
@@ -164,15 +164,21 @@ def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
     for metric in (c for c in values.columns if c not in ("variant", "rank")):
         cells = []
         for variant, rank, value in zip(values["variant"], values["rank"], values[metric], strict=True):
-            cell, key = number(value), (variant, rank)
+            key = (variant, rank)
             if lows is not None and key in lows.index and metric in lows.columns:
-                span = interval(lows.loc[key, metric], highs.loc[key, metric])
-                if span != "n/a":
-                    cell += f" ({span})"
-            cells.append(cell)
+                cells.append(cell(value, lows.loc[key, metric], highs.loc[key, metric]))
+            else:
+                cells.append(number(value))
         text[metric] = cells
     text["rank"] = values["rank"].astype(int)
     return text
+
+
+def marked(cells) -> bool:
+    """Whether any cell of a table (:func:`summary_text`'s frame or :func:`summary_rows`' rows) is
+    marked as lying outside its own interval (:data:`OUTSIDE_MARK`)."""
+    rows = cells.itertuples(index=False) if isinstance(cells, pd.DataFrame) else cells
+    return any(isinstance(text, str) and text.endswith(OUTSIDE_MARK) for row in rows for text in row)
 
 
 def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
@@ -182,7 +188,7 @@ def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
         return (), []
     metrics = [c for c in text.columns if c not in ("variant", "rank")]
     out = [(variant_title(method, row[0]), int(row[1]), *row[2:]) for row in text[["variant", "rank", *metrics]].itertuples(index=False)]
-    header = ("variant", "rank", *(metric_label(m) if metric_definition(m) else m for m in metrics))
+    header = ("variant", "rank", *(table_title(m) if metric_definition(m) else m for m in metrics))
     return header, out
 
 
@@ -360,8 +366,9 @@ def _family_section(result: AuditResult, method: str, found: list[Finding], inte
     header, rows = summary_rows(result, method)
     if rows:
         parts.append(
-            "<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed).</p>"
+            f"<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
             + _table(rows, header)
+            + (f'<p class="note">{_e(OUTSIDE_NOTE)}</p>' if marked(rows) else "")
         )
     parts.append(_details_html(result, method))
     return "".join(parts)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -25,18 +26,20 @@ from fairaudit.audit import (
 )
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
-from fairaudit.formatting import duration, level, plural
+from fairaudit.formatting import OUTSIDE_NOTE, duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
+    TABLE_ARROWS_NOTE,
     better_text,
     family_figures,
     group_sizes_figure,
     metric_label,
     metric_line,
+    table_title,
     variant_title,
 )
-from fairaudit.report import details_rows_by_ranks, summary_text
+from fairaudit.report import details_rows_by_ranks, marked, summary_text
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.vocabulary import render
@@ -433,20 +436,24 @@ TABLE_COLUMNS = {
 table that fits, now that every cell carries its interval. The leakage column is the balanced
 accuracy, the quantity of the leakage chart and its finding."""
 
-TABLE_LABELS = {"balanced_accuracy": "Leakage: balanced accuracy"}
-"""Shorter column titles where a metric's title is a sentence (the column's help has it whole)."""
-
 MEASURED_ON = {"": "training", HELDOUT_PREFIX: "held-out"}
 """With held-out rows, the table's “rows” column: which rows a line of the table was measured on."""
 
 
-def table_label(metric: str) -> str:
-    """A table column's title: the metric's title (shortened where :data:`TABLE_LABELS` says)
-    and which way is better."""
-    if metric not in TABLE_LABELS:
-        return metric_label(metric)
-    arrow = better_text(metric)
-    return TABLE_LABELS[metric] + (f" ({arrow})" if arrow else "")
+CHARACTER_PIXELS = 6.3
+"""Width of a character of the dashboard's tables (Source Sans at 14 px: “0.706 (0.611–0.808)”
+measures 113 px in chromium at 1,400 px, 5.9 px a character; rounded up for wider glyphs), for
+:func:`column_width`."""
+
+
+def column_width(title: str, cells: pd.Series, widest: int = 220, share: float = 0.8) -> int:
+    """Pixels for a table column: room for its title and for ``share`` of its cells, at most
+    ``widest`` (a longer cell is cut, its whole text on hovering). Streamlit sizes a column by its
+    title alone, which cut “0.0763 (0.0370–0.159)” under a short title; sizing by the longest
+    cell made a column of “0 (0–0)” as wide as its one long value."""
+    lengths = [len(str(cell)) for cell in cells] or [0]
+    longest = max(len(title) + 2, float(np.quantile(lengths, share, method="higher")))
+    return int(min(widest, 16 + CHARACTER_PIXELS * longest))
 
 
 def heldout_lines(table: pd.DataFrame) -> pd.DataFrame:
@@ -478,26 +485,30 @@ def show_table(result: AuditResult, method: str) -> None:
     st.subheader("Per-rank table")
     shown = st.multiselect(
         "Columns", numeric, default=[c for c in TABLE_COLUMNS.get(method, numeric) if c in numeric] or numeric,
-        format_func=table_label, key=f"{method}-table-columns",
+        format_func=lambda metric: table_title(metric, choice=True), key=f"{method}-table-columns",
         help="Every whole-data metric of the audit; the Report page exports all of them.",
     )
     summary = (result.uncertainty or {}).get(method, {})
     confidence = level(summary.get("confidence", AuditConfig.confidence))
     spans = f"In brackets: the {confidence} interval. " if summary.get("replicates") and not pending_intervals(result, method) else ""
-    config = {c: st.column_config.TextColumn(table_label(c), help=f"{metric_label(c)}. {spans}{metric_line(c)}") for c in shown}
-    config["variant"] = st.column_config.TextColumn("variant", width="medium")
-    config["rank"] = st.column_config.NumberColumn("rank", format="%d", width="small")
-    config["rows"] = st.column_config.TextColumn("rows", width="small", help="Measured on the training rows, or on the "
+    config = {
+        c: st.column_config.TextColumn(table_title(c), width=column_width(table_title(c), table[c]), help=f"{metric_label(c)}. {spans}{metric_line(c)}")
+        for c in shown
+    }
+    config["variant"] = st.column_config.TextColumn("variant", width=column_width("variant", table["variant"], widest=170, share=1.0), pinned=True)
+    config["rank"] = st.column_config.NumberColumn("rank", format="%d", width=56, pinned=True)
+    config["rows"] = st.column_config.TextColumn("rows", width=column_width("rows", table.get("rows", [])), pinned=True, help="Measured on the training rows, or on the "
                                                  "held-out rows with the model fitted on the training rows.")
     st.dataframe(table[[*keys, *shown]], hide_index=True, width="stretch", column_config=config)
-    notes = []
+    notes = [f"{TABLE_ARROWS_NOTE} Hover a title for the metric in full."]
     if spans:
         notes.append(f"Each value with its {confidence} interval: “value (low–high)”; a value without brackets has no "
                      "interval (below: which, and why).")
     if heldout:
         notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
-    if notes:
-        st.caption(" ".join(notes))
+    if marked(table[shown]):
+        notes.append(OUTSIDE_NOTE)
+    st.caption(" ".join(notes))
     show_missing_intervals(result, method)
 
 

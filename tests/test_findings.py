@@ -255,3 +255,20 @@ def test_numbers_for_people():
     assert (plural(1, "rank"), plural(3, "rank"), pvalue(0.0099), pvalue(0.0001)) == ("1 rank", "3 ranks", "p = 0.0099", "p < 0.001")
     assert percent(3e-12, sign=True) == "≈0 %"  # a change that is rounding noise has no sign
     assert interval(-0.237, 0.687) == "−0.237 to 0.687"  # never a dash after a minus sign
+
+
+def test_a_value_outside_its_own_interval_is_said_to_be():
+    """A percentile interval can exclude its point estimate (the refits on resampled rows are
+    biased relative to the fit on the user's rows, e.g. a selector that picks other columns);
+    every rendering says so instead of printing “0.852 (0.508–0.782)” as if it were a confidence
+    interval for 0.852. Rounding-size excursions are not flagged."""
+    from fairaudit.formatting import outside_interval, with_interval
+
+    assert outside_interval(0.852, 0.508, 0.782) and outside_interval(0.1, 0.2, 0.3)
+    assert not outside_interval(0.5, 0.4, 0.6) and not outside_interval(0.4, 0.4, 0.6)
+    assert not outside_interval(0.6 + 1e-9, 0.4, 0.6)  # rounding at the interval's ends
+    assert not outside_interval(4e-12, 6.7e-12, 6.3e-9)  # both sides below formatting's TINY: noise around 0
+    assert not outside_interval(float("nan"), 0.1, 0.2) and not outside_interval(0.5, float("nan"), float("nan"))
+    assert with_interval(0.5, 0.4, 0.6, 0.95) == "0.500 (95 % interval 0.400–0.600)"
+    text = with_interval(0.852, 0.508, 0.782, 0.95)
+    assert text.startswith("0.852 (outside its 95 % interval 0.508–0.782") and "differ systematically" in text

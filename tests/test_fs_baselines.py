@@ -355,18 +355,34 @@ def test_kmeans_of_many_selections_together_gives_each_ones_own_labels(monkeypat
     assert cluster_scores_many([], groups, n_clusters=2) == []
 
 
-def test_balances_and_proportions_of_many_tables_are_the_metric_functions():
-    """The audit scores every run's table at once: the same values, bit for bit, as the metric
-    functions one table at a time, empty clusters and one-group tables included."""
-    from fairaudit.fs.evaluation import _balances, _proportions
+def test_balances_and_proportions_of_many_tables_are_the_definitions():
+    """The audit scores every run's table at once (``metrics.balance_from_tables``,
+    ``proportion_from_tables``): the same values, bit for bit, as [Xing21] eqs. 10 and 11 written
+    out one table at a time over its non-empty clusters, empty clusters and one-group tables
+    included; so are the one-table functions."""
+
+    def balance(table):  # min over non-empty clusters C and groups g of |C ∩ X_g| / |C|
+        table = table[table.sum(axis=1) > 0].astype(float)
+        return 0.0 if table.shape[1] < 2 else float(np.min(table / table.sum(axis=1, keepdims=True)))
+
+    def proportion(table):  # Σ over non-empty clusters C of max_g |C ∩ X_g| / |C|
+        table = table[table.sum(axis=1) > 0].astype(float)
+        return float(np.sum(table.max(axis=1) / table.sum(axis=1)))
 
     rng = np.random.default_rng(9)
-    for _ in range(200):
-        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 6)), int(rng.integers(1, 4))))
+    empty = 0
+    for _ in range(300):
+        tables = rng.integers(0, 30, size=(int(rng.integers(1, 8)), int(rng.integers(2, 12)), int(rng.integers(1, 4))))
         tables[rng.random(tables.shape[:2]) < 0.2] = 0
         tables[:, 0, 0] += 1
-        assert _balances(tables).tolist() == [metrics.balance_from_table(t) for t in tables]
-        assert _proportions(tables).tolist() == [metrics.proportion_from_table(t) for t in tables]
+        empty += int(np.any(tables.sum(axis=2) == 0))
+        assert metrics.balance_from_tables(tables).tolist() == [balance(t) for t in tables]
+        assert metrics.proportion_from_tables(tables).tolist() == [proportion(t) for t in tables]
+        assert [metrics.balance_from_table(t) for t in tables] == [balance(t) for t in tables]
+        assert [metrics.proportion_from_table(t) for t in tables] == [proportion(t) for t in tables]
+    assert empty > 100
+    stacked = rng.integers(0, 5, size=(3, 4, 6, 2))  # any leading shape
+    assert metrics.balance_from_tables(stacked).shape == metrics.proportion_from_tables(stacked).shape == (3, 4)
 
 
 def test_graph_and_embedding_are_built_once_and_shared_whatever_the_order():
@@ -409,6 +425,38 @@ def test_remembered_graphs_are_shared_safely_between_threads():
     with ThreadPoolExecutor(8) as pool:
         found = list(pool.map(work, range(3000)))
     assert found == [("value", i % 5) for i in range(3000)] and len(remembered) <= 2
+
+
+def test_remembered_arrays_are_read_only():
+    """The remembered neighbours, heat graphs and spectral embeddings are handed to every caller
+    with the same data (other sessions' audits among them): an in-place edit raises instead of
+    changing what the next caller reads, and the selectors that share them still fit."""
+    from fairaudit.fs import baselines
+
+    baselines._GRAPHS.clear()
+    baselines._EMBEDDINGS.clear()
+    X = _data(18, n=300)  # from SPARSE_EIGEN_MIN_ROWS: the sparse graph's remembered embedding
+    distances, indices = baselines.nearest_neighbours(X, 5)
+    graph, _ = heat_graph(X, 5)
+    values, vectors, degree = baselines._spectral_embedding(graph, 3, 0)
+    edits = [
+        lambda: distances.__setitem__((0, 0), 1.0),
+        lambda: indices.__setitem__((0, 0), 1),
+        lambda: graph.data.__setitem__(0, 1.0),
+        lambda: graph.indices.__setitem__(0, 1),
+        lambda: graph.indptr.__setitem__(0, 1),
+        lambda: np.multiply(graph.data, 2.0, out=graph.data),
+        lambda: values.__setitem__(0, 1.0),
+        lambda: vectors[:, 0].__imul__(-1.0),  # a view of a read-only array is read-only
+        lambda: degree.__setitem__(0, 1.0),
+    ]
+    for edit in edits:
+        with pytest.raises(ValueError, match="read-only"):
+            edit()
+    assert heat_graph(X.copy(), 5)[0] is graph and baselines._spectral_embedding(graph.copy(), 3, 0)[1] is vectors
+    for selector in (LaplacianScore(3), MCFS(3, n_clusters=2, random_state=0), SPEC(3, n_neighbors=5, criterion="phi3"),
+                     UDFS(3, n_clusters=2), NDFS(3, n_clusters=2, random_state=0)):
+        assert selector.fit(X).get_support().sum() == 3
 
 
 def test_leakage_classifier_survives_wide_and_collinear_selections():

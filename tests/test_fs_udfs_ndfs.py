@@ -14,7 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from fairaudit import NDFS, UDFS
 from fairaudit.errors import ParameterError
-from fairaudit.fs.baselines import ZERO_ROW_RTOL, _smallest_eigenvectors
+from fairaudit.fs.baselines import ZERO_ROW_RTOL, _smallest_eigenvectors, heat_graph
 
 
 @pytest.fixture(autouse=True)
@@ -175,6 +175,21 @@ def _normalised_laplacian(X, k, t):
     return np.eye(n) - S / np.outer(root, root)
 
 
+def _indicator_rule(F, MF, gamma):
+    """[Li12]'s multiplicative F rule entry by entry, with [MF]⁻ moved to the numerator where the
+    printed denominator is not positive (there MF ≤ −γFFᵀF, so the denominator is γFFᵀF)."""
+    FFF = F @ F.T @ F
+    new = np.empty_like(F)
+    for i in range(F.shape[0]):
+        for j in range(F.shape[1]):
+            denominator = MF[i, j] + gamma * FFF[i, j]
+            if denominator > 0:
+                new[i, j] = F[i, j] * gamma * F[i, j] / denominator
+            else:
+                new[i, j] = F[i, j] * (gamma * F[i, j] - MF[i, j]) / (gamma * FFF[i, j]) if F[i, j] > 0 else 0.0
+    return new
+
+
 def _ndfs_steps(X, L, F, *, alpha, beta, gamma, steps):
     """Algorithm 1 of [Li12] written out in the paper's orientation (Xp = Xᵀ, d × n), entry by
     entry for the F rule, with our two departures (docs/fs.md): [MF]⁻ to the numerator where
@@ -185,15 +200,7 @@ def _ndfs_steps(X, L, F, *, alpha, beta, gamma, steps):
     for _ in range(steps):
         inverse = np.linalg.inv(Xp @ Xp.T + beta * D)
         M = L + alpha * (np.eye(n) - Xp.T @ inverse @ Xp)
-        MF, FFF = M @ F, F @ F.T @ F
-        new = np.empty_like(F)
-        for i in range(n):
-            for j in range(F.shape[1]):
-                denominator = MF[i, j] + gamma * FFF[i, j]
-                if denominator > 0:
-                    new[i, j] = F[i, j] * gamma * F[i, j] / denominator
-                else:
-                    new[i, j] = F[i, j] * (gamma * F[i, j] - MF[i, j]) / (gamma * FFF[i, j])
+        new = _indicator_rule(F, M @ F, gamma)
         F = new / np.linalg.norm(new, axis=0)
         W = inverse @ Xp @ F  # W = (XXᵀ + βD)⁻¹XF
         D = np.diag(1.0 / (2.0 * np.linalg.norm(W, axis=1)))
@@ -207,8 +214,6 @@ def test_ndfs_iterations_are_algorithm_1_written_out():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         ndfs.fit(X)
-    from fairaudit.fs.baselines import heat_graph
-
     S, _ = heat_graph(X, 5)
     start = ndfs._start(S, 2)
     F, W = _ndfs_steps(X, _normalised_laplacian(X, 5, ndfs.t_), start, steps=6, **params)
@@ -263,6 +268,92 @@ def test_ndfs_rule_keeps_F_nonnegative_and_its_fixed_points_where_MF_is_very_neg
     # a KKT point of min Tr(FᵀMF) + γ/2‖FᵀF − I‖², F ≥ 0 is left where it is, by either branch
     stationary = gamma * F - gamma * F @ F.T @ F  # the MF that makes the gradient vanish
     np.testing.assert_allclose(NDFS(gamma=gamma, rescale=False)._update_indicators(F, stationary), F, rtol=1e-12)
+
+
+def test_ndfs_rule_near_zero_entries_do_not_cancel_to_an_overflow():
+    """An entry of F near 0 where MF is negative: the denominator MF + γFFᵀF + [MF]⁻ is γFFᵀF
+    (10⁻²² here) but summed it rounds to 0 (−0.2 + 10⁻²² is −0.2). Floored at the smallest
+    normal float it made the entry 10²⁷⁶, the column's norm overflowed and the rescaling set the
+    whole column to 0. The rule's value is about |MF|/γ."""
+    F = np.zeros((6, 2))
+    F[1:3, 0] = 1 / np.sqrt(2)
+    F[3:, 1] = 1 / np.sqrt(3)
+    F[0, 1] = 1e-30  # a row on its way to 0
+    MF = np.zeros_like(F)
+    MF[0, 1] = -0.2
+    gamma = 1e8
+    with np.errstate(over="raise"):
+        updated = NDFS(gamma=gamma, rescale=False)._update_indicators(F, MF)
+    expected = _indicator_rule(F, MF, gamma)
+    np.testing.assert_allclose(updated, expected, rtol=1e-12, atol=0)
+    assert updated[0, 1] == pytest.approx(0.2 / gamma, rel=1e-6)
+    rescaled = NDFS(gamma=gamma)._update_indicators(F, MF)
+    np.testing.assert_allclose(np.linalg.norm(rescaled, axis=0), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(rescaled, expected / np.linalg.norm(expected, axis=0), rtol=1e-12, atol=0)
+    # a row of F that is 0 has a zero denominator where MF < 0 and stays 0 (no 0/0), and so does a
+    # column of F that is 0 (its norm is 0: not divided by)
+    F[0, 1] = 0.0
+    F[:, 0] = 0.0
+    with np.errstate(all="raise"):
+        updated = NDFS(gamma=gamma)._update_indicators(F, MF)
+    assert updated[0].tolist() == [0.0, 0.0] and np.all(updated[:, 0] == 0.0)
+    np.testing.assert_allclose(updated[:, 1], F[:, 1], rtol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [20, 40])
+def test_ndfs_keeps_every_indicator_column_on_bootstrap_resamples(seed):
+    """The cancellation above, reached at the default parameters with five clusters: on these two
+    bootstrap resamples of the default sample (2 of 60 seeds) every column of F but one or two
+    went to 0 within 37 iterations, the objective jumped by γ/2 per lost column and the scores
+    were those of a dead F."""
+    from fairaudit.fs.audit import minmax
+    from fairaudit.samples import load_sample
+
+    X = minmax(load_sample().X_raw)
+    rows = np.random.default_rng(seed).integers(0, len(X), len(X))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # overflow in the step
+        ndfs = NDFS(5, n_clusters=5, random_state=0).fit(X[rows])
+    np.testing.assert_allclose(np.linalg.norm(ndfs.indicators_, axis=0), 1.0, rtol=1e-12)
+    history = ndfs.objective_history_
+    assert np.all(np.diff(history) <= 1e-9 * np.abs(history[:-1])) and history[-1] < 10.0
+    assert ndfs.n_iter_ < ndfs.max_iter
+
+
+def _adversarial(name):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(60, 4))
+    if name == "isolated row":  # its heat-kernel weights (t = 0.01) underflow: a row of degree 0
+        X[0] = 10.0
+    elif name == "rows repeated":  # each of 6 rows 10 times: every neighbour at distance 0 (t = 1)
+        X = np.repeat(X[:6], 10, axis=0)
+    elif name == "three rows":
+        X = X[:3]
+    elif name == "near-zero column":  # not constant (0 or the smallest subnormal), yet 0 in every product
+        X[:, 1] = 5e-324 * rng.integers(0, 2, size=60)
+    return X
+
+
+@pytest.mark.parametrize("name, params", [
+    pytest.param("isolated row", {"t": 0.01}, id="isolated row"),
+    pytest.param("rows repeated", {}, id="rows repeated"),
+    pytest.param("three rows", {"n_clusters": 5}, id="three rows"),  # c = min(5, n − 1) clusters
+    pytest.param("near-zero column", {"center": True}, id="near-zero column"),
+    pytest.param("small gamma", {"gamma": 1e-12}, id="small gamma"),  # most steps cancel: the column norms overflowed at step 2
+])
+def test_ndfs_stays_finite_with_unit_columns_on_degenerate_input(name, params):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # γ = 10⁻¹² is below "large enough": it does not settle
+        warnings.simplefilter("error", RuntimeWarning)
+        ndfs = NDFS(2, **{"n_clusters": 2, "random_state": 0, **params}).fit(_adversarial(name))
+    if name == "isolated row":
+        assert ndfs.t_ == 0.01 and np.asarray(heat_graph(_adversarial(name), 5, 0.01)[0].sum(axis=1))[0, 0] == 0.0
+    assert np.all(np.isfinite(ndfs.indicators_)) and np.all(np.isfinite(ndfs.objective_history_))
+    np.testing.assert_allclose(np.linalg.norm(ndfs.indicators_, axis=0), 1.0, rtol=1e-12)
+    assert np.all(ndfs.scores_ >= 0) and np.any(ndfs.scores_ > 0)
+    if "gamma" not in params:
+        history = ndfs.objective_history_
+        assert np.all(np.diff(history) <= 1e-9 * np.abs(history[:-1]))
 
 
 def test_ndfs_ranks_the_informative_features_first():

@@ -58,3 +58,29 @@ def test_centre_with_counts_is_the_centred_kernel_of_the_repeated_rows():
     H9 = np.eye(9) - np.ones((9, 9)) / 9
     np.testing.assert_allclose(kernels.centre(K), H9 @ K @ H9, atol=1e-12)
     assert kernels.pair_weighted(K, None) is K
+
+
+def test_repeated_rows_are_the_distinct_rows_with_float_counts_or_none():
+    """``repeated_rows``: the distinct rows in first-seen order, their counts (floats, the weights
+    of ``centre``), each row's distinct row; ``None`` when every row is distinct."""
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(7, 3))
+    assert kernels.repeated_rows(X) is None
+    order = np.array([2, 0, 2, 5, 0, 2, 6])
+    rows, counts, inverse = kernels.repeated_rows(X[order])
+    np.testing.assert_array_equal(rows, X[[2, 0, 5, 6]])
+    assert counts.dtype == float and counts.tolist() == [3.0, 2.0, 1.0, 1.0]
+    np.testing.assert_array_equal(rows[inverse], X[order])
+
+
+def test_centred_weighted_is_the_centred_kernel_and_its_pair_weighted_copy():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(6, 2))
+    K = kernels.rbf(X, X, 0.7)
+    counts = np.array([2.0, 1.0, 3.0, 1.0, 1.0, 2.0])
+    centred, weighted = kernels.centred_weighted(K, counts)
+    np.testing.assert_array_equal(centred, kernels.centre(K, counts))
+    np.testing.assert_array_equal(weighted, kernels.pair_weighted(kernels.centre(K, counts), counts))
+    centred, weighted = kernels.centred_weighted(K, None)
+    np.testing.assert_array_equal(centred, kernels.centre(K))
+    assert weighted is centred

@@ -152,3 +152,14 @@ def test_the_frontier_draws_balanced_accuracy_with_its_interval_and_chance():
     assert list(khsic.error_y.array) == pytest.approx([0.05] * 3)
     assert any(shape.y0 == 0.5 for shape in figure.layout.shapes)
     assert any("no detectable leakage" in a.text for a in figure.layout.annotations)
+
+
+def test_a_hover_says_when_a_value_lies_outside_its_interval():
+    import pandas as pd
+
+    from fairaudit.plots import hover_texts
+
+    line = pd.DataFrame({"rank": [1, 2], "value": [0.852, 0.7], "ci_low": [0.508, 0.6], "ci_high": [0.782, 0.8]})
+    outside, inside = hover_texts(line, "MCFS")
+    assert outside.startswith("MCFS, rank 1: 0.852 (0.508–0.782) †") and "refits differ systematically" in outside
+    assert inside == "MCFS, rank 2: 0.700 (0.600–0.800)"

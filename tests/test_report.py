@@ -90,3 +90,21 @@ def test_a_detail_shared_by_consecutive_ranks_is_one_row():
     selected = [row for row in details_rows(result, "fs", titles=False) if row[2] == "selected"]
     merged = [row for row in details_rows_by_ranks(result, "fs", titles=False) if row[2] == "selected"]
     assert [row[1] for row in merged] == [f"rank {row[1]}" for row in selected] == ["rank 1", "rank 2", "rank 3"]
+
+
+def test_a_table_value_outside_its_interval_is_marked_and_explained():
+    """The per-rank table (dashboard and HTML report) marks a value that lies outside its own
+    interval with † and explains the mark under the table; a table without one has no note."""
+    from fairaudit.audit import RECORD_COLUMNS, AuditResult
+    from fairaudit.formatting import OUTSIDE_MARK, OUTSIDE_NOTE
+    from fairaudit.report import marked, summary_text
+
+    def result(value):
+        rows = [("fs", "mcfs", 1, "", "acc", value, 0.508, 0.782), ("fs", "mcfs", 2, "", "acc", 0.7, 0.6, 0.8)]
+        return AuditResult(pd.DataFrame(rows, columns=RECORD_COLUMNS), {"methods": ["fs"]}, {"group_sizes": {"a": 50, "b": 50}})
+
+    table = summary_text(result(0.852), "fs")
+    assert list(table["acc"]) == [f"0.852 (0.508–0.782) {OUTSIDE_MARK}", "0.700 (0.600–0.800)"] and marked(table)
+    assert OUTSIDE_NOTE in render_html(result(0.852))
+    inside = result(0.6)
+    assert not marked(summary_text(inside, "fs")) and OUTSIDE_NOTE not in render_html(inside)

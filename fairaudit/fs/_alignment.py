@@ -35,10 +35,12 @@ rescaling is a constant and does not enter the gradient).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from ..kernels import centre, distinct_rows, pair_weighted, rbf_row_blocks
+from ..kernels import centred_weighted, rbf_row_blocks, repeated_rows
 
 
 def project_capped_simplex(v: np.ndarray, total: float, iterations: int = 100) -> np.ndarray:
@@ -127,11 +129,7 @@ class ExactRBF:
     def __init__(self, X: np.ndarray, gamma: float):
         X = np.asarray(X, dtype=float)
         self.n, self.d = X.shape
-        rows, counts, inverse = distinct_rows(X)
-        repeated = rows.shape[0] < self.n
-        self.X = rows if repeated else X
-        self._counts = counts.astype(float) if repeated else None
-        self._inverse = inverse if repeated else None
+        self.X, self._counts, self._inverse = repeated_rows(X) or (X, None, None)
         self.gamma = float(gamma)
 
     def describe(self) -> str:
@@ -144,10 +142,15 @@ class ExactRBF:
         """The kernel of the (distinct) rows."""
         return _rbf_weighted(self.X, self.X, w, self._gamma(total))
 
+    def _centred(self, K: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(H K H, its pair-weighted copy, ‖H K H‖_F)`` over the repeated rows
+        (:func:`fairaudit.kernels.centred_weighted`)."""
+        centred, weighted = centred_weighted(K, self._counts)
+        return centred, weighted, np.sqrt(_inner(centred, weighted))
+
     def _target_matrix(self, K: np.ndarray) -> _Target:
-        centred = centre(K, self._counts)
-        weighted = pair_weighted(centred, self._counts)
-        return _Target("matrix", weighted, np.sqrt(_inner(centred, weighted)))
+        _, weighted, norm = self._centred(K)
+        return _Target("matrix", weighted, norm)
 
     def target_weights(self, w: np.ndarray, total: float) -> _Target:
         return self._target_matrix(self.kernel(w, total))
@@ -194,9 +197,7 @@ class ExactRBF:
             alignments = self.alignments(w, total, targets)
             return float(np.dot(coefs, alignments)), None, alignments
         K = self.kernel(w, total)
-        Kc = centre(K, self._counts)
-        weighted = pair_weighted(Kc, self._counts)
-        norm = np.sqrt(_inner(Kc, weighted))
+        Kc, weighted, norm = self._centred(K)
         if norm == 0.0:  # every row identical under w: no structure to align
             return 0.0, np.zeros(self.d), np.zeros(len(targets))
         alignments = np.array([_inner(Kc, t.data) / (norm * t.norm) if t.norm > 0 else 0.0 for t in targets])
@@ -234,10 +235,15 @@ class NystroemRBF:
         self.Z = self.X[self.landmarks]
         self.jitter = float(jitter)
         self.max_target_rank = int(max_target_rank)
-        # The gradient-free alignments (the audit's measurements) work on the distinct rows with
-        # their counts (:meth:`alignments`); the landmarks stay drawn among every row.
-        rows, counts, inverse = distinct_rows(self.X)
-        self._distinct = (rows, counts.astype(float), inverse) if rows.shape[0] < self.n else None
+
+    @functools.cached_property
+    def _distinct(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """The distinct rows with their counts and each row's distinct row
+        (:func:`fairaudit.kernels.repeated_rows`; ``None`` when no row repeats), found when first
+        needed — by :meth:`target_factor` and :meth:`alignments`: the gradient-free alignments
+        (the audit's measurements) work on the distinct rows with their counts; the gradient and
+        the landmarks (drawn among every row) do not."""
+        return repeated_rows(self.X)
 
     def describe(self) -> str:
         return f"Nyström RBF kernel with {len(self.landmarks)} landmark rows (of {self.n})"

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import centre, distinct_rows, pair_weighted, rbf, rbf_row_blocks
+from ..kernels import centred_weighted, rbf, rbf_row_blocks, repeated_rows
 
 
 def protected_matrix(codes: np.ndarray, n_groups: int) -> np.ndarray:
@@ -135,15 +135,16 @@ class PaperObjective:
         # trace is a sum over row pairs of functions of the two rows (the centred targets carry
         # the counts, :func:`fairaudit.kernels.centre`), so the objective and its gradient are those of all rows on
         # 0.4 of the kernel cells for a bootstrap resample (about 63 % of its rows distinct).
-        rows, counts, _ = distinct_rows(np.hstack([X, P]))
-        counts = counts if rows.shape[0] < X.shape[0] else None
-        self.X = np.ascontiguousarray(rows[:, : X.shape[1]] if counts is not None else X)
-        P = rows[:, X.shape[1] :] if counts is not None else P
+        repeated = repeated_rows(np.hstack([X, P]))
+        counts = None if repeated is None else repeated[1]
+        if repeated is not None:
+            X, P = repeated[0][:, : X.shape[1]], repeated[0][:, X.shape[1] :]
+        self.X = np.ascontiguousarray(X)
         self.sq = self.X * self.X
         self.d = self.X.shape[1]
         self.alpha, self.beta, self.gamma, self.scale = float(alpha), float(beta), float(gamma), float(scale)
-        self.data_target = pair_weighted(centre(rbf(self.X, self.X, self.gamma), counts), counts)  # HKH
-        self.protected_target = pair_weighted(centre(rbf(P, P, float(gamma_protected)), counts), counts)  # HK^PH
+        self.data_target = centred_weighted(rbf(self.X, self.X, self.gamma), counts)[1]  # HKH
+        self.protected_target = centred_weighted(rbf(P, P, float(gamma_protected)), counts)[1]  # HK^PH
         self.selection_target = self.alpha * self.protected_target - self.data_target  # multiplies K^M
 
     def _trace(self, w: np.ndarray, target: np.ndarray, gradient: bool = False):

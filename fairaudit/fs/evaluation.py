@@ -260,30 +260,6 @@ def _per_table(metric, tables: np.ndarray) -> list[float]:
     return values
 
 
-def _balances(tables: np.ndarray) -> np.ndarray:
-    """:func:`fairaudit.metrics.balance_from_table` of every ``(runs, K, k)`` table at once (the same
-    divisions and minimum; an empty cluster's shares are left out as +∞)."""
-    tables = np.asarray(tables, dtype=float)
-    if tables.shape[2] < 2:
-        return np.zeros(tables.shape[0])
-    sizes = tables.sum(axis=2, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        shares = np.where(sizes > 0, tables / sizes, np.inf)
-    return shares.min(axis=(1, 2))
-
-
-def _proportions(tables: np.ndarray) -> np.ndarray:
-    """:func:`fairaudit.metrics.proportion_from_table` of every ``(runs, K, k)`` table at once; a
-    table with an empty cluster by the function itself (it sums the non-empty clusters only)."""
-    tables = np.asarray(tables, dtype=float)
-    sizes = tables.sum(axis=2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        found = np.sum(tables.max(axis=2) / sizes, axis=1)
-    for run in np.flatnonzero((sizes <= 0).any(axis=1)):
-        found[run] = metrics.proportion_from_table(tables[run])
-    return found
-
-
 def _codes(values) -> np.ndarray:
     """``values`` as codes ``0 … k−1`` in sorted order of the values (``np.unique``'s inverse);
     codes that are already ``0 … k−1``, every one present, are taken as they are (the audit
@@ -344,7 +320,7 @@ def _scores(assignments, selections: int, runs: int, group_codes, label_codes, K
     (``assignments``: the selections' runs one after the other), every table at once."""
     found: dict[str, np.ndarray] = {}
     tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1, counts)
-    found["balance"], found["proportion"] = _balances(tables), _proportions(tables)
+    found["balance"], found["proportion"] = metrics.balance_from_tables(tables), metrics.proportion_from_tables(tables)
     if label_codes is not None:
         tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1, counts)
         found["acc"] = np.array(_per_table(metrics.accuracy_from_table, tables))

@@ -128,6 +128,7 @@ def test_holdout_on_shows_heldout_metrics_next_to_the_training_ones():
     heldout = records[records.metric == "heldout_max_loss"].value.iloc[0]
     assert rows["max_loss"][1] == number(heldout) != rows["max_loss"][0]  # the held-out line's value, under the training one
     assert any("Held-out rows: 30 % of each group" in c.value for c in at.caption)
+    assert any(c.value.startswith("↓ / ↑ after a title: lower / higher is better.") for c in at.caption)
     titles = [json.loads(chart.proto.spec)["layout"]["title"]["text"] for chart in at.get("plotly_chart")]
     assert any("held-out rows" in title for title in titles), titles
     assert any(text.startswith("Held-out rows, rank") for _, text in badges(at))
@@ -218,3 +219,20 @@ def test_every_method_page_has_the_same_controls(page):
     labels = {w.label for w in [*at.number_input, *at.checkbox]}
     assert {OPTIONS[name].widget for name in ("bootstrap", "confidence", "flag_ratio", "holdout")} <= labels
     assert "Evaluate on held-out rows" in labels
+
+
+def test_table_columns_are_as_wide_as_most_of_their_values():
+    """A per-rank table column fits its title and most of its cells (Streamlit sized it by the
+    title alone, cutting “0.0763 (0.0370–0.159)” under “Loss gap ↓”), and one long cell does not
+    widen it; titles are short, with an arrow for which way is better."""
+    import pandas as pd
+
+    from fairaudit.plots import table_title as table_label
+    from pages.common import column_width
+
+    cells = pd.Series(["0.706 (0.611–0.808)"] * 9 + ["0.0000123 (0.00000456–0.0000789) †"])
+    assert column_width("Loss gap ↓", cells) >= 6 * len("0.706 (0.611–0.808)") + 16
+    assert column_width("Loss gap ↓", cells) < column_width("Loss gap ↓", cells, share=1.0)
+    assert column_width("a title longer than every one of its cells", pd.Series(["0 (0–0)"])) > column_width("x", pd.Series(["0 (0–0)"]))
+    assert table_label("loss_gap") == "Loss gap ↓" and table_label("loss_gap", choice=True) == "Loss gap (↓ better)"
+    assert table_label("balanced_accuracy") == "Leakage (bal. acc.) ↓"
