@@ -530,8 +530,6 @@ def _reduce(tasks: list, plan: PartitionPlan, client, progress=None) -> Partitio
 
         merge = delayed(merge_summaries, pure=True)
         whole = pairwise_tree(tasks, lambda a, b: merge(a, b, plan.sample_rows))
-        if progress is None:
-            return dask.compute(whole, scheduler="threads")[0]
         keys, done = {task.key for task in tasks}, 0
 
         def finished(key, result, dsk, state, worker) -> None:  # dask's posttask callback, on the scheduling thread
@@ -540,7 +538,8 @@ def _reduce(tasks: list, plan: PartitionPlan, client, progress=None) -> Partitio
                 done += 1
                 progress(done, total)
 
-        return dask.compute(whole, scheduler="threads", callbacks=[(None, None, None, finished, None)])[0]
+        callbacks = None if progress is None else [(None, None, None, finished, None)]  # None: dask's global ones, as before
+        return dask.compute(whole, scheduler="threads", callbacks=callbacks)[0]
     from distributed import as_completed
 
     parts = client.compute(tasks)
