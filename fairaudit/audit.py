@@ -1056,8 +1056,8 @@ def run_audit(data: AuditData, config: AuditConfig | None = None, progress: Prog
         interval yet; its ``uncertainty`` summary has ``intervals_pending``), for a viewer to show
         while the replicates run (the dashboard does). On data read partition by partition (the
         dask engine), the PCA family's replicates start with one more pass over the partitions,
-        reported per partition with ``stage="bootstrap_pass"`` (``done``/``total`` partitions,
-        ``unit="partitions"``). Raising from it (e.g.
+        reported as it begins and per partition with ``stage="bootstrap_pass"`` (``done`` from 0
+        to ``total`` partitions, ``unit="partitions"``). Raising from it (e.g.
         :class:`AuditCancelled`) stops the run; the exception propagates.
     """
     run = AuditRun(data, config, progress)

@@ -637,7 +637,7 @@ class ProgressReporter:
         if self.tty:
             print("\r\033[K" + line, end="", file=self.stream, flush=True)
             self._open_line = True
-        elif done in (1, total) or now - self.last_written >= self.interval:
+        elif done in (0 if stage == "bootstrap_pass" else 1, total) or now - self.last_written >= self.interval:  # the pass: from its start
             print(line, file=self.stream, flush=True)
             self.last_written = now
         if stage == "bootstrap" and done == total:

@@ -332,7 +332,8 @@ def test_the_command_line_on_a_local_cluster(files, tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "a local cluster of 1 worker process" in captured.err
-    assert "pca: reading the data again for the bootstrap replicates, 1/1 partitions (intervals)" in captured.err  # one of 500,000 rows
+    assert "pca: reading the data again for the bootstrap replicates, 0/1 partitions (intervals)" in captured.err  # one of 500,000 rows
+    assert "pca: reading the data again for the bootstrap replicates, 1/1 partitions (intervals)" in captured.err
     assert captured.err.index("bootstrap replicates for the intervals follow") < captured.err.index("reading the data again")
     assert "engine: dask" in captured.out
     import json
@@ -447,7 +448,7 @@ def _pass_events(events: list[dict]) -> list[dict]:
 @pytest.mark.parametrize("where", ["threads", "cluster"])
 def test_the_replicate_pass_reports_each_partition_and_a_cancel_stops_it(files, cluster, slow_partitions, where):
     """The pass over the data that computes every replicate's moments is reported per partition
-    (contract 4: ``stage="bootstrap_pass"``, ``done`` rising to ``total`` partitions, between the
+    (contract 4: ``stage="bootstrap_pass"``, ``done`` rising from 0 to ``total`` partitions, between the
     point estimates and the first replicate); a callback raising AuditCancelled during it stops
     the run there, and the partitions still queued are not read."""
     import time
@@ -463,7 +464,7 @@ def test_the_replicate_pass_reports_each_partition_and_a_cancel_stops_it(files, 
         events: list[dict] = []
         run_audit(data, REPLICATED, progress=events.append)
         passing = _pass_events(events)
-        assert [e["done"] for e in passing] == list(range(1, total + 1))
+        assert [e["done"] for e in passing] == list(range(total + 1))  # the pass begins, then each partition
         assert {(e["method"], e["total"], e["unit"]) for e in passing} == {("pca", total, "partitions")}
         assert all(a["seconds"] <= b["seconds"] for a, b in zip(passing, passing[1:], strict=False))
         stages = [e["stage"] for e in events]

@@ -516,14 +516,16 @@ def _reduce(tasks: list, plan: PartitionPlan, client, progress=None) -> Partitio
     """One summary from the partitions' summaries: a fixed pairwise tree of merges (the same
     rounding whatever order the workers finish in), each partition's summary freed once merged.
 
-    ``progress(done, total)`` hears each partition as it is done — on a cluster as its future
-    completes, on dask's threads as its task ends — which the command line's lines and the
+    ``progress(done, total)`` hears the pass begin (``done=0``) and each partition as it is done —
+    on a cluster as its future completes, on dask's threads as its task ends — which the command line's lines and the
     audit's ``stage="bootstrap_pass"`` events count. Whatever it raises (the dashboard's
     :class:`~fairaudit.audit.AuditCancelled`) stops the pass: the work still queued on the cluster
     is cancelled and the exception propagates."""
     if not tasks:
         return PartitionSummary.empty(plan)
     total = len(tasks)
+    if progress is not None:
+        progress(0, total)  # the pass begins: a reader sees it before the first partition is done
     if client is None:
         import dask
         from dask import delayed

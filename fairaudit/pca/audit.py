@@ -260,7 +260,8 @@ class PCAAudit(FamilyAudit):
 
     def _pass_progress(self):
         """The dask engine's replicate pass reported as the audit's progress (contract 4): one event
-        per partition done, ``stage="bootstrap_pass"``, ``done``/``total`` the pass's partitions
+        as it begins (``done=0``) and one per partition done, ``stage="bootstrap_pass"``,
+        ``done``/``total`` the pass's partitions
         (``unit``), ``seconds`` since the pass began — it precedes the first ``"bootstrap"`` event.
         Whatever the callback raises (:class:`~fairaudit.audit.AuditCancelled`) stops the pass."""
         started = time.perf_counter()
