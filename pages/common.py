@@ -214,6 +214,9 @@ def run_status(run: Run) -> tuple[float, str]:
         stage = event.get("stage")
         if stage == "bootstrap":  # the intervals: replicates of every fit, after the fits
             doing = f"{FAMILY_TITLES.get(event['method'], event['method'])} intervals"
+        elif stage == "bootstrap_pass":  # data read partition by partition: one more pass before the replicates
+            doing = (f"{FAMILY_TITLES.get(event['method'], event['method'])} intervals: reading the data again, "
+                     f"{event.get('done', 0)} of {event.get('total', 0)} {event.get('unit', 'partitions')}")
         else:
             doing = f"{variant_title(event['method'], str(event.get('variant', '')))} at rank {event.get('rank')}"
             if stage and stage != "fit":
@@ -748,7 +751,9 @@ def method_page(
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
         n_ranks = len(ranks) if ranks else None
-        trust = uncertainty_controls(method, saved, {method: default_replicates(method, data.n_rows, data.n_features, n_ranks)})
+        trust = uncertainty_controls(
+            method, saved, {method: default_replicates(method, data.n_rows, data.n_features, n_ranks, n_groups=data.groups.n_groups)}
+        )
         submitted = st.form_submit_button("Run audit", type="primary")
     for variant in variants:
         if variant in heavy and (variant in chosen or variant in skipped):
@@ -773,7 +778,7 @@ def method_page(
             show_error(exc)
     estimates_seconds = 0.0
     if config is not None:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
-        seconds, intervals, expected = expected_text(data.n_rows, data.n_features, config)
+        seconds, intervals, expected = expected_text(data.n_rows, data.n_features, config, n_groups=data.groups.n_groups)
         estimates_seconds = seconds - intervals
         if seconds >= AUTO_RUN_MAX_SECONDS:
             first = (f"; the numbers show after about {duration(estimates_seconds)} and their intervals fill in after"

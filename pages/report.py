@@ -59,7 +59,7 @@ if missing:
         saved = saved_settings("report")
         with st.form("report-run-all-settings"):
             trust = uncertainty_controls(
-                "report", saved, {m: default_replicates(m, data.n_rows, data.n_features) for m in to_run}
+                "report", saved, {m: default_replicates(m, data.n_rows, data.n_features, n_groups=data.groups.n_groups) for m in to_run}
             )
             submitted = st.form_submit_button(
                 "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
@@ -72,7 +72,9 @@ if missing:
         except FairAuditError as exc:
             show_error(exc)
         else:
-            seconds, intervals, expected = expected_text(data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust))
+            seconds, intervals, expected = expected_text(
+                data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust), n_groups=data.groups.n_groups
+            )
             first = (f"; every family's numbers after about {duration(seconds - intervals)}, then the intervals"
                      if intervals >= 1 else "")
             st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks{first}.")

@@ -201,9 +201,11 @@ class Run:
     def __post_init__(self) -> None:
         """Cost every job (its fits and its replicates) on the run's data, for the progress bar."""
         rows, features = (self.data.n_rows, self.data.n_features) if self.data is not None else FALLBACK_SIZE
+        groups = getattr(getattr(self.data, "groups", None), "n_groups", None)
         for job in self.jobs:
             if job.expected is None:
-                job.expected = expected_parts(rows, features, dataclasses.replace(job.config, methods=(job.method,))).get(job.method)
+                one = dataclasses.replace(job.config, methods=(job.method,))
+                job.expected = expected_parts(rows, features, one, n_groups=groups).get(job.method)
 
     def fraction(self) -> float:
         """Overall share done, each family weighted by its expected time (fits and replicates)."""
@@ -253,6 +255,8 @@ class Run:
             job.replicates_done, job.replicates_total = 0, int(event.get("total", 0))
         elif event.get("stage") == "bootstrap":
             job.replicates_done, job.replicates_total = int(event.get("done", 0)), int(event.get("total", 0))
+        elif event.get("stage") == "bootstrap_pass":  # the dask engine's pass before its replicates: not a fit
+            pass
         else:
             job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
         if event.get("stage") != "estimates":

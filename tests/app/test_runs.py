@@ -245,3 +245,21 @@ def test_the_progress_line_names_the_stage_and_the_running_familys_place():
     nmf.state, nmf.replicates_total = "estimated", 10
     pca.state = "running"  # the intervals, in the same order
     assert "intervals of family 1 of 2 \\(PCA\\)" in run_status(run)[1]
+
+
+def test_a_pass_over_the_data_before_the_replicates_is_not_counted_as_fits():
+    """The dask engine reports its pass over the partitions before its replicates
+    (``stage="bootstrap_pass"``): the progress bar says so, and the job's fit and replicate counts
+    stay as they were."""
+    from pages.common import run_status
+    from pages.runs import Job, Run
+
+    run = Run(label="PCA", data=None, data_token=0, store=ResultStore(), jobs=[Job("pca", AuditConfig(methods=("pca",)))])
+    job = run.jobs[0]
+    run._job, run.state, job.state = job, "running", "running"
+    run._progress({"method": "pca", "variant": "vanilla", "rank": 10, "done": 40, "total": 40, "seconds": 1.0, "stage": "fit"})
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 12, "total": 40, "seconds": 2.0,
+                   "stage": "bootstrap_pass", "unit": "partitions"})
+    assert (job.done, job.total, job.replicates_done) == (40, 40, 0)
+    text = run_status(run)[1]
+    assert "PCA intervals" in text and "reading the data again, 12 of 40 partitions" in text
