@@ -683,6 +683,13 @@ class FamilyAudit:
         a Poisson-bootstrap draw)."""
         return uncertainty.stratified_resample(self.codes, rng, rows)
 
+    @classmethod
+    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
+        """How many ranks this family's audit of ``n_rows × n_features`` data sweeps under
+        ``config`` (the cost model's and the dashboard's count, the same as the audit's own
+        ``ranks``): ``config``'s ranks up to the features, by default ranks 1–10."""
+        return len(config.resolved_ranks(n_features))
+
     def replicate_cost(self) -> uncertainty.ReplicateCost:
         """The predicted cost of this family's bootstrap replicates on its data (the groups count for
         the PCA family), to which :func:`fairaudit.uncertainty.resolve_replicates` fits the default
@@ -1034,6 +1041,12 @@ def _leading_columns(Z: np.ndarray, wide: np.ndarray) -> bool:
 def _family(method: str) -> type[FamilyAudit]:
     module_name, name = FAMILIES[method].split(":")
     return getattr(importlib.import_module(module_name), name)
+
+
+def rank_count(method: str, config: AuditConfig, n_rows: int, n_features: int) -> int:
+    """How many ranks ``method``'s audit sweeps on ``n_rows × n_features`` data
+    (:meth:`FamilyAudit.rank_count`; loads that family's module only)."""
+    return _family(method).rank_count(config, n_rows, n_features)
 
 
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .audit import FAMILY_TITLES, AuditConfig
+from .audit import FAMILY_TITLES, AuditConfig, rank_count
 from .formatting import duration, plural
 from .uncertainty import ReplicateCost, pca_dimension_seconds, replicate_seconds, resolve_replicates
 
@@ -80,7 +80,8 @@ def expected_parts(n_rows: int, n_features: int, config: AuditConfig, *, n_group
     for m in config.methods:
         if m not in FAMILY_COST:
             continue
-        cost = (costs or {}).get(m) or ReplicateCost(replicate_seconds(m, n_rows, n_features, ranks, n_groups))
+        swept = rank_count(m, config, n_rows, n_features)  # the audit's own count, for its replicates
+        cost = (costs or {}).get(m) or ReplicateCost(replicate_seconds(m, n_rows, n_features, swept, n_groups))
         replicates = resolve_replicates(m, config.bootstrap, cost=cost)[0]
         parts[m] = Expected(FAMILY_COST[m](n_rows, n_features) * scale, replicates, cost.seconds(replicates))
     return parts
@@ -99,9 +100,8 @@ def data_parts(data, config: AuditConfig) -> dict[str, Expected]:
         return expected_parts(data.n_rows, data.n_features, config, n_groups=groups)
     parts = expected_parts(min(data.n_rows, data.sample_rows), data.n_features, config, n_groups=groups)
     if "pca" in parts:
-        ranks = None if config.ranks is None else len(config.ranks)
         refused = config.bootstrap != 0 and _no_poisson_bootstrap(data, config) is not None
-        cost = ReplicateCost(0.0) if refused else data.replicate_cost(ranks)
+        cost = ReplicateCost(0.0) if refused else data.replicate_cost(rank_count("pca", config, data.n_rows, data.n_features))
         replicates = 0 if refused else resolve_replicates("pca", config.bootstrap, cost=cost)[0]
         parts["pca"] = Expected(parts["pca"].fits, replicates, cost.seconds(replicates))
     return parts

@@ -102,9 +102,11 @@ OUTSIDE_NOTE = (
 """What :data:`OUTSIDE_MARK` means (the dashboard's and the report's tables say it under the table)."""
 
 
-def outside_interval(value, low, high) -> bool:
-    """Whether ``value`` lies outside ``[low, high]`` by more than rounding: more than a millionth
-    of the interval's size (the rule :func:`interval` writes ends by) and more than :data:`TINY`.
+def outside_interval(value, low, high, significant: int = SIGNIFICANT) -> bool:
+    """Whether ``value`` lies outside ``[low, high]`` as they are written (:func:`number`,
+    :func:`interval`): each rounded to ``significant`` figures, sizes below :data:`TINY` and an end
+    a million times smaller than the other taken as 0. So a value that is written equal to an end
+    (“0.455 (0.371–0.455)”) is never marked, and one written outside always is.
 
     A percentile interval can exclude its own point estimate when the bootstrap replicates are
     biased relative to it (Efron & Tibshirani 1993, §10: the bias estimate ``mean(θ*) − θ̂``;
@@ -112,12 +114,22 @@ def outside_interval(value, low, high) -> bool:
     errors or more)."""
     try:
         value, low, high = float(value), float(low), float(high)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return False
     if not all(math.isfinite(v) for v in (value, low, high)):
         return False
-    slack = max(1e-6 * max(abs(low), abs(high)), TINY)
-    return value < low - slack or value > high + slack
+    scale = max(abs(low), abs(high))
+    low, high = (0.0 if abs(end) < 1e-6 * scale else end for end in (low, high))
+    value, low, high = (_as_written(v, significant) for v in (value, low, high))
+    return value < low or value > high
+
+
+def _as_written(value: float, significant: int) -> float:
+    """``value`` as :func:`number` writes it: 0 below :data:`TINY`, else rounded to ``significant``
+    figures."""
+    if abs(value) < TINY:
+        return 0.0
+    return round(value, significant - 1 - math.floor(math.log10(abs(value))))
 
 
 def cell(value, low, high, significant: int = SIGNIFICANT) -> str:

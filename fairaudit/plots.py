@@ -137,7 +137,8 @@ TABLE_ARROWS_NOTE = "↓ / ↑ after a title: lower / higher is better."
 def table_title(metric: str, *, choice: bool = False) -> str:
     """A table column's title: the metric's title (shortened where :data:`TABLE_TITLES` says)
     and an arrow for which way is better; ``choice``: as a list of columns shows it, “(↓ better)”."""
-    title = TABLE_TITLES.get(metric, metric_title(metric))
+    base = metric.removeprefix(HELDOUT_PREFIX)
+    title = TABLE_TITLES[base] + (" (held-out rows)" if base != metric else "") if base in TABLE_TITLES else metric_title(metric)
     arrow = better_text(metric) if choice else TABLE_ARROWS.get(better(metric) or "")
     if not arrow:
         return title

@@ -23,6 +23,7 @@ from fairaudit.audit import (
     default_variants,
     family_run,
     no_interval_warning,
+    rank_count,
 )
 from fairaudit.cost import expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
@@ -750,7 +751,7 @@ def method_page(
             "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
-        n_ranks = len(ranks) if ranks else None
+        n_ranks = rank_count(method, AuditConfig(ranks=ranks or None), data.n_rows, data.n_features)  # as the audit counts them
         trust = uncertainty_controls(
             method, saved, {method: default_replicates(method, data.n_rows, data.n_features, n_ranks, n_groups=data.groups.n_groups)}
         )

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results, rank_count
 from fairaudit.cost import expected_text
 from fairaudit.findings import findings, verdict_rules
 from fairaudit.formatting import duration, level, number
@@ -59,7 +59,9 @@ if missing:
         saved = saved_settings("report")
         with st.form("report-run-all-settings"):
             trust = uncertainty_controls(
-                "report", saved, {m: default_replicates(m, data.n_rows, data.n_features, n_groups=data.groups.n_groups) for m in to_run}
+                "report", saved,
+                {m: default_replicates(m, data.n_rows, data.n_features, rank_count(m, AuditConfig(), data.n_rows, data.n_features),
+                                       n_groups=data.groups.n_groups) for m in to_run},
             )
             submitted = st.form_submit_button(
                 "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),

@@ -546,3 +546,24 @@ def test_the_replicate_cost_counts_the_pass_over_the_data(files, monkeypatch):
     summary = run_audit(slower, config).uncertainty["pca"]
     assert summary["replicates"] == 0 and "no intervals by default" in summary["why"] and "one more pass" in summary["why"]
     assert data_parts(slower, config)["pca"].bootstrap == 0
+
+
+def test_a_callers_dask_callbacks_still_see_every_pass(files):
+    """The passes that report progress register their counter beside dask's global callbacks (a
+    caller's ``ProgressBar`` or profiler), not instead of them: an explicit ``callbacks=`` list made
+    dask ignore those during the read and the replicate pass (0 tasks seen)."""
+    from dask.callbacks import Callback
+
+    seen: list = []
+
+    class Count(Callback):
+        def _posttask(self, key, result, dsk, state, id):
+            seen.append(key)
+
+    with Count():
+        data = read_partitioned(files["parquet"], partition_rows=300, sensitive="group", label="outcome", missing="drop")
+    assert seen, "no task of the read reached the caller's callback"
+    seen.clear()
+    with Count():
+        run_audit(data, AuditConfig(ranks=(1,), bootstrap=10, engine="dask", variants=("vanilla",), methods=("pca",)))
+    assert seen, "no task of the replicate pass reached the caller's callback"

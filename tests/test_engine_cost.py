@@ -37,3 +37,28 @@ def test_a_pass_before_the_replicates_is_counted_once_in_the_default(monkeypatch
     assert count == 0 and "no intervals by default" in why and "one more pass over the data" in why
     assert resolve_replicates("pca", 30, cost=ReplicateCost(0.5, 58))[0] == 30  # asked for: always run
     assert resolve_replicates("pca", None, cost=ReplicateCost(0.0))[0] == uncertainty.DEFAULT_BOOTSTRAP["pca"]
+
+
+@pytest.mark.parametrize("method, shape, groups", [("fs", (30000, 6), 2), ("pca", (20000, 5), 3), ("nmf", (30000, 4), 2)])
+def test_the_expected_default_replicates_are_the_ones_the_audit_runs(method, shape, groups):
+    """The CLI's expectation and the dashboard's default (``expected_parts``, ``default_replicates``
+    with :func:`fairaudit.audit.rank_count`) count the ranks the audit sweeps: feature selection's
+    default sizes (2 of 6 features, not 4), PCA's ranks up to the features (5, not 10). They counted
+    the defaults' 4 sizes and 10 ranks: on 30,000 × 6 the dashboard offered 26 replicates where the
+    audit ran 50."""
+    import numpy as np
+
+    from fairaudit.audit import AuditConfig, RecordSink, _family, rank_count
+    from fairaudit.cost import expected_parts
+    from fairaudit.data import AuditData
+
+    rng = np.random.default_rng(0)
+    n, d = shape
+    data = AuditData.from_arrays(np.abs(rng.normal(size=(n, d))) + 0.1, np.arange(n) % groups)
+    config = AuditConfig(methods=(method,))
+    family = _family(method)(data, config, RecordSink(method))
+    ran = resolve_replicates(method, None, cost=family.replicate_cost())[0]
+    assert rank_count(method, config, n, d) == len(family.ranks)
+    assert expected_parts(n, d, config, n_groups=groups)[method].replicates == ran
+    dashboard = uncertainty.default_replicates(method, n, d, rank_count(method, AuditConfig(), n, d), n_groups=groups)[0]
+    assert dashboard == ran

@@ -267,6 +267,9 @@ def test_a_value_outside_its_own_interval_is_said_to_be():
     assert outside_interval(0.852, 0.508, 0.782) and outside_interval(0.1, 0.2, 0.3)
     assert not outside_interval(0.5, 0.4, 0.6) and not outside_interval(0.4, 0.4, 0.6)
     assert not outside_interval(0.6 + 1e-9, 0.4, 0.6)  # rounding at the interval's ends
+    assert not outside_interval(0.4551, 0.371, 0.455) and not outside_interval(0.82520939, 0.82535597, 0.89520869)  # written equal
+    assert outside_interval(0.996, 1.0, 1.5) and outside_interval(0.454, 0.455, 0.6)  # written outside: 0.996 (1.00–1.50)
+    assert not outside_interval(10**400, 0, 1)  # not a float: never marked, never raises
     assert not outside_interval(4e-12, 6.7e-12, 6.3e-9)  # both sides below formatting's TINY: noise around 0
     assert not outside_interval(float("nan"), 0.1, 0.2) and not outside_interval(0.5, float("nan"), float("nan"))
     assert with_interval(0.5, 0.4, 0.6, 0.95) == "0.500 (95 % interval 0.400–0.600)"

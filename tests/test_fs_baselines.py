@@ -453,7 +453,10 @@ def test_remembered_arrays_are_read_only():
     for edit in edits:
         with pytest.raises(ValueError, match="read-only"):
             edit()
-    assert heat_graph(X.copy(), 5)[0] is graph and baselines._spectral_embedding(graph.copy(), 3, 0)[1] is vectors
+    again = heat_graph(X.copy(), 5)[0]
+    assert np.shares_memory(again.data, graph.data) and baselines._spectral_embedding(graph.copy(), 3, 0)[1] is vectors
+    again.setdiag(1.0)  # a structural edit (the diagonal is not stored): the caller's own matrix only
+    assert heat_graph(X, 5)[0].diagonal().sum() == 0.0 and graph.diagonal().sum() == 0.0
     for selector in (LaplacianScore(3), MCFS(3, n_clusters=2, random_state=0), SPEC(3, n_neighbors=5, criterion="phi3"),
                      UDFS(3, n_clusters=2), NDFS(3, n_clusters=2, random_state=0)):
         assert selector.fit(X).get_support().sum() == 3

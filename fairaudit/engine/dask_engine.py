@@ -540,8 +540,14 @@ def _reduce(tasks: list, plan: PartitionPlan, client, progress=None) -> Partitio
                 done += 1
                 progress(done, total)
 
-        callbacks = None if progress is None else [(None, None, None, finished, None)]  # None: dask's global ones, as before
-        return dask.compute(whole, scheduler="threads", callbacks=callbacks)[0]
+        if progress is None:
+            return dask.compute(whole, scheduler="threads")[0]
+        # Registered beside dask's global callbacks (a ProgressBar, a profiler), not instead of them:
+        # an explicit callbacks= list makes dask ignore the ones a caller has registered.
+        from dask.callbacks import Callback
+
+        with Callback(posttask=finished):
+            return dask.compute(whole, scheduler="threads")[0]
     from distributed import as_completed
 
     parts = client.compute(tasks)

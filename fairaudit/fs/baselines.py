@@ -161,7 +161,11 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     found = built.get(("heat", t))
     if found is None:
         found = built[("heat", t)] = _read_only(_heat_graph(*built["neighbours"], t))
-    return found
+    graph, width = found
+    # Each caller its own matrix over the shared read-only arrays: an edit of the values raises, and
+    # one that rebuilds the structure (setdiag on a missing diagonal, eliminate_zeros) changes only
+    # the caller's matrix, never the remembered one.
+    return sparse.csr_matrix((graph.data, graph.indices, graph.indptr), shape=graph.shape, copy=False), width
 
 
 def _heat_graph(distances: np.ndarray, indices: np.ndarray, t) -> tuple[sparse.csr_matrix, float]:

@@ -236,3 +236,4 @@ def test_table_columns_are_as_wide_as_most_of_their_values():
     assert column_width("a title longer than every one of its cells", pd.Series(["0 (0–0)"])) > column_width("x", pd.Series(["0 (0–0)"]))
     assert table_label("loss_gap") == "Loss gap ↓" and table_label("loss_gap", choice=True) == "Loss gap (↓ better)"
     assert table_label("balanced_accuracy") == "Leakage (bal. acc.) ↓"
+    assert table_label("heldout_balanced_accuracy") == "Leakage (bal. acc.) (held-out rows) ↓"
