@@ -42,7 +42,7 @@ from threadpoolctl import threadpool_limits
 from . import metrics, uncertainty
 from ._version import __version__
 from .data import AuditData, worded
-from .errors import ParameterError, RankError
+from .errors import FairAuditError, ParameterError, RankError
 from .vocabulary import render, term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
@@ -1045,8 +1045,13 @@ def _family(method: str) -> type[FamilyAudit]:
 
 def rank_count(method: str, config: AuditConfig, n_rows: int, n_features: int) -> int:
     """How many ranks ``method``'s audit sweeps on ``n_rows × n_features`` data
-    (:meth:`FamilyAudit.rank_count`; loads that family's module only)."""
-    return _family(method).rank_count(config, n_rows, n_features)
+    (:meth:`FamilyAudit.rank_count`; loads that family's module only). Ranks the data do not allow
+    count as asked: an estimate never raises; the audit itself says what is wrong, in the
+    interface's words."""
+    try:
+        return _family(method).rank_count(config, n_rows, n_features)
+    except FairAuditError:
+        return len(config.ranks) if config.ranks else 10
 
 
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:

@@ -62,3 +62,14 @@ def test_the_expected_default_replicates_are_the_ones_the_audit_runs(method, sha
     assert expected_parts(n, d, config, n_groups=groups)[method].replicates == ran
     dashboard = uncertainty.default_replicates(method, n, d, rank_count(method, AuditConfig(), n, d), n_groups=groups)[0]
     assert dashboard == ran
+
+
+def test_an_estimate_never_raises_for_ranks_the_data_do_not_allow():
+    """The expected time of a run whose ranks exceed the data is an estimate: it counts the ranks as
+    asked, and the audit itself reports the error in the interface's words."""
+    from fairaudit.audit import AuditConfig, rank_count
+    from fairaudit.cost import expected_parts
+
+    config = AuditConfig(methods=("pca",), ranks=(9,))
+    assert rank_count("pca", config, 40, 4) == 1
+    assert expected_parts(40, 4, config)["pca"].fits > 0  # no RankError here
