@@ -22,17 +22,19 @@ from dataclasses import dataclass
 
 from .audit import FAMILY_TITLES, AuditConfig, rank_count
 from .formatting import duration, plural
-from .uncertainty import ReplicateCost, pca_dimension_seconds, replicate_seconds, resolve_replicates
+from .uncertainty import ReplicateCost, default_replicates, pca_dimension_seconds, replicate_seconds, resolve_replicates
 
 __all__ = [
     "FAMILY_COST",
     "Expected",
     "data_parts",
+    "default_count",
     "duration",
     "expected_data_seconds",
     "expected_parts",
     "expected_seconds",
     "expected_text",
+    "family_replicate_cost",
     "poisson_replicate_cost",
 ]
 
@@ -80,11 +82,24 @@ def expected_parts(n_rows: int, n_features: int, config: AuditConfig, *, n_group
     for m in config.methods:
         if m not in FAMILY_COST:
             continue
-        swept = rank_count(m, config, n_rows, n_features)  # the audit's own count, for its replicates
-        cost = (costs or {}).get(m) or ReplicateCost(replicate_seconds(m, n_rows, n_features, swept, n_groups))
+        cost = (costs or {}).get(m) or family_replicate_cost(m, config, n_rows, n_features, n_groups)
         replicates = resolve_replicates(m, config.bootstrap, cost=cost)[0]
         parts[m] = Expected(FAMILY_COST[m](n_rows, n_features) * scale, replicates, cost.seconds(replicates))
     return parts
+
+
+def family_replicate_cost(method: str, config: AuditConfig, n_rows: int, n_features: int, n_groups: int | None = None) -> ReplicateCost:
+    """The predicted cost of ``method``'s bootstrap replicates on ``n_rows × n_features`` data under
+    ``config``: at the ranks its audit sweeps (:func:`fairaudit.audit.rank_count`) and, for the PCA
+    family, its groups — what the audit itself predicts (:meth:`FamilyAudit.replicate_cost`)."""
+    return ReplicateCost(replicate_seconds(method, n_rows, n_features, rank_count(method, config, n_rows, n_features), n_groups))
+
+
+def default_count(method: str, config: AuditConfig, n_rows: int, n_features: int, n_groups: int | None = None) -> tuple[int, str]:
+    """``(replicates, why)``: the default number of bootstrap replicates ``method``'s audit of such
+    data will run under ``config`` (:func:`fairaudit.uncertainty.default_replicates` at
+    :func:`family_replicate_cost`) — the dashboard's placeholder, the count the audit runs."""
+    return default_replicates(method, cost=family_replicate_cost(method, config, n_rows, n_features, n_groups))
 
 
 def data_parts(data, config: AuditConfig) -> dict[str, Expected]:

@@ -101,6 +101,9 @@ OUTSIDE_NOTE = (
 )
 """What :data:`OUTSIDE_MARK` means (the dashboard's and the report's tables say it under the table)."""
 
+OUTSIDE_WORDS = "the refits differ systematically from this fit (they are fitted on resampled rows)"
+"""Why a value lies outside its interval, in a sentence (:func:`with_interval`) or a chart's hover."""
+
 
 def outside_interval(value, low, high, significant: int = SIGNIFICANT) -> bool:
     """Whether ``value`` lies outside ``[low, high]`` as they are written (:func:`number`,
@@ -151,7 +154,7 @@ def with_interval(value, low, high, confidence: float | None = None, significant
         return text
     named = f"{level(confidence) + ' ' if confidence else ''}interval {span}"
     if outside_interval(value, low, high):
-        return f"{text} (outside its {named}: the refits on resampled rows differ systematically from this fit)"
+        return f"{text} (outside its {named}: {OUTSIDE_WORDS})"
     return f"{text} ({named})"
 
 

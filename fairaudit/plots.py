@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
-from .formatting import cell, number, outside_interval
+from .formatting import OUTSIDE_MARK, OUTSIDE_WORDS, cell, number
 from .metrics import better, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
@@ -500,7 +500,7 @@ def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
     texts = []
     for rank, value, low, high in zip(line["rank"], line["value"], lows, highs, strict=True):
         text = f"{name}, rank {int(rank)}: {cell(value, low, high)}"
-        texts.append(text + (" outside its interval: the refits differ systematically from this fit" if outside_interval(value, low, high) else ""))
+        texts.append(text + f" outside its interval: {OUTSIDE_WORDS}" if text.endswith(OUTSIDE_MARK) else text)
     return texts
 
 

@@ -23,9 +23,8 @@ from fairaudit.audit import (
     default_variants,
     family_run,
     no_interval_warning,
-    rank_count,
 )
-from fairaudit.cost import expected_text
+from fairaudit.cost import default_count, expected_text
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import OUTSIDE_NOTE, duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
@@ -42,7 +41,7 @@ from fairaudit.plots import (
 )
 from fairaudit.report import details_rows_by_ranks, marked, summary_text
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
-from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
+from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED
 from fairaudit.vocabulary import render
 from pages.runs import ResultStore, Run, RunRegistry
 
@@ -751,9 +750,9 @@ def method_page(
             "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
-        n_ranks = rank_count(method, AuditConfig(ranks=ranks or None), data.n_rows, data.n_features)  # as the audit counts them
+        counted = AuditConfig(methods=(method,), ranks=ranks or None)  # the ranks as the audit counts them
         trust = uncertainty_controls(
-            method, saved, {method: default_replicates(method, data.n_rows, data.n_features, n_ranks, n_groups=data.groups.n_groups)}
+            method, saved, {method: default_count(method, counted, data.n_rows, data.n_features, data.groups.n_groups)}
         )
         submitted = st.form_submit_button("Run audit", type="primary")
     for variant in variants:

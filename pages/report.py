@@ -11,12 +11,11 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results, rank_count
-from fairaudit.cost import expected_text
+from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.cost import default_count, expected_text
 from fairaudit.findings import findings, verdict_rules
 from fairaudit.formatting import duration, level, number
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
-from fairaudit.uncertainty import default_replicates
 from pages.common import (
     current_data,
     data_summary,
@@ -59,9 +58,7 @@ if missing:
         saved = saved_settings("report")
         with st.form("report-run-all-settings"):
             trust = uncertainty_controls(
-                "report", saved,
-                {m: default_replicates(m, data.n_rows, data.n_features, rank_count(m, AuditConfig(), data.n_rows, data.n_features),
-                                       n_groups=data.groups.n_groups) for m in to_run},
+                "report", saved, {m: default_count(m, AuditConfig(), data.n_rows, data.n_features, data.groups.n_groups) for m in to_run},
             )
             submitted = st.form_submit_button(
                 "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),

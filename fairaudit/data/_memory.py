@@ -37,6 +37,25 @@ def _libc():
     return trim, advise
 
 
+def read_only(value):
+    """``value`` with every array in it marked read-only, returned: an array, a compressed sparse
+    matrix (its data and index arrays), or a tuple, list or dict of them; other values as they are. What is
+    shared — a table's columns, the audit's matrix, feature selection's remembered graphs — so
+    that an in-place edit raises instead of changing another reader's data."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif hasattr(value, "indptr"):  # a compressed scipy sparse matrix: its three arrays
+        for part in (value.data, value.indices, value.indptr):
+            part.flags.writeable = False
+    elif isinstance(value, tuple | list):
+        for item in value:
+            read_only(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            read_only(item)
+    return value
+
+
 def trim_heap() -> None:
     """Return the C heap's free memory to the system."""
     functions = _libc()

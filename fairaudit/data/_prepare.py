@@ -21,6 +21,7 @@ from ..vocabulary import term
 from ._accounting import DROP_REASONS, group_entries, unequal_drop_warning
 from ._audit_data import AuditData
 from ._cells import format_number
+from ._memory import read_only
 from ._roles import FeatureColumns, select_features
 from ._scaling import check_scaling, robust_fill
 from ._sensitive import MAX_CATEGORIES, normalise_merge, sensitive_codes, value_codes
@@ -297,12 +298,6 @@ def _missing_masks(columns: list[np.ndarray], n_rows: int, counts: list[int | No
     return masks, any_missing
 
 
-def _read_only(X: np.ndarray) -> np.ndarray:
-    if X.flags.writeable:
-        X.flags.writeable = False
-    return X
-
-
 # ---------------------------------------------------------------------------- prepare
 def prepare(
     table: RawTable,
@@ -483,7 +478,7 @@ def prepare(
     if reuse_table:  # handed over: the table's text columns and parsing buffers are not needed again
         table.spend()
     return AuditData(
-        X_raw=_read_only(X),
+        X_raw=read_only(X),
         feature_names=tuple(names),
         groups=groups,
         sensitive=tuple(sensitive),

@@ -20,7 +20,7 @@ from ..errors import FairAuditError, ParameterError
 from ..vocabulary import term
 from . import _csv, _parquet
 from ._cells import Parsed, is_integer_valued, missing_mask, numeric_parsed, parse_text, text_in_head
-from ._memory import trim_heap
+from ._memory import read_only, trim_heap
 from ._source import max_bytes_for, open_source, scan
 
 DEFAULT_MAX_MB = 200
@@ -390,7 +390,7 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
     for column, strings in columns.text.items():
         parsed = None if text_in_head(strings) else parse_text(strings)
         if parsed is not None and parsed.is_numeric:
-            numeric[column] = _read_only(parsed.values)
+            numeric[column] = read_only(parsed.values)
         else:
             text[column] = strings
     return RawTable(
@@ -414,7 +414,4 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
     )
 
 
-def _read_only(values: np.ndarray) -> np.ndarray:
-    values.flags.writeable = False
-    return values
 

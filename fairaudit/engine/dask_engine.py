@@ -48,11 +48,11 @@ import numpy as np
 from ..data import MISSING_POLICIES, SMALL_GROUP_POLICIES, AuditData
 from ..data._accounting import group_entries
 from ..data._cells import format_number
+from ..data._memory import read_only
 from ..data._prepare import (
     _check_roles,
     _drop_constant_features,
     _fixed_roles,
-    _read_only,
     check_group_options,
     drop_small_groups,
     encode_read_groups,
@@ -73,7 +73,7 @@ from ..groups import GroupCodes, check_groups
 from ..vocabulary import term
 from ._partition import PartitionPlan, PartitionSummary, merge_summaries, peaks
 from ._sources import BLOCKSIZE, PARTITION_ROWS, open_source, require_dask, shifted
-from .local import DataSummary, LocalEngine, RowSample, scaling_transform
+from .local import DataSummary, LocalEngine, RowSample, moments_scaling
 from .moments import CHUNK_ROWS, GroupMoments, pairwise_tree
 
 MAX_FEATURES = 256
@@ -168,7 +168,7 @@ class _Layout:
                                      f"{POISSON_MIN_GROUP_ROWS} or more rows per group.")
             ratio = sizes / raw.counts
             raw = GroupMoments(sizes, raw.means, raw.scatter * ratio[:, None, None], raw.labels)
-            shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), data.scaling)
+            shift, scale = moments_scaling(raw, data.scaling)
             found.append(DataSummary(raw.affine(shift, scale), empty, shift, scale))
         return found
 
@@ -277,7 +277,7 @@ class PartitionedData:
         if "sample" not in self._cache:
             sample = self._summary.sample
             self._cache["sample"] = AuditData(
-                X_raw=_read_only(self._sample_raw),
+                X_raw=read_only(self._sample_raw),
                 feature_names=self.feature_names,
                 groups=GroupCodes(sample.codes, self.groups.labels).without_empty(),
                 sensitive=self.sensitive,
@@ -738,7 +738,7 @@ def _assemble(summary: PartitionSummary, plan: PartitionPlan, src, chosen: Featu
         exponents = None
     exponents = np.zeros(len(columns), dtype=int) if exponents is None else exponents
     raw = _group_moments(summary.moments, summary.exponents, key_group, groups, columns, exponents)
-    shift, scale = scaling_transform(raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter), options["scaling"])
+    shift, scale = moments_scaling(raw, options["scaling"])
     sample, sample_raw, sample_label, sample_lines = _sample(summary, key_group, groups, columns, exponents, shift, scale, plan, shifts)
     wide = len(columns) > n_used
     if wide and not sample.is_complete:

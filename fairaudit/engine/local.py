@@ -93,6 +93,12 @@ class DataSummary:
     """The groups of ``rows`` (a :class:`~fairaudit.groups.GroupCodes`), when ``rows`` is set."""
 
 
+def moments_scaling(moments, scaling: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`scaling_transform` from group moments (:class:`GroupMoments`: counts, means and the
+    scatters' diagonals)."""
+    return scaling_transform(moments.counts, moments.means, np.einsum("kjj->kj", moments.scatter), scaling)
+
+
 class LocalEngine:
     """The default engine: an in-memory :class:`~fairaudit.data.AuditData`, one pass over
     ``X_raw`` in blocks (:data:`~fairaudit.engine.moments.CHUNK_ROWS` rows)."""
@@ -115,11 +121,8 @@ class LocalEngine:
         wide = X_raw.shape[1] > X_raw.shape[0]  # wide: keep the rows, skip the d × d moments
         raw = None if wide else self.raw_moments(X_raw, groups, weights)
         if scaling is None:
-            if wide:
-                statistics = _feature_statistics(X_raw, groups, weights)
-            else:
-                statistics = raw.counts, raw.means, np.einsum("kjj->kj", raw.scatter)
-            scaling = scaling_transform(*statistics, data.scaling)
+            scaling = (scaling_transform(*_feature_statistics(X_raw, groups, weights), data.scaling) if wide
+                       else moments_scaling(raw, data.scaling))
         shift, scale = scaling
         sample = self._sample(data, X_raw, sample_rows, random_state, shift, scale, weights)
         if wide:

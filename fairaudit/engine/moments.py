@@ -153,9 +153,8 @@ class GroupMoments:
         The same two-pass blocks of :data:`CHUNK_ROWS` rows merged exactly as :meth:`from_rows`,
         on views of ``X`` (no gathered copy of each group's rows)."""
         X = np.asarray(X, dtype=float)
-        k, d = len(bounds) - 1, X.shape[1]
-        counts, means, scatter = np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d))
-        for g in range(k):
+        merged = []
+        for g in range(len(bounds) - 1):
             parts = []
             for start in range(int(bounds[g]), int(bounds[g + 1]), CHUNK_ROWS):
                 block = X[start : min(start + CHUNK_ROWS, int(bounds[g + 1]))]
@@ -163,9 +162,17 @@ class GroupMoments:
                 centred = block - mean
                 product = centred.T @ centred
                 parts.append(cls(np.array([float(block.shape[0])]), mean[None, :], ((product + product.T) / 2)[None], ("0",)))
-            if parts:
-                merged = cls.merge_all(parts)
-                counts[g], means[g], scatter[g] = merged.counts[0], merged.means[0], merged.scatter[0]
+            merged.append(cls.merge_all(parts) if parts else None)
+        return cls._of_groups(merged, X.shape[1], labels)
+
+    @classmethod
+    def _of_groups(cls, merged: list, d: int, labels=None) -> GroupMoments:
+        """Group ``g`` the one group of ``merged[g]`` (``None``: an empty group)."""
+        k = len(merged)
+        counts, means, scatter = np.zeros(k), np.zeros((k, d)), np.zeros((k, d, d))
+        for g, found in enumerate(merged):
+            if found is not None:
+                counts[g], means[g], scatter[g] = found.counts[0], found.means[0], found.scatter[0]
         return cls(counts, means, scatter, _labels(labels, k))
 
     @classmethod
@@ -213,8 +220,11 @@ class GroupMoments:
 
     def replicate(self, b: int, n_groups: int, labels=None) -> GroupMoments:
         """Replicate ``b`` of :meth:`poisson_replicates`' stacked moments (``n_groups`` per replicate)."""
-        part = slice(b * n_groups, (b + 1) * n_groups)
-        return GroupMoments(self.counts[part], self.means[part], self.scatter[part], _labels(labels, n_groups))
+        return self._part(slice(b * n_groups, (b + 1) * n_groups), labels)
+
+    def _part(self, groups: slice, labels=None) -> GroupMoments:
+        """The moments of a contiguous range of these groups."""
+        return GroupMoments(self.counts[groups], self.means[groups], self.scatter[groups], _labels(labels, len(self.counts[groups])))
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[tuple], *, n_groups: int, labels=None) -> GroupMoments:
@@ -254,16 +264,11 @@ class GroupMoments:
         (combinations of raw sensitive values) gathered into the audit's groups. Each new group's
         members merge in a pairwise tree (:meth:`merge_all`), in their order here."""
         group_of = np.asarray(group_of)
-        d = self.n_features
-        counts, means, scatter = np.zeros(n_groups), np.zeros((n_groups, d)), np.zeros((n_groups, d, d))
+        merged = []
         for g in range(n_groups):
             members = np.flatnonzero(group_of == g)
-            if members.size:
-                merged = GroupMoments.merge_all(
-                    GroupMoments(self.counts[i : i + 1], self.means[i : i + 1], self.scatter[i : i + 1], ("0",)) for i in members
-                )
-                counts[g], means[g], scatter[g] = merged.counts[0], merged.means[0], merged.scatter[0]
-        return GroupMoments(counts, means, scatter, _labels(labels, n_groups))
+            merged.append(GroupMoments.merge_all(self._part(slice(i, i + 1)) for i in members) if members.size else None)
+        return GroupMoments._of_groups(merged, self.n_features, labels)
 
     # ------------------------------------------------------------------ derived quantities
     @property

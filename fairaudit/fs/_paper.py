@@ -91,17 +91,17 @@ def kernel_sums(X: np.ndarray, sq: np.ndarray, w: np.ndarray, gamma: float, targ
     last = gradient_target if gradient else targets[-1]
     rowsum = np.empty(X.shape[0]) if gradient else None
     UX = np.empty_like(X) if gradient else None
+    in_place = [i for i, target in enumerate(targets) if target is last]  # the block itself, once multiplied
+    others = [i for i, target in enumerate(targets) if target is not last]
     scratch = None
     for rows, block in rbf_row_blocks(Z, Z, gamma):
-        for i, target in enumerate(targets):
-            if target is not last:
-                scratch = np.empty_like(block) if scratch is None else scratch
-                product = np.multiply(block, target[rows], out=scratch[: block.shape[0]])
-                values[i] += float(product.sum())
+        for i in others:
+            scratch = np.empty_like(block) if scratch is None else scratch
+            values[i] += float(np.multiply(block, targets[i][rows], out=scratch[: block.shape[0]]).sum())
         block *= last[rows]
-        for i, target in enumerate(targets):
-            if target is last:
-                values[i] += float(block.sum())
+        total = float(block.sum())
+        for i in in_place:
+            values[i] += total
         if gradient:
             block.sum(axis=1, out=rowsum[rows])
             np.matmul(block, X, out=UX[rows])

@@ -41,6 +41,7 @@ from sklearn.linear_model import Lars
 from sklearn.neighbors import kneighbors_graph
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..data._memory import read_only
 from ..errors import ParameterError
 from ..kernels import rbf, rbf_row_blocks
 from ..linalg import dense_top_eigh
@@ -64,7 +65,7 @@ class _Remembered:
     so two threads may compute the same one; the first stored is the one kept and returned.
 
     Every caller with the same key gets the same arrays — another session's audit among them — so
-    what is stored is made read-only (:func:`_read_only`): an in-place edit raises instead of
+    what is stored is made read-only (:func:`fairaudit.data._memory.read_only`): an in-place edit raises instead of
     changing what the next caller reads."""
 
     def __init__(self, kept: int):
@@ -77,7 +78,7 @@ class _Remembered:
             if key in self._values:
                 self._values.move_to_end(key)
                 return self._values[key]
-        value = _read_only(compute())
+        value = read_only(compute())
         with self._lock:
             value = self._values.setdefault(key, value)
             self._values.move_to_end(key)
@@ -91,25 +92,6 @@ class _Remembered:
 
     def __len__(self) -> int:
         return len(self._values)
-
-
-def _read_only(value):
-    """``value`` with every array in it marked read-only (``setflags(write=False)``), returned: an
-    array, a sparse matrix (its data and index arrays), or a tuple, list or dict of them; other
-    values as they are."""
-    if isinstance(value, np.ndarray):
-        value.setflags(write=False)
-    elif sparse.issparse(value):
-        for part in (value.data, getattr(value, "indices", None), getattr(value, "indptr", None)):
-            if part is not None:
-                part.setflags(write=False)
-    elif isinstance(value, tuple | list):
-        for item in value:
-            _read_only(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _read_only(item)
-    return value
 
 
 def _content_key(*arrays) -> str:
@@ -160,7 +142,7 @@ def heat_graph(X: np.ndarray, n_neighbors: int | None, t="auto") -> tuple[sparse
     built = _graphs_of(X, k)
     found = built.get(("heat", t))
     if found is None:
-        found = built[("heat", t)] = _read_only(_heat_graph(*built["neighbours"], t))
+        found = built[("heat", t)] = read_only(_heat_graph(*built["neighbours"], t))
     graph, width = found
     # Each caller its own matrix over the shared read-only arrays: an edit of the values raises, and
     # one that rebuilds the structure (setdiag on a missing diagonal, eliminate_zeros) changes only
