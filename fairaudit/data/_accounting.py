@@ -48,6 +48,7 @@ EXCLUSION_REASONS = {
     "constant": "the same value on every kept row",
     "index": "a tensor index (a mode of the tensor)",
     "unused": "not an index, value or sensitive column of the tensor",
+    "unreadable": "its cells are neither numbers nor text (left out when the file was read)",
 }
 DROP_GAP_POINTS = 10.0
 DROP_RATIO = 1.5

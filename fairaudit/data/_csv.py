@@ -120,6 +120,7 @@ class TextColumns:
     first_line: int = 1
     has_header: bool = True
     log: list[str] = field(default_factory=list)
+    unreadable: list[tuple[str, str]] = field(default_factory=list)  # (column, why) left out when reading
 
 
 # ---------------------------------------------------------------------------- text decisions

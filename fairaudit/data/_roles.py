@@ -182,6 +182,8 @@ def select_features(
     ``(reason, detail)``. ``use_id_like`` (with the default features only) names columns the
     identifier rules flag that are features all the same."""
     chosen = FeatureColumns()
+    for column, reason in table.unreadable:
+        chosen.exclude(column, "unreadable", reason)
     for column in table.columns:
         if column in roles:
             chosen.exclude(column, *roles[column])

@@ -70,6 +70,9 @@ class RawTable:
     _first_line: int = field(default=1, repr=False)
     format: str = "csv"
     _missing: dict = field(default_factory=dict, repr=False)  # missing cells per numeric column, as the reader counted them
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """Columns left out when the file was read, each with why (``(column, reason)``): cells that
+    are neither numbers nor text, such as binary values in a Parquet file."""
     _cache: dict = field(default_factory=dict, repr=False)
 
     # -- shape -------------------------------------------------------------------------------
@@ -410,6 +413,7 @@ def _build(columns, name, sha256, n_bytes, *, encoding, delimiter, extra_log, fo
         _lines=columns.lines,
         _first_line=int(columns.first_line),
         format=format,
+        unreadable=tuple(columns.unreadable),
         _missing=dict(columns.missing),  # the reader's numeric columns (those with NaN spelt as numbers already left out)
     )
 

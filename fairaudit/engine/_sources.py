@@ -27,7 +27,7 @@ import posixpath
 import re
 
 from ..data import DEFAULT_MAX_MB, check_path, read_table
-from ..data._parquet import PARQUET_MAGIC
+from ..data._parquet import PARQUET_MAGIC, check_footer
 from ..data._table import table_from_arrow
 from ..errors import FairAuditError, InputFileError, InputFileNotFound, ParameterError
 from ._partition import PartitionPlan, PartitionSummary, summarise_table
@@ -232,6 +232,9 @@ class ParquetSource:
             try:
                 with fs.open(path, "rb") as handle:
                     metadata = pq.ParquetFile(handle).metadata
+                check_footer(metadata, _display_name(path))
+            except FairAuditError:
+                raise
             except Exception as exc:  # pyarrow raises several kinds for a file that is not Parquet
                 raise InputFileError(f"{path} cannot be read as Parquet ({exc}); every file of the data set must be Parquet.") from None
             self.n_bytes += int(fs.size(path) or 0)
@@ -293,11 +296,16 @@ def _parquet_partition(fs, path: str, groups: tuple, first: int, columns: list, 
     summary, offset = None, 0
     try:
         with fs.open(path, "rb") as handle:
-            for batch in pq.ParquetFile(handle).iter_batches(batch_size=BATCH_ROWS, row_groups=list(groups), columns=columns):
+            reader = pq.ParquetFile(handle)
+            claimed = sum(reader.metadata.row_group(g).num_rows for g in groups)
+            for batch in reader.iter_batches(batch_size=BATCH_ROWS, row_groups=list(groups), columns=columns):
                 table = table_from_arrow(pa.Table.from_batches([batch]), name=name, first_row=first + offset)
                 part = summarise_table(table, plan, index, offset=offset)
                 summary = part if summary is None else summary.merge(part, plan.sample_rows)
                 offset += batch.num_rows
+        if offset != claimed:
+            raise InputFileError(f"{name} is damaged: its footer says {claimed:,} rows in row groups {', '.join(str(g + 1) for g in groups)} "
+                                 f"but their pages hold {offset:,}; export it again.")
     except FairAuditError as exc:
         return PartitionSummary.failed(plan, index, exc)
     except (OSError, pa.ArrowException) as exc:
