@@ -39,7 +39,7 @@ import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from . import metrics, uncertainty
+from . import metrics, uncertainty, verdicts
 from ._version import __version__
 from .data import AuditData, worded
 from .errors import FairAuditError, ParameterError, RankError
@@ -131,9 +131,19 @@ class AuditConfig:
         every metric is also measured on the held-out rows (records ``heldout_…``). ``None`` or 0:
         fit and measure on all rows.
     flag_ratio : float
-        Tolerance of the ``gap`` verdict (default 1.25): the worst-served group must fare at
-        least this many times worse than the best-served one (see
+        Tolerance of the ``gap`` verdict (default 1.25): the worse-served group of a pair must
+        fare at least this many times worse than the other (see
         :data:`fairaudit.findings.VERDICT_RULES`).
+    reference : str or None
+        The group every other group is compared with (a group label, or the value part of one:
+        ``"white"`` for ``"race=white"``). ``None`` (default): the best-served group large enough to
+        judge, chosen by the data — every pair of groups is then tested (:mod:`fairaudit.verdicts`).
+        The findings can be judged again with another: ``findings(result, reference=…)``.
+    min_judged_rows : int
+        The fewest rows a group needs to be judged (default 30,
+        :data:`fairaudit.verdicts.MIN_JUDGED_ROWS`): smaller groups are reported as too small to
+        judge, with the smallest difference their size lets the audit detect, take part in no
+        test (the leakage test among them) and are never the reference.
     keep_models : bool
         Keep every fitted estimator in :attr:`AuditResult.models` (for
         :func:`fairaudit.models.export_models`); off by default, since NMF and CP estimators hold
@@ -167,6 +177,8 @@ class AuditConfig:
     keep_models: bool = False
     leakage_permutations: int | None = None
     engine: str = "local"
+    reference: str | None = None
+    min_judged_rows: int = verdicts.MIN_JUDGED_ROWS
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -189,6 +201,11 @@ class AuditConfig:
                 f"got {self.leakage_classifier!r}."
             )
         uncertainty.check_bootstrap(self.bootstrap, self.confidence, self.holdout, self.flag_ratio)
+        if self.reference is not None and (not isinstance(self.reference, str) or not self.reference.strip()):
+            raise ParameterError(f"{term('reference')} must be a group's name (or None for the best-served group); got {self.reference!r}.")
+        if isinstance(self.min_judged_rows, bool) or not isinstance(self.min_judged_rows, int | np.integer) or self.min_judged_rows < 2:
+            raise ParameterError(f"{term('min_judged_rows')} must be a whole number ≥ 2; got {self.min_judged_rows!r}.")
+        self.min_judged_rows = int(self.min_judged_rows)
         if self.leakage_permutations is not None and (
             isinstance(self.leakage_permutations, bool) or not isinstance(self.leakage_permutations, int) or self.leakage_permutations < 0
         ):
@@ -283,6 +300,11 @@ class AuditResult:
     models: dict = field(default_factory=dict, repr=False, compare=False)
     """With ``AuditConfig(keep_models=True)``: the fitted estimator of every fit, keyed
     ``(method, variant, rank)``. Never written to JSON; :mod:`fairaudit.models` saves them."""
+    comparisons: pd.DataFrame = field(default_factory=lambda: empty_comparisons(), compare=False)
+    """Every pair of groups compared, per family, variant, rank and per-group metric: the
+    difference, its bootstrap interval, standard error and p-values
+    (:data:`fairaudit.verdicts.COMPARISON_COLUMNS`; :func:`fairaudit.verdicts.pairwise_comparisons`).
+    The verdicts are decided from it (:mod:`fairaudit.verdicts`); in the JSON too."""
 
     def metric(self, metric: str, method: str | None = None) -> pd.DataFrame:
         """Rows of one metric (optionally one method)."""
@@ -308,7 +330,21 @@ class AuditResult:
             "warnings": [render(str(w)) for w in self.warnings],
             "details": self.details,
             "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
+            "comparisons": [_json_safe_comparison(r) for r in self.comparisons.to_dict(orient="records")],
         }
+
+    def with_reference(self, reference: str | None, method: str | None = None) -> AuditResult:
+        """This result judged against another reference group (a group's label or the value part of
+        one; ``None``: the best-served group large enough to judge) — for every family, or for
+        ``method`` only. Nothing is refitted: :attr:`comparisons` holds every pair, and the
+        findings, the reports and the JSON's configuration all read the new reference. A group
+        that is unknown or too small to judge is refused by the findings (``ParameterError``)."""
+
+        def judged(run: dict) -> dict:
+            return {**run, "reference": reference} if method is None or method in run.get("methods", ()) else run
+
+        config = {**self.config, "runs": [judged(run) for run in self.config["runs"]]} if "runs" in self.config else judged(self.config)
+        return replace(self, config=config)
 
     def to_json(self, indent: int | None = 1, found: dict | None = None) -> str:
         return json.dumps(self.to_dict(found), indent=indent, ensure_ascii=False, allow_nan=False)
@@ -336,7 +372,23 @@ class AuditResult:
             seconds=payload.get("seconds", 0.0),
             fairaudit_version=payload.get("fairaudit_version", ""),
             uncertainty=payload.get("uncertainty", {}),
+            comparisons=comparisons_frame(payload.get("comparisons") or []),
         )
+
+
+def empty_comparisons() -> pd.DataFrame:
+    """A comparisons table without rows (:attr:`AuditResult.comparisons`)."""
+    return comparisons_frame([])
+
+
+def comparisons_frame(rows) -> pd.DataFrame:
+    """:data:`fairaudit.verdicts.COMPARISON_COLUMNS` rows (tuples or dicts, e.g. from JSON, where
+    ``None`` stands for NaN) as the comparisons table."""
+    frame = pd.DataFrame(list(rows), columns=verdicts.COMPARISON_COLUMNS)
+    for column in frame.columns:
+        if column not in verdicts.COMPARISON_TEXT_COLUMNS:
+            frame[column] = pd.to_numeric(frame[column]).astype(int if column in verdicts.COMPARISON_COUNT_COLUMNS else float)
+    return frame
 
 
 def combine_results(results: Sequence[AuditResult]) -> AuditResult:
@@ -367,6 +419,7 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
         fairaudit_version=first.fairaudit_version,
         uncertainty={method: found for r in results for method, found in r.uncertainty.items()},
         models={key: model for r in results for key, model in r.models.items()},
+        comparisons=pd.concat([r.comparisons for r in results], ignore_index=True),
     )
 
 
@@ -439,6 +492,14 @@ def _json_safe_record(record: dict) -> dict:
     return record
 
 
+def _json_safe_comparison(row: dict) -> dict:
+    return {
+        key: value if key in verdicts.COMPARISON_TEXT_COLUMNS else int(value) if key in verdicts.COMPARISON_COUNT_COLUMNS
+        else _json_number(value)
+        for key, value in row.items()
+    }
+
+
 # ============================================================================ collecting records
 ProgressCallback = Callable[[dict], None]
 
@@ -495,6 +556,9 @@ class RecordSink(Recorder):
         self.keep_models = keep_models
         self.models: dict[tuple[str, str, int], object] = {}
         self.rows: list[tuple] = []
+        self.comparisons: list[tuple] = []
+        """The family's pairwise comparisons (:func:`fairaudit.verdicts.pairwise_comparisons`),
+        written by the driver: without intervals after the fits, with them after the replicates."""
         self.skipped: list[dict] = []
         self.warnings: list[str] = []
         self.details: dict[str, dict[str, dict]] = {}
@@ -638,17 +702,35 @@ class FamilyAudit:
     replicate_ranks_skipped: Mapping[int, str] = MappingProxyType({})
     """Ranks left out of replicates → the reason (e.g. NMF at full rank, where every group's own
     NMF is exact and the fits only crawl towards it)."""
+    parities: tuple[verdicts.DisparityMetric, ...] = ()
+    """Per-group, higher-is-better metrics the verdicts compare with a parity value (feature
+    selection's ``cluster_share``), beside :attr:`disparities`' pairs of groups."""
+    pair_nulls: dict
+    """Permutation nulls of pairs of groups (:class:`fairaudit.verdicts.PermutationNull` by
+    ``(variant, rank, metric)`` and label-index pair), set by a family's :meth:`measure` where it
+    tests differences against random regroupings (PCA); read by the driver's comparisons."""
 
     codes: np.ndarray
     labels: tuple[str, ...]
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         self.data, self.config, self.sink = data, config, sink
+        self.pair_nulls = {}
 
     @property
     def active(self) -> bool:
         """Whether anything is left to fit (every variant may have been skipped)."""
         return True
+
+    @property
+    def group_rows(self) -> np.ndarray:
+        """Each group's rows in the family's input (in :attr:`labels`' order)."""
+        return np.bincount(np.asarray(self.codes), minlength=len(self.labels))
+
+    def comparison_metrics(self) -> list[verdicts.DisparityMetric]:
+        """What the verdicts compare: each :attr:`disparities` metric between groups, each
+        :attr:`parities` metric with its parity."""
+        return [verdicts.DisparityMetric(d.metric, d.error) for d in self.disparities] + list(self.parities)
 
     def chosen_variants(self, names, too_slow=None) -> list[str]:
         """The variants among ``names`` the configuration wants, in that order. One that
@@ -722,7 +804,9 @@ class FamilyAudit:
                 call()
             return [{"mmd2": metrics.mmd2(Z, codes)} for Z in Zs]
         threads = REPRESENTATION_THREADS if threads is None else threads
-        return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads, alongside=alongside)
+        judged = verdicts.leakage_rows(codes, self.group_rows, self.config.min_judged_rows)
+        return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads, alongside=alongside,
+                                       leakage_rows=judged)
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
@@ -792,6 +876,8 @@ class FamilyEstimates:
     train: np.ndarray | None = None
     test: np.ndarray | None = None
     pairs: dict = field(default_factory=dict)
+    points: dict = field(default_factory=dict)
+    """The point estimates by ``(variant, rank, group, metric)`` (what the comparisons read)."""
 
     @property
     def intervals_pending(self) -> bool:
@@ -813,6 +899,7 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     config, sink = family.config, family.sink
     summary: dict = {"confidence": config.confidence, "holdout": config.holdout or 0}
     summary["degenerate_ranks"] = {str(rank): reason for rank, reason in family.degenerate_ranks().items()}
+    summary["group_rows"] = dict(zip(family.labels, map(int, family.group_rows), strict=True)) if family.active else {}
     if not family.active:
         summary.update(replicates=0, why="nothing was fitted")
         return FamilyEstimates(family, summary)
@@ -833,11 +920,24 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     family.facts(fits, sink)
     for (variant, rank), model in family.models_of(fits).items() if config.keep_models else ():
         sink.keep(variant, rank, model)
+    stage = FamilyEstimates(family, summary, fits, train, test, pairs, collector.values)
+    sink.comparisons = family_comparisons(stage)
     replicates, why = uncertainty.resolve_replicates(family.method, config.bootstrap, cost=family.replicate_cost())
     summary.update(replicates=replicates, why=why)
     if replicates:
         sink.estimates_ready(summary, time.perf_counter() - begun)
-    return FamilyEstimates(family, summary, fits, train, test, pairs)
+    return stage
+
+
+def family_comparisons(stage: FamilyEstimates, replicates: uncertainty.Replicates | None = None) -> list[tuple]:
+    """The family's pairwise comparisons (:func:`fairaudit.verdicts.pairwise_comparisons`) from
+    its point estimates and, once they are in, its bootstrap ``replicates``."""
+    family = stage.family
+    return verdicts.pairwise_comparisons(
+        family.method, family.labels, family.group_rows, family.comparison_metrics(), stage.points,
+        None if replicates is None else replicates.values, family.config.confidence, family.pair_nulls,
+        prefixes=("",) if stage.test is None else ("", HELDOUT_PREFIX),
+    )
 
 
 def finish_family(stage: FamilyEstimates) -> dict:
@@ -851,6 +951,7 @@ def finish_family(stage: FamilyEstimates) -> dict:
     summary["seconds"] = round(time.perf_counter() - started, 3)
     summary["interval"] = uncertainty.INTERVAL_METHOD
     _apply_intervals(family, found, family.config.confidence)
+    family.sink.comparisons = family_comparisons(stage, found)
     summary["not_bootstrapped"] = _missing_interval_reasons(family, family.sink)
     return summary
 
@@ -956,9 +1057,13 @@ def representation_metrics(Z: np.ndarray, groups: np.ndarray, config: AuditConfi
     (:func:`fairaudit.metrics.leakage_test`): ``unfairness`` / ``unfairness_balanced``
     ((balanced) accuracy − 1/k, with the cross-validation interval), ``balanced_accuracy``,
     ``chance_balanced_accuracy`` (the permutation distribution's mean and central interval) and
-    ``leakage_pvalue``. Many representations at once: :func:`representations_metrics`.
+    ``leakage_pvalue`` — the test among the groups large enough to judge
+    (:func:`fairaudit.verdicts.leakage_rows`). Many representations at once:
+    :func:`representations_metrics`.
     """
-    return representations_metrics([Z], groups, config, threads=1)[0]
+    codes = np.asarray(groups)
+    judged = verdicts.leakage_rows(codes, np.bincount(codes), config.min_judged_rows)
+    return representations_metrics([Z], groups, config, threads=1, leakage_rows=judged)[0]
 
 
 REPRESENTATION_THREADS = 2
@@ -980,6 +1085,7 @@ def representations_metrics(
     lineages: Sequence | None = None,
     threads: int = REPRESENTATION_THREADS,
     alongside: Sequence[Callable[[], None]] = (),
+    leakage_rows: np.ndarray | None = None,
 ) -> list[dict[str, Value]]:
     """:func:`representation_metrics` of each representation, computed together.
 
@@ -989,10 +1095,16 @@ def representations_metrics(
     (:func:`fairaudit.metrics.leakage_tests`, with QDA, whose fits do not change when a column
     flips sign: the same rows, folds and permutations as one test per representation, so the same
     values up to rounding). The tests and the RBF MMD² run on ``threads`` worker threads, with the
-    calls in ``alongside`` (a family's other work on the same rows, which keeps its own results) first."""
+    calls in ``alongside`` (a family's other work on the same rows, which keeps its own results) first.
+    ``leakage_rows`` (a mask) limits the leakage tests to those rows — the groups large enough to
+    judge (:func:`fairaudit.verdicts.leakage_rows`); the MMD² use every row."""
     from .parallel import map_threads
 
     shaped = [np.asarray(Z, dtype=float).reshape(len(groups), -1) for Z in representations]
+    tested, tested_groups = shaped, groups
+    if leakage_rows is not None:
+        tested = [Z[leakage_rows] for Z in shaped]
+        tested_groups = np.unique(np.asarray(groups)[leakage_rows], return_inverse=True)[1]
     lineages = [None] * len(shaped) if lineages is None else list(lineages)
     settings = dict(
         classifier=config.leakage_classifier,
@@ -1006,14 +1118,14 @@ def representations_metrics(
     single = set(range(len(shaped)))
     for lineage in dict.fromkeys(lineages):
         members = [i for i, name in enumerate(lineages) if name == lineage]
-        widest = max(members, key=lambda i: shaped[i].shape[1])
-        nested = [i for i in members if _leading_columns(shaped[i], shaped[widest])]
+        widest = max(members, key=lambda i: tested[i].shape[1])
+        nested = [i for i in members if _leading_columns(tested[i], tested[widest])]
         if len(nested) > 1 and config.leakage_classifier == "qda":
-            widths = [shaped[i].shape[1] for i in nested]
-            tasks.append((nested, lambda Z=shaped[widest], widths=widths: metrics.leakage_tests(Z, groups, widths, **settings)))
+            widths = [tested[i].shape[1] for i in nested]
+            tasks.append((nested, lambda Z=tested[widest], widths=widths: metrics.leakage_tests(Z, tested_groups, widths, **settings)))
             single -= set(nested)
-    for i in sorted(single, key=lambda i: -shaped[i].shape[1]):
-        tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
+    for i in sorted(single, key=lambda i: -tested[i].shape[1]):
+        tasks.append(([i], lambda Z=tested[i]: [metrics.leakage_test(Z, tested_groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
     tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
     with metrics.shared_draws():  # every test of these groups draws the same folds and permutations: once
@@ -1109,7 +1221,20 @@ class AuditRun:
         self.started = time.perf_counter()
         self.created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
         self.notes: list[str] = []
-        smallest = min(data.group_sizes().items(), key=lambda item: item[1])
+        sizes = data.group_sizes()
+        verdicts.resolve_reference(self.config.reference, sizes, self.config.min_judged_rows)  # a clear error before any fit
+        judged = verdicts.judged_groups(sizes, self.config.min_judged_rows)
+        small = {group: rows for group, rows in sizes.items() if group not in judged}
+        if small:
+            listed = ", ".join(f"{group} ({rows:,} {'row' if rows == 1 else 'rows'})" for group, rows in small.items())
+            self.notes.append(
+                f"too small to judge (fewer than {self.config.min_judged_rows} rows, {term('min_judged_rows')}): {listed}. "
+                + ("They take part in no verdict and in no leakage test; the findings say how large a difference their "
+                   "size could have shown." if len(judged) >= 2 else
+                   "Fewer than two groups are large enough to judge, so no finding carries a verdict.")
+            )
+        tested = {group: sizes[group] for group in judged} if len(judged) >= 2 else sizes
+        smallest = min(tested.items(), key=lambda item: item[1])
         if smallest[1] < metrics.LEAKAGE_MIN_GROUP_ROWS:
             self.notes.append(
                 f"leakage metrics (unfairness, unfairness_balanced) not computed: group {smallest[0]!r} has "
@@ -1149,6 +1274,7 @@ class AuditRun:
         """The :class:`AuditResult` of the families' sinks in ``parts`` (``(given input, sink)``
         pairs) as they stand, with their uncertainty ``summaries``."""
         rows: list[tuple] = []
+        compared: list[tuple] = []
         skipped: list[dict] = []
         notes = list(self.notes)
         details: dict[str, dict] = {}
@@ -1158,6 +1284,7 @@ class AuditRun:
             if models:
                 kept.update(sink.models)
             rows.extend(sink.rows)
+            compared.extend(sink.comparisons)
             skipped.extend(sink.skipped)
             notes.extend(sink.warnings)
             if sink.details:
@@ -1173,4 +1300,5 @@ class AuditRun:
             seconds=round(time.perf_counter() - self.started, 3),
             uncertainty=summaries,
             models=kept,
+            comparisons=comparisons_frame(compared),
         )

@@ -192,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+    outputs.add_argument("--verbose", action="store_true",
+                         help="print each finding's details too: the other pairs of groups, the groups too small to judge, the tests")
     _add_action_options(audit)
     _add_engine_options(audit)
 
@@ -248,12 +250,18 @@ def _add_uncertainty_options(parser: argparse.ArgumentParser) -> None:
     trust.add_argument("--holdout", type=float, default=AuditConfig.holdout, metavar="SHARE",
                        help="hold out this share of each group's rows (e.g. 0.3), fit on the rest and report every metric on them too (heldout_…)")
     trust.add_argument("--flag-ratio", type=float, default=AuditConfig.flag_ratio, metavar="RATIO",
-                       help=f"tolerance of the gap verdict: the worst group must fare this many times worse than the best (default {AuditConfig.flag_ratio})")
+                       help=f"tolerance of the gap verdict: of two groups, the worse served must fare this many times worse (default {AuditConfig.flag_ratio})")
+    trust.add_argument("--reference", default=None, metavar="GROUP",
+                       help="compare every group with this one (a group's name, e.g. white or race=white); default: the best-served "
+                       "group large enough to judge, every pair of groups compared")
+    trust.add_argument("--min-judged-rows", type=int, default=AuditConfig.min_judged_rows, metavar="N",
+                       help=f"groups with fewer rows are reported as too small to judge, outside every test (default {AuditConfig.min_judged_rows})")
 
 
 def _uncertainty_options(args) -> dict:
     """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
-    return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio}
+    return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio,
+            "reference": args.reference, "min_judged_rows": args.min_judged_rows}
 def _add_pca_options(parser: argparse.ArgumentParser) -> None:
     pca = parser.add_argument_group("PCA (--methods pca)")
     pca.add_argument("--jevd-solver", choices=_Choices("pca.jevd.SOLVERS"), default=None,
@@ -661,7 +669,7 @@ class ProgressReporter:
 
 
 # ---------------------------------------------------------------- the commands
-def _print_summary(result, found: dict, out) -> None:
+def _print_summary(result, found: dict, out, verbose: bool = False) -> None:
     from .formatting import number
     from .report import summary_table
 
@@ -686,7 +694,7 @@ def _print_summary(result, found: dict, out) -> None:
         print(table[keep].to_string(index=False, float_format=number), file=out)
         print(_directions(keep), file=out)
         _print_details(result, method, out)
-    _print_findings(result, found, out)
+    _print_findings(result, found, out, verbose)
     for skip in result.skipped:
         print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
     for warning in result.warnings:
@@ -703,8 +711,9 @@ def _directions(columns) -> str:
     return "  (" + "; ".join(p for p in parts if p) + ")"
 
 
-def _print_findings(result, found: dict, out) -> None:
-    """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
+def _print_findings(result, found: dict, out, verbose: bool = False) -> None:
+    """Each finding with its verdict (``verbose``: and its details, indented), how the intervals
+    were made, and the verdict rules once."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
     from .report import verdict_settings
@@ -713,15 +722,24 @@ def _print_findings(result, found: dict, out) -> None:
         replicates = int(summary.get("replicates", 0))
         what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
         print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}", file=out)
+    hidden = 0
     for method, items in found.items():
         for finding in items:
             print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)
+            if verbose:
+                for line in finding.details:
+                    print(f"  · {render(line, 'cli')}", file=out)
+            hidden += len(finding.details)
+    if hidden and not verbose:
+        print(f"({plural(hidden, 'detail')} of these findings — the other pairs of groups, the groups too small to judge, "
+              "the tests — with --verbose, and in the HTML and JSON reports)", file=out)
     if any(f.verdict != "info" for items in found.values() for f in items):
         settings = verdict_settings(result)
-        for families, flag_ratio, confidence in settings:  # once per setting (families audited apart may differ)
+        for families, flag_ratio, confidence, min_rows in settings:  # once per setting (families audited apart may differ)
             which = f"{', '.join(families)}: " if len(settings) > 1 else ""
-            print(f"verdict rules ({which}tolerance {number(flag_ratio)}, confidence {level(confidence)}):", file=out)
-            for text in verdict_rules(flag_ratio, confidence).values():
+            print(f"verdict rules ({which}tolerance {number(flag_ratio)}, confidence {level(confidence)}, groups of at least "
+                  f"{plural(min_rows, 'row')} judged):", file=out)
+            for text in verdict_rules(flag_ratio, confidence, min_rows).values():
                 print(f"  {render(text, 'cli')}", file=out)
 
 
@@ -790,7 +808,7 @@ def _audit(args, session) -> int:
         found = findings(result)  # once, for the printed summary and both reports
     written, models = _write_audit_outputs(args, result, data, outputs, export_ranks, found)
     if not args.quiet:
-        _print_summary(result, found, sys.stdout)
+        _print_summary(result, found, sys.stdout, args.verbose)
         if yours is not None:
             from .yours import sentences
 

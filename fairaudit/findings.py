@@ -1,14 +1,20 @@
-"""Findings: what an audit's records say, each with a verdict and the rule that produced it.
+"""Findings: what an audit's records say, each with a verdict, the rule that produced it, and the
+evidence it was written from.
 
-``findings(result)`` returns, per method family, a list of :class:`Finding` objects (contract
-3): ``family, rank, variant, verdict, text, rule, evidence``; ``str(finding)`` is its sentence.
-A verdict is one of :data:`VERDICTS`:
+``findings(result, reference=None)`` returns, per method family, a list of :class:`Finding`
+objects (contract 3): ``family, rank, variant, verdict, text, rule, evidence, details``;
+``str(finding)`` is its sentence. The verdicts are decided by :mod:`fairaudit.verdicts` (pairs of
+groups, Holm's correction, groups too small to judge, the reference group); this module only
+writes sentences from its evidence objects, whose ``to_dict()`` is the finding's ``evidence`` —
+so every number a sentence states is in its evidence, and the CLI, the dashboard, the HTML and
+the JSON render the same objects. A verdict is one of :data:`VERDICTS`:
 
 ``gap``
-    a disparity whose interval excludes parity and which exceeds the stated tolerance
-    (``AuditConfig.flag_ratio``, default 1.25);
+    two groups large enough to judge differ beyond the interval, the corrected test and the
+    stated tolerance (``AuditConfig.flag_ratio``, default 1.25);
 ``no_evidence``
-    no disparity beyond the interval and the tolerance (for leakage: "no detectable leakage");
+    no pair does (for leakage: "no detectable leakage"); the sentence names the condition that
+    failed, with its number, and the smallest difference the tests would have seen;
 ``mitigated``
     the fair variant closes a gap that vanilla has, at a stated cost;
 ``worse``
@@ -16,15 +22,16 @@ A verdict is one of :data:`VERDICTS`:
 ``info``
     a statement that is not a verdict (also every disparity when intervals are off).
 
-The rules are written once, in :data:`VERDICT_RULES` (filled in by :func:`verdict_rules` with
-the run's tolerance and confidence); every report prints them. Numbers are written by
-:mod:`fairaudit.formatting` (three significant figures, no e-notation).
+A finding's ``text`` is its headline (about 40 words: one comparison, its numbers to three
+significant figures, the deciding condition); ``details`` are the sentences one click away (the
+other pairs, the groups too small to judge, the tests). The rules are written once, in
+:data:`VERDICT_RULES` (filled in by :func:`verdict_rules`); every report prints them.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,59 +45,74 @@ from .audit import (
     split_variant,
     whole_metrics,
 )
-from .formatting import (
-    interval,
-    level,
-    number,
-    percent,
-    plural,
-    pvalue,
-    times,
-    with_interval,
-)
+from .formatting import level, number, percent, plural, times, with_interval
 from .plots import variant_title
+from .verdicts import (
+    MIN_JUDGED_ROWS,
+    BalanceVerdict,
+    DisparityVerdict,
+    Pair,
+    Settings,
+    json_ready,
+    judge_balance,
+    judge_disparity,
+    judge_leakage,
+    judged_groups,
+    resolve_reference,
+)
 from .vocabulary import term
 
 VERDICTS = ("gap", "no_evidence", "mitigated", "worse", "info")
 
 VERDICT_RULES: dict[str, str] = {
     "gap": (
-        "gap: at a rank that is not degenerate, the worst-served group fares at least {flag_ratio}× worse than the "
-        "best-served one (its loss or error is at least {flag_ratio} times the best group's; for cluster balance, the "
-        "least-represented group's share of its worst cluster is at most 1/{flag_ratio} of its share of the data), and "
-        "the {confidence} % bootstrap interval of the difference excludes parity; for the PCA family the difference must "
-        "also be one that random groups of the same sizes rarely show (a group's loss is measured against its own best "
-        "fit on the same rows, which flatters small groups): its permutation p-value at most α = {alpha} divided by the "
-        "number of ranks assessed. For leakage: the group is predicted "
-        "from the representation above chance — the permutation test's p-value is at most α = {alpha} (without "
-        "permutations: the cross-validation interval of the balanced accuracy lies above chance, 1/k) — with a "
-        "balanced accuracy of at least {flag_ratio} × 1/k."
+        "gap: two groups, each with at least {min_rows} rows, differ at a rank that is not degenerate: the worse-served "
+        "one fares at least {flag_ratio}× worse (its error at least {flag_ratio} times what it would be if it were served "
+        "as well as the other, where the family measures an error — PCA, NMF; else its value at least {flag_ratio} times "
+        "the other's), the {confidence} % bootstrap interval of the difference excludes 0, and the difference is "
+        "significant after Holm's correction at α = {alpha}. Its p-value is the bootstrap test's (the difference over its "
+        "bootstrap standard error) and, for PCA, also the permutation test's against random groups of the same sizes (a "
+        "group's loss is measured against its own best fit on the same rows, which flatters small groups), the larger of "
+        "the two; Holm's correction counts every comparison made, which controls the chance of any false gap at α per "
+        "variant. With the reference chosen by the data (the best-served group large enough to judge), every pair of "
+        "groups is compared — choosing the best group after seeing the data is itself a comparison; with a reference you "
+        "name ({reference}), each group with it. Vanilla is judged over every rank that is not degenerate; a fair "
+        "variant, the held-out rows and CP at the one rank their finding states. Cluster balance (feature selection): "
+        "a group's share of its worst k-means cluster, over its share of the data, lies below 1/{flag_ratio} by the "
+        "one-sided bootstrap test at the Holm level over the groups and selectors, its interval below 1. Leakage: the "
+        "group is predicted from the representation above chance — the permutation test's p-value at most α = {alpha} "
+        "(without permutations: the cross-validation interval of the balanced accuracy above chance, 1/k for the k "
+        "groups tested) — with a balanced accuracy of at least {flag_ratio} × 1/k."
     ),
     "no_evidence": (
-        "no_evidence: the difference's {confidence} % interval includes parity, or the disparity is below the "
-        "tolerance of {flag_ratio}×: no evidence of a gap at the stated tolerance. For leakage: not above chance "
-        "(\"no detectable leakage\"; a balanced accuracy below chance is noise, never an improvement), or above "
+        "no_evidence: no pair of groups large enough to judge meets every condition of a gap. The finding names the "
+        "condition that failed, with its number, and the smallest difference the tests would have detected at these "
+        "group sizes (with probability 0.8): no evidence of a gap is not evidence of fairness. For leakage: not above "
+        "chance (\"no detectable leakage\"; a balanced accuracy below chance is noise, never an improvement), or above "
         "chance but below {flag_ratio} × 1/k."
     ),
     "mitigated": (
-        "mitigated: vanilla has a gap at this rank and the fair variant has none by the same rule, without serving "
-        "the worst-off group worse (its worst-group interval does not lie entirely above vanilla's); the cost in "
-        "overall error or fit is stated."
+        "mitigated: vanilla has a gap at this rank and the fair variant has none by the same rule, its groups within the "
+        "tolerance at the point estimate, without serving the worst-off group worse (its worst group's interval does "
+        "not lie entirely above vanilla's); the cost in overall error or fit is stated."
     ),
     "worse": (
         "worse: the fair variant is less fair than vanilla (for feature selection: than every baseline): its "
-        "worst-group interval lies entirely above vanilla's, or it has a gap where vanilla has none, or its leakage "
+        "worst group's interval lies entirely above vanilla's, or it has a gap where vanilla has none, or its leakage "
         "interval lies entirely above vanilla's."
     ),
     "info": "info: a statement of fact, not a verdict (with the intervals turned off, {off}, every disparity is info: there is no test).",
+    "too_small": (
+        "Too small to judge: a group with fewer than {min_rows} rows ({min_rows_option}) takes part in no test — not in "
+        "the pairs, not in the leakage test — and is never the reference; each finding names it, with the smallest "
+        "difference from the reference its size would let the tests detect."
+    ),
     "degenerate": (
-        "Degenerate ranks (full rank or an exact fit, or every group's value numerically zero) and differences "
-        "whose interval includes 0 are never reported as the largest gap."
+        "Degenerate ranks (full rank or an exact fit, or every group's value numerically zero) are never judged."
     ),
 }
-"""The verdict rules, once; ``{flag_ratio}``, ``{confidence}``, ``{alpha}`` and ``{off}`` (the
-option that turns the intervals off, a :func:`fairaudit.vocabulary.term`) are filled in by
-:func:`verdict_rules`."""
+"""The verdict rules, once; ``{flag_ratio}``, ``{confidence}``, ``{alpha}``, ``{min_rows}`` and the
+options they name are filled in by :func:`verdict_rules`."""
 
 VERDICT_LABELS: dict[str, str] = {
     "gap": "gap",
@@ -102,16 +124,18 @@ VERDICT_LABELS: dict[str, str] = {
 """Each verdict as a label for people (the report's and the dashboard's badges)."""
 
 
-def verdict_rules(flag_ratio: float = 1.25, confidence: float = 0.95) -> dict[str, str]:
-    """:data:`VERDICT_RULES` with the run's tolerance and confidence written in."""
-    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"), "alpha": f"{round(1 - confidence, 6):g}",
-              "off": term("bootstrap", 0)}
+def verdict_rules(flag_ratio: float = 1.25, confidence: float = 0.95, min_judged_rows: int = MIN_JUDGED_ROWS) -> dict[str, str]:
+    """:data:`VERDICT_RULES` with the run's tolerance, confidence and smallest group to judge written in."""
+    values = {"flag_ratio": number(flag_ratio), "confidence": level(confidence).removesuffix(" %"),
+              "alpha": f"{round(1 - confidence, 6):g}", "off": term("bootstrap", 0), "min_rows": number(int(min_judged_rows)),
+              "min_rows_option": term("min_judged_rows"), "reference": term("reference")}
     return {name: rule.format(**values) for name, rule in VERDICT_RULES.items()}
 
 
 @dataclass
 class Finding:
-    """One finding (contract 3). ``str(finding) == finding.text``."""
+    """One finding (contract 3). ``str(finding) == finding.text``; ``details`` are the sentences
+    one click away (the other pairs, the groups too small to judge, the tests)."""
 
     family: str
     rank: int | None
@@ -120,6 +144,7 @@ class Finding:
     text: str
     rule: str = ""
     evidence: dict = field(default_factory=dict)
+    details: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return self.text
@@ -132,18 +157,9 @@ class Finding:
             "verdict": self.verdict,
             "text": self.text,
             "rule": self.rule,
-            "evidence": {key: _json(value) for key, value in self.evidence.items()},
+            "evidence": json_ready(self.evidence),
+            "details": list(self.details),
         }
-
-
-def _json(value):
-    if isinstance(value, float | np.floating):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, list | tuple):
-        return [_json(v) for v in value]
-    return value
 
 
 # ============================================================================ reading records
@@ -152,9 +168,10 @@ Estimate = tuple[float, float, float]
 
 
 class Records:
-    """One family's records of a result, looked up by key, with the run's settings."""
+    """One family's records and comparisons of a result, looked up by key, with the run's
+    settings (``reference`` overrides the run's reference group)."""
 
-    def __init__(self, result, method: str):
+    def __init__(self, result, method: str, reference: str | None = None):
         rows = result.records[result.records.method == method]
         lows = rows["ci_low"] if "ci_low" in rows else pd.Series(np.nan, index=rows.index)
         highs = rows["ci_high"] if "ci_high" in rows else pd.Series(np.nan, index=rows.index)
@@ -165,17 +182,21 @@ class Records:
         self.method = method
         self.records = rows
         run = family_run(result.config, method)
-        self.flag_ratio = float(run.get("flag_ratio", 1.25))
-        self.confidence = float(run.get("confidence", 0.95))
         summary = result.uncertainty.get(method, {}) if getattr(result, "uncertainty", None) else {}
+        self.sizes: dict[str, int] = {str(g): int(n) for g, n in (summary.get("group_rows") or result.data.get("group_sizes", {})).items()}
+        settings = Settings.of_run(run, reference)
+        self.settings = Settings(settings.confidence, settings.flag_ratio, settings.min_judged_rows,
+                                 resolve_reference(settings.reference, self.sizes, settings.min_judged_rows))
+        self.flag_ratio, self.confidence = self.settings.flag_ratio, self.settings.confidence
         self.degenerate = {int(rank): reason for rank, reason in summary.get("degenerate_ranks", {}).items()}
         why = summary.get("why") if not summary.get("replicates") and run.get("bootstrap") != 0 else None
         self.no_intervals = why or term("bootstrap", 0)
         """Why this family has no intervals, for the findings' "No verdict" (turned off, too slow by
         default on data this size, cancelled by the user, …)."""
-        self.rules = verdict_rules(self.flag_ratio, self.confidence)
+        self.rules = verdict_rules(self.flag_ratio, self.confidence, self.settings.min_judged_rows)
         self.variants = list(dict.fromkeys(rows.variant))
-        self.sizes = result.data.get("group_sizes", {})
+        compared = getattr(result, "comparisons", None)
+        self.comparisons = [] if compared is None or compared.empty else compared[compared.method == method].to_dict("records")
 
     def get(self, variant: str, rank: int, metric: str, group: str = "") -> Estimate | None:
         return self.table.get((variant, int(rank), group, metric))
@@ -187,24 +208,30 @@ class Records:
     def groups(self, variant: str, rank: int, metric: str) -> dict[str, Estimate]:
         return {g: est for (v, r, g, m), est in self.table.items() if v == variant and r == rank and m == metric and g}
 
-    def ranks(self, variant: str, metric: str) -> list[int]:
-        return sorted({r for (v, r, g, m) in self.table if v == variant and m == metric})
-
     def level(self) -> str:
         return level(self.confidence)
 
     @property
     def alpha(self) -> float:
-        return 1.0 - self.confidence
+        return self.settings.alpha
 
-    def assessed(self, variant: str, metric: str) -> int:
-        """How many ranks of ``variant`` are tested for a gap in ``metric`` (not degenerate)."""
-        return sum(1 for r in self.ranks(variant, metric) if r not in self.degenerate)
+    def judge(self, variant: str, metric: str, ranks=None) -> DisparityVerdict | None:
+        """``variant``'s per-group ``metric`` judged (:func:`fairaudit.verdicts.judge_disparity`)."""
+        return judge_disparity(self.comparisons, self.sizes, self.settings, method=self.method, variant=variant, metric=metric,
+                               ranks=ranks, degenerate=self.degenerate, no_intervals=self.no_intervals)
 
-    def finding(self, rank, variant, verdict, text, evidence=None) -> Finding:
+    def worst_judged(self, variant: str, rank: int, metric: str) -> tuple[str, Estimate] | None:
+        """The judged group with the largest ``metric`` (lower is better) and its estimate."""
+        judged = {g: est for g, est in self.groups(variant, rank, metric).items()
+                  if self.sizes.get(g, 0) >= self.settings.min_judged_rows and math.isfinite(est[0])}
+        if not judged:
+            return None
+        group = max(judged, key=lambda g: judged[g][0])
+        return group, judged[group]
+
+    def finding(self, rank, variant, verdict, text, evidence=None, details=()) -> Finding:
         rule = self.rules.get(verdict, self.rules["info"])
-        evidence = {key: _json(value) for key, value in (evidence or {}).items()}  # NaN → None: comparable, JSON-ready
-        return Finding(self.method, rank, variant, verdict, text, rule, evidence)
+        return Finding(self.method, rank, variant, verdict, text, rule, json_ready(evidence or {}), list(details))
 
 
 def _has_interval(estimate: Estimate | None) -> bool:
@@ -223,254 +250,276 @@ def _above(a: Estimate | None, b: Estimate | None) -> bool:
     return _has_interval(a) and _has_interval(b) and a[1] > b[2]
 
 
-# ============================================================================ disparities
-@dataclass
-class Assessment:
-    """A per-group, lower-is-better metric of one fit judged by the ``gap`` rule."""
-
-    variant: str
-    rank: int
-    worst: str
-    best: str
-    worst_value: Estimate
-    best_value: Estimate
-    gap: Estimate | None
-    ratio: Estimate | None
-    degenerate: str | None
-    verdict: str | None  # "gap", "no_evidence", "info" (no interval), None (degenerate)
-    error_ratio: Estimate | None = None
-    pvalue: float | None = None
-
-    def within_tolerance(self, flag_ratio: float) -> bool:
-        """The worst group fares less than ``flag_ratio`` times worse than the best (point values;
-        the error ratio where there is one)."""
-        if self.error_ratio is not None and math.isfinite(self.error_ratio[0]):
-            return self.error_ratio[0] < flag_ratio
-        high, low = self.worst_value[0], self.best_value[0]
-        return high <= 0 or high < flag_ratio * max(low, 0.0)
-
-    def evidence(self) -> dict:
-        return {
-            "worst_group": self.worst,
-            "best_group": self.best,
-            "worst": list(self.worst_value),
-            "best": list(self.best_value),
-            "gap": list(self.gap) if self.gap else None,
-            "ratio": list(self.ratio) if self.ratio else None,
-            "error_ratio": list(self.error_ratio) if self.error_ratio else None,
-            "gap_pvalue": self.pvalue,
-        }
+def _estimate(value: Estimate | None) -> dict | None:
+    """An estimate as evidence."""
+    return None if value is None else {"value": value[0], "ci_low": value[1], "ci_high": value[2]}
 
 
-def assess(records: Records, variant: str, rank: int, metric: str, gap: str, ratio: str, prefix: str = "") -> Assessment | None:
-    """Judge ``metric`` (per group) of ``variant`` at ``rank`` by the ``gap`` rule; ``None`` if
-    there are fewer than two groups.
-
-    The tolerance applies to the error ratio (``error_ratio`` / ``rel_error_ratio``, see
-    :class:`fairaudit.uncertainty.Disparity`) where the family records one, else to the plain
-    ratio of the two groups' values. Where a permutation p-value of the gap is recorded
-    (``loss_gap_pvalue``: the gap against random groups of the same sizes), it must be at most
-    α divided by the number of ranks assessed (Bonferroni over the rank sweep)."""
-    groups = records.groups(variant, rank, prefix + metric)
-    groups = {g: est for g, est in groups.items() if math.isfinite(est[0])}
-    if len(groups) < 2:
-        return None
-    worst = max(groups, key=lambda g: groups[g][0])
-    best = min(groups, key=lambda g: groups[g][0])
-    high, low = groups[worst][0], groups[best][0]
-    scale = max((abs(est[0]) for r in records.ranks(variant, prefix + metric) for est in records.groups(variant, r, prefix + metric).values()), default=0.0)
-    degenerate = records.degenerate.get(rank)
-    if degenerate is None and max(abs(high), abs(low)) <= 1e-9 * max(scale, 1e-300):
-        degenerate = "every group's value is numerically zero"
-    difference = records.get(variant, rank, prefix + gap)
-    error_ratio = records.get(variant, rank, prefix + ERROR_RATIOS.get(metric, "")) if metric in ERROR_RATIOS else None
-    p = records.value(variant, rank, prefix + gap + "_pvalue")
-    if error_ratio is not None and math.isfinite(error_ratio[0]):
-        material = error_ratio[0] >= records.flag_ratio
-    else:
-        material = high > 0 and high >= records.flag_ratio * max(low, 0.0)
-    tested = p is None or p <= records.alpha / max(records.assessed(variant, prefix + metric), 1)
-    if degenerate:
-        verdict = None
-    elif not _has_interval(difference):
-        verdict = "info"
-    elif difference[1] > 0 and material and tested:
-        verdict = "gap"
-    else:
-        verdict = "no_evidence"
-    return Assessment(
-        variant, rank, worst, best, groups[worst], groups[best], difference, records.get(variant, rank, prefix + ratio),
-        degenerate, verdict, error_ratio, p,
-    )
+# ============================================================================ sentences of a comparison
+def _p(p: float) -> str:
+    """``"p = 0.0123"`` (three significant figures, as every number), ``"p < 0.001"``."""
+    return "p < 0.001" if p < 0.001 else f"p = {number(p)}"
 
 
-ERROR_RATIOS = {"loss": "error_ratio", "rel_loss": "rel_error_ratio"}
-"""Per-group loss → the record the ``gap`` verdict's tolerance applies to."""
+def _list(ranks) -> str:
+    """``"1, 2, 3"``."""
+    return ", ".join(str(int(r)) for r in ranks)
 
 
-def headline(records: Records, variant: str, metric: str, gap: str, ratio: str) -> tuple[Assessment | None, list[Assessment]]:
-    """The rank to report for ``variant``: the largest difference (worst − best group) among
-    ranks with a ``gap`` verdict, else among the assessable ranks (ratios are left out of the
-    choice: a near-zero best group makes any ratio huge). Returns it and every assessable rank's
-    assessment."""
-    found = [a for r in records.ranks(variant, metric) if (a := assess(records, variant, r, metric, gap, ratio))]
-    usable = [a for a in found if a.verdict is not None]
-    gaps = [a for a in usable if a.verdict == "gap"]
-    pool = gaps or usable
-    if not pool:
-        return None, usable
-    return max(pool, key=lambda a: a.worst_value[0] - a.best_value[0]), usable
+def _alpha(records: Records) -> str:
+    """α as the rules write it: ``"0.05"``."""
+    return f"{round(records.alpha, 6):g}"
 
 
-SMALL_GROUP_ROWS = 30
-"""A finding about a group with fewer rows says so: its intervals rest on few rows."""
+def _named(group: str, verdict: DisparityVerdict) -> str:
+    """``group``, marked when it is the reference: ``"(reference)"`` when the user chose it, ``"(best
+    served)"`` when the data did."""
+    if group != verdict.reference:
+        return group
+    return f"{group} ({'reference' if verdict.reference_chosen == 'user' else 'best served'})"
 
 
-def _disparity_sentence(records: Records, a: Assessment, title: str, what: str, own: str) -> str:
-    """How ``a``'s worst and best group compare, with intervals, in the quantity the tolerance
-    is applied to (the error ratio where there is one, else the plain ratio)."""
-    level = records.level()
-    worst, best = a.worst_value, a.best_value
-    plain_ratio = a.error_ratio is None and a.ratio is not None and math.isfinite(a.ratio[0])
-    if plain_ratio:
-        comparison = f"{title}'s {what} for {a.worst} is {times(a.ratio[0])} {a.best}'s ({number(worst[0])} vs {number(best[0])}"
-    elif a.error_ratio is None:
-        comparison = f"{title}'s {what} for {a.worst} is {number(worst[0])} while {a.best}'s is {number(best[0])} ({own}"
-    else:
-        times_as_much = f"{number(a.ratio[0])} times as much" if a.ratio is not None and math.isfinite(a.ratio[0]) else ""
-        comparison = f"{title}'s {what} is {number(worst[0])} for {a.worst} against {number(best[0])} for {a.best} ({times_as_much}"
-    if a.gap is not None and _has_interval(a.gap):
-        comparison += ("; " if comparison[-1] != "(" else "") + f"difference {number(a.gap[0])}, {level} interval {interval(a.gap[1], a.gap[2])}"
-    comparison = comparison.removesuffix(" (") + (")" if not comparison.endswith(" (") else "")
-    if a.error_ratio is not None and math.isfinite(a.error_ratio[0]):
-        comparison += (
-            f": {a.worst}'s error is {times(a.error_ratio[0])} what it would be if it were served as well as {a.best}"
+def _comparison(records: Records, v: DisparityVerdict, pair: Pair, title: str, what: str) -> str:
+    """``"vanilla PCA's reconstruction loss is 0.340 for black against 0.0890 for white
+    (reference), difference 0.250 (95 % interval 0.185–0.327)"``."""
+    return (f"{title}'s {what} is {number(pair.value)} for {_named(pair.group, v)} against {number(pair.other_value)} for "
+            f"{_named(pair.other, v)}, difference {with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)}")
+
+
+def _tolerance(pair: Pair, what: str) -> str:
+    """How much worse the worse group fares, in the quantity the tolerance is applied to."""
+    if pair.ratio_of == "error":
+        return f"{pair.group}'s error is {times(pair.ratio)} what it would be if served like {pair.other}"
+    return f"{pair.group}'s {what} is {times(pair.ratio)} {pair.other}'s"
+
+
+def _failure(pair: Pair, records: Records, what: str, every: bool = False) -> str:
+    """The condition of a gap that decided ``pair``'s *no evidence*, with its number: the first that
+    fails of the interval, the test and the tolerance (``every``: all that fail)."""
+    reasons = []
+    for condition in pair.failed if every else pair.failed[:1]:
+        if condition == "interval":
+            reasons.append("its interval includes 0")
+        elif condition == "test":
+            adjusted = (f"{_p(pair.p)}, Holm-adjusted for {plural(pair.comparisons, 'comparison')} {number(pair.p_adjusted)} "
+                        f"> {_alpha(records)}")
+            if pair.decisive_test == "permutation":
+                more = pair.null_mean >= pair.difference
+                reasons.append(f"random groups of these sizes differ {'by more on average' if more else 'about as much'} "
+                               f"({'mean ' + number(pair.null_mean) + '; ' if more else ''}{adjusted})")
+            else:
+                reasons.append(f"it is within sampling noise ({adjusted})")
+        elif condition == "tolerance":
+            reasons.append(f"{_tolerance(pair, what)}, below the tolerance of {times(records.flag_ratio)}")
+    return "; and ".join(reasons)
+
+
+def _verdict_text(records: Records, v: DisparityVerdict, title: str, what: str, where: str = "") -> str:
+    """The headline of a judged disparity: the comparison the verdict rests on and the condition
+    that decided it. ``where``: ``" on the held-out rows"`` and the like."""
+    if v.headline is None:  # fewer than two groups large enough to judge
+        text = f"No verdict{where}: fewer than two groups have at least {number(v.min_judged_rows)} rows ({term('min_judged_rows')})"
+        if v.small:
+            s = v.small[0]
+            text += (f"; at rank {v.rank}, {title}'s {what} is {number(s.value)} for {s.group} ({plural(s.rows, 'row')}) against "
+                     f"{number(s.reference_value)} for {s.reference}")
+            if math.isfinite(s.detectable):
+                text += f", and at this size a difference below {number(s.detectable)} would likely go undetected"
+        return text + "."
+    pair = v.headline
+    comparison = _comparison(records, v, pair, title, what)
+    if v.verdict == "gap":
+        return (f"Gap{where} at rank {pair.rank}: {comparison}; {_tolerance(pair, what)} (tolerance {times(records.flag_ratio)}), "
+                f"{_p(pair.p_adjusted)} after Holm's correction.")
+    if v.verdict == "no_evidence":
+        detect = f" At these group sizes a difference below {number(pair.detectable)} would likely go undetected." if math.isfinite(pair.detectable) else ""
+        return f"No evidence of a gap{where}: at rank {pair.rank}, {comparison}, but {_failure(pair, records, what)}.{detect}"
+    return (f"At rank {pair.rank}{where}, {comparison}. No verdict: the intervals were not computed ({v.why_not}), so this "
+            "difference is not tested against sampling noise.")
+
+
+def _pair_detail(records: Records, v: DisparityVerdict, pair: Pair, what: str) -> str:
+    """One other comparison at the headline's rank, in a sentence."""
+    head = (f"At rank {pair.rank}, {_named(pair.group, v)} against {_named(pair.other, v)}: {what} {number(pair.value)} against "
+            f"{number(pair.other_value)}, difference {with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)}")
+    if pair.verdict == "gap":
+        return f"{head}: a gap ({_tolerance(pair, what)}; {_p(pair.p_adjusted)} after Holm's correction)."
+    if pair.verdict == "no_evidence":
+        return f"{head}: no evidence ({_failure(pair, records, what)})."
+    return f"{head}: not tested."
+
+
+def _disparity_details(records: Records, v: DisparityVerdict, what: str, reference: bool = False) -> list[str]:
+    """What sits one click away from a disparity's headline: the reference (``reference``: for the
+    family's headline finding), the tests, the ranks, the other pairs and the groups too small to
+    judge."""
+    out = []
+    if reference and v.reference and v.headline is not None:
+        out.append(
+            f"Compared with {v.reference}, the reference you chose ({term('reference')})." if v.reference_chosen == "user" else
+            f"Reference: {v.reference}, the best-served group with at least {number(v.min_judged_rows)} rows; every pair of "
+            f"groups that large is compared ({term('reference')} names another)."
         )
-    small = [g for g in (a.worst, a.best) if 0 < records.sizes.get(g, SMALL_GROUP_ROWS) < SMALL_GROUP_ROWS]
-    if small:
-        comparison += " — " + ", ".join(f"{g} has only {plural(records.sizes[g], 'row')}" for g in small) + ": read with care"
-    return comparison
+    pair = v.headline
+    if pair is not None and pair.tested:
+        test = f"The tests at rank {pair.rank}: bootstrap {_p(pair.p_bootstrap)} (standard error {number(pair.se)})"
+        if math.isfinite(pair.p_permutation):
+            test += (f"; against random regroupings {_p(pair.p_permutation)} (random groups of these sizes differ by "
+                     f"{number(pair.null_mean)} on average, standard deviation {number(pair.null_sd)})")
+        ranks = f"rank {v.ranks[0]}" if len(v.ranks) == 1 else f"ranks {_list(v.ranks)}"
+        test += (f"; the larger, Holm-adjusted over {plural(pair.comparisons, 'comparison')} (pairs of groups at {ranks}): "
+                 f"{_p(pair.p_adjusted)} (α = {_alpha(records)}).")
+        out.append(test)
+        held = {"interval": "the interval excludes 0", "test": "the test at the Holm level", "tolerance": "the tolerance"}
+        out.append(f"Conditions of a gap at rank {pair.rank}: " + "; ".join(
+            f"{held[name]} — {'yes' if ok else 'no'}" for name, ok in pair.conditions.items()) + ": "
+            + (f"{_tolerance(pair, what)}." if not pair.failed else f"{_failure(pair, records, what, every=True)}."))
+    if v.gap_ranks and len(v.ranks) > 1:
+        out.append(f"A gap at {'rank' if len(v.gap_ranks) == 1 else 'ranks'} {_list(v.gap_ranks)} of ranks {_list(v.ranks)}; "
+                   f"rank {v.rank} has the largest difference.")
+    out += [_pair_detail(records, v, p, what) for p in v.pairs if p is not pair]
+    for s in v.small:
+        out.append(
+            f"{s.group} ({plural(s.rows, 'row')}) is too small to judge (fewer than {number(v.min_judged_rows)}): {what} "
+            f"{number(s.value)} against {number(s.reference_value)} for {s.reference}, difference "
+            f"{with_interval(s.difference, s.ci_low, s.ci_high, records.confidence)}"
+            + (f"; at its size a difference below {number(s.detectable)} would likely go undetected." if math.isfinite(s.detectable) else ".")
+        )
+    return out
+
+
+def _disparity_finding(records: Records, v: DisparityVerdict, title: str, what: str, where: str = "", headline: bool = False) -> Finding:
+    """A judged disparity as a finding (``headline``: the family's first, which names its reference)."""
+    return records.finding(v.rank, v.variant, v.verdict, _verdict_text(records, v, title, what, where),
+                           {**v.to_dict(), "alpha": records.alpha}, _disparity_details(records, v, what, reference=headline))
+
+
+# ============================================================================ disparities: vanilla and the fair variants
+Cost = Callable[[int, str], tuple[str, dict]]
+"""``(rank, variant) → (the fair variant's price in words, its numbers)``."""
 
 
 def disparity_findings(
     records: Records,
     *,
     metric: str,
-    gap: str,
-    ratio: str,
     what: str,
-    own: str,
     fair_variants: list[str],
-    cost: Callable[[int, str], str],
+    cost: Cost,
 ) -> tuple[list[Finding], int | None]:
-    """Vanilla's verdict at its headline rank and each fair variant's there (PCA, NMF, CP).
+    """Vanilla's verdict at its headline rank and each fair variant's there (PCA, NMF).
 
-    ``what`` names the metric in a sentence ("reconstruction loss"), ``own`` says what a value
-    of 0 means ("served as well as by its own PCA"), ``cost(rank, variant)`` words the fair
-    variant's price at ``rank``.
-    """
+    ``what`` names the metric in a sentence ("reconstruction loss"), ``cost(rank, variant)`` words
+    the fair variant's price at ``rank`` (and gives its numbers for the evidence)."""
     if "vanilla" not in records.variants:
         return [], None
-    top, usable = headline(records, "vanilla", metric, gap, ratio)
-    if top is None:
+    top = records.judge("vanilla", metric)
+    if top is None or top.rank is None:
         return [], None
-    title = variant_title(records.method, "vanilla")
-    flag = times(records.flag_ratio)
-    sentence = _disparity_sentence(records, top, f"vanilla {title}", what, own)
-    gaps = sum(a.verdict == "gap" for a in usable)
-    if top.verdict == "gap":
-        text = (
-            f"Gap at rank {top.rank}: {sentence}. The difference's interval excludes 0 and the worst group fares at least "
-            f"{flag} worse. {plural(gaps, 'rank')} of {len(usable)} {'shows' if gaps == 1 else 'show'} a gap; this one the largest difference."
-        )
-    elif top.verdict == "no_evidence":
-        text = (
-            f"No evidence of a gap: at no rank does the {what} differ between groups beyond its {records.level()} interval "
-            f"and the tolerance of {flag}. The largest difference, at rank {top.rank}: {sentence}."
-        )
-    else:
-        text = (
-            f"At rank {top.rank}, {sentence}. No verdict: the intervals were not computed ({records.no_intervals}), so this "
-            "difference is not tested against sampling noise."
-        )
-    found = [records.finding(top.rank, "vanilla", top.verdict, text, top.evidence())]
-    vanilla_gap = top.verdict == "gap"
+    title = f"vanilla {variant_title(records.method, 'vanilla')}"
+    found = [_disparity_finding(records, top, title, what, headline=True)]
     for variant in fair_variants:
-        a = assess(records, variant, top.rank, metric, gap, ratio)
-        if a is None or a.verdict is None:
-            continue
-        name = variant_title(records.method, variant)
-        level = records.level()
-        against = f"vanilla's worst {_span(top.worst_value, records)}"
-        price = cost(top.rank, variant)
-        equal = a.gap is not None and abs(a.gap[0]) <= 1e-6 * max(abs(a.worst_value[0]), 1e-12)
-        mine = f"the groups' {what} at {_span(a.worst_value, records)}" if equal else _disparity_sentence(records, a, name, what, own)
-        serves_worse = _above(a.worst_value, top.worst_value)
-        opens = a.verdict == "gap" and not vanilla_gap
-        if serves_worse or opens:
-            reasons = []
-            if serves_worse:
-                reasons.append(f"its worst-off group ({a.worst}) has {what} {_span(a.worst_value, records)}, above {against} beyond the intervals")
-            if opens:
-                reasons.append(f"it opens a gap vanilla does not have: {_disparity_sentence(records, a, name, what, own)}")
-            verdict, text = "worse", f"{name} is less fair than vanilla at rank {top.rank}: {'; '.join(reasons)}; {price}."
-        elif a.verdict == "gap":
-            verdict, text = "gap", f"{name} leaves a gap at rank {top.rank}: {_disparity_sentence(records, a, name, what, own)}; {price}."
-        elif vanilla_gap and a.verdict == "no_evidence" and a.within_tolerance(records.flag_ratio):
-            how = f"equalises {mine}" if equal else f"keeps the disparity within the tolerance of {flag} ({mine})"
-            verdict, text = "mitigated", f"{name} closes the gap at rank {top.rank}: it {how}, against {against}; {price}."
-        elif vanilla_gap and a.verdict == "no_evidence":
-            verdict = "no_evidence"
-            text = (
-                f"{name} does not demonstrably close the gap at rank {top.rank}: {mine} — the groups still differ by more "
-                f"than {flag} at the point estimate, but the {level} interval of the difference includes 0; {price}."
-            )
-        elif vanilla_gap:  # no intervals for this variant (not bootstrapped)
-            verdict, text = "info", f"{name} at rank {top.rank}: {mine}, against {against}; {price}. No verdict: its intervals were not computed."
-        else:
-            verdict, text = "info", f"{name} at rank {top.rank}: {mine}, against {against}; {price}. Vanilla shows no gap to close here."
-        found.append(records.finding(top.rank, variant, verdict, text, a.evidence()))
+        finding = _fair_finding(records, top, variant, metric, what, cost)
+        if finding is not None:
+            found.append(finding)
     return found, top.rank
 
 
-def leakage_finding(records: Records, variant: str, rank: int, prefix: str = "") -> Finding | None:
-    """The leakage test of ``variant``'s representation at ``rank``, as a verdict.
-
-    Same quantity and words as the leakage chart: the balanced accuracy of predicting the group,
-    against chance ``1/k``."""
-    measured = records.get(variant, rank, prefix + "balanced_accuracy")
-    if measured is None or not math.isfinite(measured[0]):
+def _fair_finding(records: Records, top: DisparityVerdict, variant: str, metric: str, what: str, cost: Cost) -> Finding | None:
+    """A fair variant at vanilla's headline rank: mitigated / gap / worse / no evidence / info."""
+    rank = top.rank
+    a = records.judge(variant, metric, ranks=[rank])
+    if a is None or a.headline is None:
         return None
-    k = max(len(records.sizes), 2)
-    chance = 1.0 / k
-    p = records.value(variant, rank, prefix + "leakage_pvalue")
-    level = records.level()
-    alpha = records.alpha
-    tolerance = records.flag_ratio * chance
+    name = variant_title(records.method, variant)
+    price, price_numbers = cost(rank, variant)
+    mine, theirs = records.worst_judged(variant, rank, metric), records.worst_judged("vanilla", rank, metric)
+    against = f"vanilla's worst {_span(theirs[1], records)}" if theirs else "vanilla"
+    pair = a.headline
+    equal = abs(pair.difference) <= 1e-6 * max(abs(pair.value), 1e-12)
+    comparison = _comparison(records, a, pair, name, what)
+    serves_worse = mine is not None and theirs is not None and _above(mine[1], theirs[1])
+    opens = a.verdict == "gap" and top.verdict != "gap"
+    within = math.isfinite(pair.ratio) and pair.ratio < records.flag_ratio
+    if serves_worse or opens:
+        reasons = []
+        if serves_worse:
+            reasons.append(f"its worst-off group ({mine[0]}) has {what} {_span(mine[1], records)}, above {against} beyond the intervals")
+        if opens:
+            reasons.append(f"it opens a gap vanilla does not have: {comparison}")
+        verdict, text = "worse", f"{name} is less fair than vanilla at rank {rank}: {'; '.join(reasons)}; {price}."
+    elif a.verdict == "gap":
+        verdict, text = "gap", f"{name} leaves a gap at rank {rank}: {comparison}; {_tolerance(pair, what)}; {price}."
+    elif top.verdict == "gap" and a.verdict == "no_evidence" and within:
+        how = (f"equalises the groups' {what} at {_span(mine[1], records) if mine else number(pair.value)}" if equal else
+               f"brings the largest difference down to {with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)} "
+               f"({pair.group} against {pair.other}), within the tolerance of {times(records.flag_ratio)}")
+        verdict, text = "mitigated", f"{name} closes the gap at rank {rank}: it {how}, against {against}; {price}."
+    elif top.verdict == "gap" and a.verdict == "no_evidence":
+        verdict, text = "no_evidence", f"{name} does not demonstrably close the gap at rank {rank}: {comparison}, but {_failure(pair, records, what)}; {price}."
+    elif top.verdict == "gap":
+        verdict, text = "info", f"{name} at rank {rank}: {comparison}, against {against}; {price}. No verdict: its intervals were not computed."
+    else:
+        verdict, text = "info", f"{name} at rank {rank}: {comparison}; {price}. Vanilla shows no gap to close here."
+    evidence = {**a.to_dict(), "alpha": records.alpha, "cost": price_numbers,
+                "worst": {"group": mine[0], **_estimate(mine[1])} if mine else None,
+                "vanilla_worst": {"group": theirs[0], **_estimate(theirs[1])} if theirs else None}
+    return records.finding(rank, variant, verdict, text, evidence, _disparity_details(records, a, what))
+
+
+def _heldout_findings(records: Records, rank: int, metric: str, what: str, fair: list[str]) -> list[Finding]:
+    """With ``holdout``: vanilla's and the first fair variant's disparity on the held-out rows."""
+    found = []
+    for variant in ["vanilla", *fair]:
+        v = records.judge(variant, HELDOUT_PREFIX + metric, ranks=[rank])
+        if v is None or v.headline is None:
+            continue
+        title = ("vanilla " if variant == "vanilla" else "") + variant_title(records.method, variant)
+        found.append(_disparity_finding(records, v, title, f"held-out {what}", " on the held-out rows"))
+    return found
+
+
+# ============================================================================ leakage
+def leakage_finding(records: Records, variant: str, rank: int, prefix: str = "") -> Finding | None:
+    """The leakage test of ``variant``'s representation at ``rank``, as a verdict
+    (:func:`fairaudit.verdicts.judge_leakage`). Same quantity and words as the leakage chart: the
+    balanced accuracy of predicting the group, against chance ``1/k``."""
+    measured = records.get(variant, rank, prefix + "balanced_accuracy")
+    if measured is None:
+        return None
+    v = judge_leakage(measured, records.value(variant, rank, prefix + "leakage_pvalue"), records.sizes, records.settings,
+                      method=records.method, variant=variant, rank=rank)
+    if v is None:
+        return None
     name = ("vanilla " if variant == "vanilla" else "") + variant_title(records.method, variant)
     what = plural(rank, "selected feature") if records.method == "fs" else f"rank-{rank} representation"
     where = f"{name}'s {what}" + (" (held-out rows)" if prefix else "")
-    if p is not None and math.isfinite(p):
-        above = p <= alpha
-        test = f"{pvalue(p)} against the chance distribution from permuted groups"
-    elif _has_interval(measured):
-        above = measured[1] > chance
-        test = f"the {level} cross-validation interval {'lies above' if above else 'reaches down to'} chance"
+    among = f" among the {v.groups} groups large enough to judge" if v.left_out else ""
+    head = (f"From {where} a classifier predicts the group{among} with balanced accuracy {_span(measured, records)}; "
+            f"chance is {number(v.chance)}")
+    if v.test == "permutation":
+        test = f"{_p(v.pvalue)} against the chance distribution from permuted groups"
+    elif v.test == "interval":
+        test = f"the {records.level()} cross-validation interval {'lies above' if v.above else 'reaches down to'} chance"
     else:
-        above = None
         test = "no test (no permutations and no interval)"
-    head = f"From {where} a classifier predicts the group with balanced accuracy {_span(measured, records)}; chance is {number(chance)}"
-    evidence = {"balanced_accuracy": list(measured), "chance": chance, "pvalue": p, "tolerance": tolerance}
-    if above is None:
-        return records.finding(rank, variant, "info", f"{head}. {test.capitalize()}.", evidence)
-    if above and measured[0] >= tolerance:
-        verdict, tail = "gap", f"Leakage: above chance ({test}) and at least {number(tolerance)} ({times(records.flag_ratio)} chance)."
-    elif above:
-        verdict, tail = "no_evidence", f"Above chance ({test}) but below the tolerance of {number(tolerance)} ({times(records.flag_ratio)} chance): detectable, small leakage."
+    if v.verdict == "info" and v.test == "" and v.above is None and len(judged_groups(records.sizes, records.settings.min_judged_rows)) < 2:
+        text = (f"{head}. No verdict: fewer than two groups have at least {number(records.settings.min_judged_rows)} rows "
+                f"({term('min_judged_rows')}).")
+    elif v.verdict == "info":
+        text = f"{head}. {test[0].upper() + test[1:]}."
+    elif v.verdict == "gap":
+        text = f"{head}. Leakage: above chance ({test}) and at least {number(v.tolerance)} ({times(records.flag_ratio)} chance)."
+    elif v.above:
+        text = (f"{head}. Above chance ({test}) but below the tolerance of {number(v.tolerance)} ({times(records.flag_ratio)} "
+                "chance): detectable, small leakage.")
     else:
-        below = " (below chance: noise, not an improvement)" if measured[0] < chance else ""
-        verdict, tail = "no_evidence", f"No detectable leakage: not above chance ({test}){below}."
-    return records.finding(rank, variant, verdict, f"{head}. {tail}", evidence)
+        below = " (below chance: noise, not an improvement)" if v.balanced_accuracy < v.chance else ""
+        text = f"{head}. No detectable leakage: not above chance ({test}){below}."
+    details = [f"Left out of the test as too small to judge (fewer than {number(records.settings.min_judged_rows)} rows): "
+               + ", ".join(f"{g} ({plural(n, 'row')})" for g, n in v.left_out.items()) + "."] if v.left_out else []
+    return records.finding(rank, variant, v.verdict, text, {**v.to_dict(), "confidence": records.confidence,
+                                                            "min_judged_rows": records.settings.min_judged_rows}, details)
 
 
 def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding | None) -> Finding | None:
@@ -480,6 +529,7 @@ def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding
         return own
     mine = records.get(variant, rank, "balanced_accuracy")
     theirs = records.get("vanilla", rank, "balanced_accuracy")
+    own.evidence["vanilla_balanced_accuracy"] = json_ready(_estimate(theirs))
     if _above(mine, theirs):
         own.verdict, own.rule = "worse", records.rules["worse"]
         own.text += f" That is more leakage than vanilla's {_span(theirs, records)}: less fair, beyond the intervals."
@@ -509,25 +559,27 @@ def _total_error(records: Records, variant: str, rank: int, metric: str) -> floa
     return float(np.dot([est[0] for est in groups.values()], weights) / weights.sum())
 
 
-def pca_findings(result) -> list[Finding]:
+def _price(before: float | None, after: float | None, what: str, extra: str = "", numbers: dict | None = None) -> tuple[str, dict]:
+    """``"for +5.2 % total reconstruction error (1.20 → 1.26)"`` and its numbers."""
+    if not before or after is None:
+        return "cost not available", {}
+    change = (after - before) / before
+    return f"for {percent(change, sign=True)} {what} ({number(before)} → {number(after)}){extra}", {
+        "before": before, "after": after, "change_percent": 100 * change, **(numbers or {})}
+
+
+def pca_findings(result, reference: str | None = None) -> list[Finding]:
     """Vanilla PCA's loss gap (verdict), what each fair variant does there, and leakage."""
-    records = Records(result, "pca")
+    records = Records(result, "pca", reference)
     fair = [v for v in FAIR_PCA_PREFERENCE if v in records.variants][:1] + [v for v in ("jevd", "cov_fair", YOURS) if v in records.variants]
 
-    def cost(rank: int, variant: str) -> str:
+    def cost(rank: int, variant: str) -> tuple[str, dict]:
         before, after = _total_error(records, "vanilla", rank, "error"), _total_error(records, variant, rank, "error")
         kept = records.get(variant, rank, "variance_explained")
-        if not before or after is None:
-            return "cost not available"
-        return (
-            f"for {percent((after - before) / before, sign=True)} total reconstruction error ({number(before)} → {number(after)})"
-            + (f", variance explained {number(kept[0])}" if kept else "")
-        )
+        extra = f", variance explained {number(kept[0])}" if kept else ""
+        return _price(before, after, "total reconstruction error", extra, {"variance_explained": kept[0]} if kept else None)
 
-    found, rank = disparity_findings(
-        records, metric="loss", gap="loss_gap", ratio="loss_ratio", what="reconstruction loss",
-        own="served as well as by its own PCA", fair_variants=fair, cost=cost,
-    )
+    found, rank = disparity_findings(records, metric="loss", what="reconstruction loss", fair_variants=fair, cost=cost)
     if rank is None:
         return found
     for variant in fair[:1]:
@@ -536,58 +588,40 @@ def pca_findings(result) -> list[Finding]:
             found.append(records.finding(
                 rank, variant, "info",
                 f"{variant_title('pca', variant)} uses {plural(int(effective), 'direction')} at rank {rank} "
-                "(Samadi et al.: at most k − 1 extra dimensions for k groups).",
-                {"effective_rank": effective},
+                "(Samadi et al.: fewer extra dimensions than there are groups).",
+                {"effective_rank": effective, "rank": rank},
             ))
     leak = leakage_finding(records, "vanilla", rank)
     if leak:
         found.append(leak)
-    found.extend(_heldout_findings(records, rank, "loss", "loss_gap", "loss_ratio", "reconstruction loss", fair[:1]))
-    return found
-
-
-def _heldout_findings(records: Records, rank: int, metric: str, gap: str, ratio: str, what: str, fair: list[str]) -> list[Finding]:
-    """With ``holdout``: vanilla's and the first fair variant's disparity on the held-out rows."""
-    found = []
-    for variant in ["vanilla", *fair]:
-        a = assess(records, variant, rank, metric, gap, ratio, prefix=HELDOUT_PREFIX)
-        if a is None or a.verdict is None:
-            continue
-        name = variant_title(records.method, variant)
-        sentence = _disparity_sentence(records, a, name, f"held-out {what}", "served as well as by its own model")
-        labels = {"gap": "a gap on the held-out rows", "no_evidence": "no evidence of a gap on the held-out rows", "info": "not tested (no intervals)"}
-        found.append(records.finding(rank, variant, a.verdict, f"Held-out rows, rank {rank}: {sentence}: {labels[a.verdict]}.", a.evidence()))
+    found.extend(_heldout_findings(records, rank, "loss", "reconstruction loss", fair[:1]))
     return found
 
 
 FAIR_NMF_PREFERENCE = ("fair_mu", "fair_am")
 
 
-def nmf_findings(result) -> list[Finding]:
+def nmf_findings(result, reference: str | None = None) -> list[Finding]:
     """Standard NMF's relative-loss gap (verdict), Fairer-NMF there, and leakage."""
-    records = Records(result, "nmf")
+    records = Records(result, "nmf", reference)
     fair = [v for v in (*FAIR_NMF_PREFERENCE, YOURS) if v in records.variants]
 
-    def cost(rank: int, variant: str) -> str:
-        before, after = records.value("vanilla", rank, "total_rel_error"), records.value(variant, rank, "total_rel_error")
-        if not before or after is None:
-            return "cost not available"
-        return f"for {percent((after - before) / before, sign=True)} total relative error ({number(before)} → {number(after)})"
+    def cost(rank: int, variant: str) -> tuple[str, dict]:
+        return _price(records.value("vanilla", rank, "total_rel_error"), records.value(variant, rank, "total_rel_error"),
+                      "total relative error")
 
-    found, rank = disparity_findings(
-        records, metric="rel_loss", gap="rel_loss_gap", ratio="rel_loss_ratio", what="relative loss",
-        own="served as well as by an NMF of its own", fair_variants=fair, cost=cost,
-    )
+    found, rank = disparity_findings(records, metric="rel_loss", what="relative loss", fair_variants=fair, cost=cost)
     if rank is None:
         return found
-    top = found[0].evidence
+    top = found[0].evidence.get("headline") or {}
     own = records.groups("vanilla", rank, "own_rel_error")
-    if own and top.get("worst_group") in own:
-        worst, best = top["worst_group"], top["best_group"]
+    if own and top.get("group") in own and top.get("other") in own:
+        worse, other = top["group"], top["other"]
         found.append(records.finding(
             rank, "vanilla", "info",
-            f"On their own, rank-{rank} NMFs reconstruct {worst} with relative error {number(own[worst][0])} and "
-            f"{best} with {number(own[best][0])} (E_ℓ, Algorithm 1).",
+            f"On their own, rank-{rank} NMFs reconstruct {worse} with relative error {number(own[worse][0])} and "
+            f"{other} with {number(own[other][0])} (E_ℓ, Algorithm 1).",
+            {"rank": rank, "own_rel_error": {worse: own[worse][0], other: own[other][0]}, "algorithm": 1},
         ))
     for variant in fair[:1]:
         before = records.groups("vanilla", rank, "rel_loss")
@@ -598,19 +632,20 @@ def nmf_findings(result) -> list[Finding]:
                 rank, variant, "info",
                 f"The groups that give up accuracy for {variant_title('nmf', variant)}: "
                 + ", ".join(f"{g} ({number(before[g][0])} → {number(after[g][0])})" for g in raised) + ".",
+                {"rank": rank, "rel_loss": {g: {"before": before[g][0], "after": after[g][0]} for g in raised}},
             ))
     leak = leakage_finding(records, "vanilla", rank)
     if leak:
         found.append(leak)
-    found.extend(_heldout_findings(records, rank, "rel_loss", "rel_loss_gap", "rel_loss_ratio", "relative loss", fair[:1]))
+    found.extend(_heldout_findings(records, rank, "rel_loss", "relative loss", fair[:1]))
     return found
 
 
-def cpd_findings(result) -> list[Finding]:
+def cpd_findings(result, reference: str | None = None) -> list[Finding]:
     """Leakage and residual-fit gap of vanilla CP's embedding, and what each fair method at its
     default λ buys for how much fit, at the sweep's rank (no minimum over the sweep's points:
     that would pick the luckiest one)."""
-    records = Records(result, "cpd")
+    records = Records(result, "cpd", reference)
     rows = records.records
     if rows.empty or "vanilla" not in records.variants:
         return []
@@ -625,11 +660,9 @@ def cpd_findings(result) -> list[Finding]:
     base = leakage_finding(records, "vanilla", rank)
     if base:
         found.append(base)
-    a = assess(records, "vanilla", rank, "residual_fit", "residual_fit_gap", "residual_fit_ratio")
-    if a is not None and a.verdict is not None:
-        sentence = _disparity_sentence(records, a, "vanilla CP", "residual fit", "reproduced exactly")
-        words = {"gap": "a gap in how well the groups' entities are reproduced", "no_evidence": "no evidence of a gap in fit between the groups", "info": "not tested (no intervals)"}
-        found.append(records.finding(rank, "vanilla", a.verdict, f"At rank {rank}, {sentence}: {words[a.verdict]}.", a.evidence()))
+    fit = records.judge("vanilla", "residual_fit", ranks=[rank])
+    if fit is not None:
+        found.append(_disparity_finding(records, fit, "vanilla CP", "residual fit", headline=True))
     vanilla = table.loc["vanilla"]
     for name in ("khsic", "hsic", "fatr"):
         if name not in table.index:
@@ -643,6 +676,8 @@ def cpd_findings(result) -> list[Finding]:
             f" At its default λ = {number(point['lam'])}: residual fit {number(point['residual_fit'])} (vanilla "
             f"{number(vanilla['residual_fit'])}), normalised KHSIC {_span(nk, records)} (vanilla {number(nk0[0]) if nk0 else 'n/a'})."
         )
+        leak.evidence.update(json_ready({"lam": point["lam"], "residual_fit": point["residual_fit"], "vanilla_residual_fit": vanilla["residual_fit"],
+                                    "nkhsic": _estimate(nk), "vanilla_nkhsic": nk0[0] if nk0 else None}))
         found.append(leak)
     points = table[[is_sweep_variant(v) and split_variant(v)[0] == "fatr" for v in table.index]]
     if not points.empty and vanilla["orthogonality"] > 0 and vanilla["unfairness_balanced"] > 0:
@@ -653,6 +688,8 @@ def cpd_findings(result) -> list[Finding]:
                 f"FATR drives the orthogonality ‖ÂᵀS‖ from {number(vanilla['orthogonality'])} to "
                 f"{number(flat['orthogonality'])}, yet the group is still predicted with balanced accuracy "
                 f"{number(flat['balanced_accuracy'])}: orthogonality does not hide the group (Kim & Gittens 2021, Theorem 1).",
+                {"orthogonality": vanilla["orthogonality"], "fatr_orthogonality": flat["orthogonality"],
+                 "balanced_accuracy": flat["balanced_accuracy"], "year": 2021, "theorem": 1},
             ))
     return found
 
@@ -662,9 +699,51 @@ def _range_text(values: list[float]) -> str:
     return number(low) if np.isclose(low, high) else f"{number(low)}–{number(high)}"
 
 
-def fs_findings(result) -> list[Finding]:
-    """Cluster balance of every selector (verdict), FUFS against the baselines, and leakage."""
-    records = Records(result, "fs")
+def _balance_text(records: Records, v: BalanceVerdict, names: str) -> str:
+    """The headline of feature selection's cluster-balance verdict about the baselines."""
+    pair, share, rank = v.headline, v.share, v.rank
+    describe = (f"with {variant_title('fs', v.variant)}, {pair.group} has "
+                f"{with_interval(share['value'], share['ci_low'], share['ci_high'], records.confidence)} of its share of the "
+                f"data in its worst k-means cluster (parity {number(v.parity)})")
+    flagged = [s for s, found in v.selectors.items() if found["verdict"] == "gap" and s != "fufs"]
+    if v.verdict == "gap":
+        return (f"Gap with {plural(rank, 'selected feature')}: {describe}, below the tolerance {number(v.threshold)}, "
+                f"{_p(pair.p_adjusted)} after Holm's correction; {plural(len(flagged), 'baseline')} show it.")
+    if v.verdict == "no_evidence":
+        reasons = []
+        for condition in pair.failed:
+            if condition == "tolerance":
+                reasons.append(f"not below the tolerance {number(v.threshold)}")
+            elif condition == "test":
+                reasons.append(f"not below {number(v.threshold)} beyond noise ({_p(pair.p)}, Holm-adjusted for "
+                               f"{plural(pair.comparisons, 'comparison')} {number(pair.p_adjusted)} > {_alpha(records)})")
+            elif condition == "interval":
+                reasons.append("its interval reaches parity")
+        seen = v.detectable_share
+        detect = f" At these sizes only a share below {number(seen)} would likely be detected." if math.isfinite(seen) and seen > 0 else ""
+        return f"No evidence of unbalanced clusters with {plural(rank, 'selected feature')} by {names}: at worst, {describe}, {'; and '.join(reasons)}.{detect}"
+    return f"With {plural(rank, 'selected feature')}, {describe}. No verdict: no intervals ({v.why_not})."
+
+
+def _balance_details(records: Records, v: BalanceVerdict) -> list[str]:
+    out = [f"Reading: a group's share of its worst k-means cluster, over its share of the data, averaged over the k-means runs "
+           f"(parity {number(v.parity)}); each group large enough to judge tested one-sided against {number(v.threshold)}, "
+           f"Holm-adjusted over {plural(v.comparisons, 'comparison')} (groups × selectors)."]
+    for selector, found in v.selectors.items():
+        worst = found["worst"]
+        out.append(f"{variant_title('fs', selector)}: {worst.group} {number(worst.value)}"
+                   + (f" ({_p(worst.p_adjusted)} after Holm's correction)" if worst.tested else "") + f": {VERDICT_LABELS[found['verdict']]}.")
+    for s in v.small:
+        out.append(f"{s.group} ({plural(s.rows, 'row')}) is too small to judge (fewer than {number(v.min_judged_rows)}): its share "
+                   f"{number(s.value)}; at its size only a shortfall beyond {number(s.detectable)} would likely be detected.")
+    return out
+
+
+def fs_findings(result, reference: str | None = None) -> list[Finding]:
+    """Cluster balance of every selector (verdict), FUFS against the baselines, and leakage
+    (``reference`` is accepted for a common signature: cluster balance compares each group with
+    parity, not with another group)."""
+    records = Records(result, "fs", reference)
     table = whole_metrics(records.records, "fs")
     baselines = [v for v in records.variants if v != "fufs"]
     if "fufs" not in records.variants or not baselines or "alignment_protected" not in table.columns:
@@ -672,73 +751,14 @@ def fs_findings(result) -> list[Finding]:
     ranks = sorted(set(table.loc["fufs"].index))
     gaps = {r: np.mean([table.loc[(b, r), "alignment_protected"] for b in baselines]) - table.loc[("fufs", r), "alignment_protected"] for r in ranks}
     rank = max(gaps, key=gaps.get)
-    flag = records.flag_ratio
     found = []
-
-    def balance_verdict(variant: str) -> tuple[str, Estimate | None]:
-        est = records.get(variant, rank, "relative_balance")
-        if est is None or not math.isfinite(est[0]):
-            return "info", est
-        if not _has_interval(est):
-            return "info", est
-        return ("gap" if est[2] < 1 and est[0] <= 1 / flag else "no_evidence"), est
-
-    verdicts = {v: balance_verdict(v) for v in [*baselines, "fufs"]}
     names = ", ".join(variant_title("fs", b) for b in baselines)
-    flagged = [b for b in baselines if verdicts[b][0] == "gap"]
-    worst = min(baselines, key=lambda b: verdicts[b][1][0] if verdicts[b][1] else math.inf)
-    est = verdicts[worst][1]
-    describe = (
-        f"the least-represented group has {_span(est, records)} of its fair share in its worst k-means cluster "
-        f"(relative balance: 1 = parity, 0 = a cluster without it)"
-    )
-    if flagged:
-        text = (
-            f"Gap with {plural(rank, 'selected feature')}: clusters on the fairness-unaware selections are unbalanced — with "
-            f"{variant_title('fs', worst)} {describe}; {plural(len(flagged), 'baseline')} of {len(baselines)} at or below "
-            f"1/{number(flag)} of parity, the interval below 1."
-        )
-        verdict = "gap"
-    elif all(verdicts[b][0] == "info" for b in baselines):
-        text, verdict = f"With {plural(rank, 'selected feature')}, with {variant_title('fs', worst)} {describe}. No verdict: no intervals ({records.no_intervals}).", "info"
-    else:
-        text, verdict = f"No evidence of unbalanced clusters with {plural(rank, 'selected feature')} by {names}: at worst, with {variant_title('fs', worst)}, {describe}.", "no_evidence"
-    found.append(records.finding(rank, worst, verdict, text, {"relative_balance": list(est) if est else None}))
-
-    mine = verdicts["fufs"][1]
-    align = records.get("fufs", rank, "alignment_protected")
-    others = {b: records.get(b, rank, "alignment_protected") for b in baselines}
-    best_balance = max(baselines, key=lambda b: verdicts[b][1][0] if verdicts[b][1] else -math.inf)
-    worse_balance = _above(verdicts[best_balance][1], mine)
-    worse_alignment = all(_above(align, others[b]) for b in baselines)
-    keeps = records.get("fufs", rank, "alignment_data")
-    keeps_text = f"it keeps {number(keeps[0])} alignment with all features ({_range_text([records.value(b, rank, 'alignment_data') for b in baselines])} for the baselines)" if keeps else ""
-    head = (
-        f"FUFS with {plural(rank, 'feature')}: relative balance {_span(mine, records)}; alignment with the groups {_span(align, records)} "
-        f"(lower is fairer) against {_range_text([o[0] for o in others.values() if o])} for {names}; {keeps_text}"
-    )
-    if worse_balance or worse_alignment:
-        reasons = []
-        if worse_balance:
-            reasons.append(f"its clusters are less balanced than {variant_title('fs', best_balance)}'s")
-        if worse_alignment:
-            reasons.append("its selection follows the groups more closely than every baseline's")
-        verdict, text = "worse", f"{head}. Less fair than the baselines: {' and '.join(reasons)}, beyond the intervals."
-    elif flagged and verdicts["fufs"][0] == "no_evidence":
-        verdict, text = "mitigated", f"{head}. Mitigated: its clusters show no gap where {plural(len(flagged), 'baseline')} do."
-    elif verdicts["fufs"][0] == "gap":
-        better = _above(mine, verdicts[best_balance][1])
-        verdict, text = "gap", f"{head}. Its clusters are still unbalanced (a gap by the same rule)" + (
-            ", though more balanced than every baseline's beyond the intervals." if better else "."
-        )
-    else:
-        verdict, text = ("info" if not flagged else "no_evidence"), f"{head}."
-    found.append(records.finding(rank, "fufs", verdict, text, {"relative_balance": list(mine) if mine else None, "alignment_protected": list(align) if align else None}))
-
-    clusters = f"k-means clusters on FUFS's features have balance {number(table.loc[('fufs', rank), 'balance'])} (others {_range_text([table.loc[(b, rank), 'balance'] for b in baselines])}; higher is fairer) and proportion {number(table.loc[('fufs', rank), 'proportion'])} (others {_range_text([table.loc[(b, rank), 'proportion'] for b in baselines])})"
-    if "acc" in table.columns:
-        clusters += f"; clustering accuracy {number(table.loc[('fufs', rank), 'acc'])} (others {_range_text([table.loc[(b, rank), 'acc'] for b in baselines])})"
-    found.append(records.finding(rank, "fufs", "info", clusters[0].upper() + clusters[1:] + "."))
+    balance = judge_balance(records.comparisons, records.sizes, records.settings, method="fs", variants=[*baselines, "fufs"],
+                            rank=rank, about=baselines, no_intervals=records.no_intervals)
+    if balance is not None:
+        found.append(records.finding(rank, balance.variant, balance.verdict, _balance_text(records, balance, names),
+                                     {**balance.to_dict(), "alpha": records.alpha}, _balance_details(records, balance)))
+    found.extend(_fufs_findings(records, table, rank, baselines, balance, names))
     leak = leakage_finding(records, "fufs", rank)
     if leak:
         found.append(leak)
@@ -746,17 +766,84 @@ def fs_findings(result) -> list[Finding]:
     if detail.get("proxies"):
         proxies = detail["proxies"]
         shown = ", ".join(proxies[:8]) + (" …" if len(proxies) > 8 else "")
-        found.append(records.finding(rank, "fufs", "info", f"FUFS found these features most aligned with the protected attribute and steered away from them: {shown}."))
+        found.append(records.finding(rank, "fufs", "info", f"FUFS found these features most aligned with the protected attribute and steered away from them: {shown}.",
+                                     {"rank": rank, "shown": min(len(proxies), 8)}))
     scaling = family_options(result.config, "fs").get("scaling", "minmax")
     if scaling == "minmax":
-        found.append(records.finding(None, None, "info", "For feature selection every feature was rescaled to [0, 1] (the range of the FUFS paper's data)."))
+        found.append(records.finding(None, None, "info", "For feature selection every feature was rescaled to [0, 1] (the range of the FUFS paper's data).",
+                                     {"range": [0, 1]}))
+    return found
+
+
+def _fufs_findings(records: Records, table: pd.DataFrame, rank: int, baselines: list[str], balance: BalanceVerdict | None,
+                   names: str) -> list[Finding]:
+    """FUFS against the baselines (its cluster balance and its alignment with the groups), and the
+    clusters' balance, proportion and accuracy."""
+    align = records.get("fufs", rank, "alignment_protected")
+    others = {b: records.get(b, rank, "alignment_protected") for b in baselines}
+    keeps = records.get("fufs", rank, "alignment_data")
+    baseline_data = [records.value(b, rank, "alignment_data") for b in baselines]
+    keeps_text = f"it keeps {number(keeps[0])} alignment with all features ({_range_text(baseline_data)} for the baselines)" if keeps else ""
+    selectors = balance.selectors if balance is not None else {}
+    mine = selectors.get("fufs", {}).get("worst")
+    mine_share = selectors.get("fufs", {}).get("share")
+    share_text = (f"{mine.group}'s share of its worst cluster "
+                  f"{with_interval(mine_share['value'], mine_share['ci_low'], mine_share['ci_high'], records.confidence)}"
+                  if mine is not None else "cluster balance n/a")
+    head = (
+        f"FUFS with {plural(rank, 'feature')}: {share_text}; alignment with the groups {_span(align, records)} "
+        f"(lower is fairer) against {_range_text([o[0] for o in others.values() if o])} for {names}; {keeps_text}"
+    )
+    baseline_worst = {b: s["worst"] for b, s in selectors.items() if b != "fufs"}
+    best_balance = max(baseline_worst, key=lambda b: baseline_worst[b].value) if baseline_worst else None
+
+    def share(selector: str) -> Estimate | None:
+        found = selectors.get(selector, {}).get("share")
+        return None if found is None else (found["value"], found["ci_low"], found["ci_high"])
+
+    worse_balance = best_balance is not None and _above(share(best_balance), share("fufs"))
+    worse_alignment = all(_above(align, others[b]) for b in baselines)
+    flagged = [b for b in baseline_worst if selectors[b]["verdict"] == "gap"]
+    own = selectors.get("fufs", {}).get("verdict", "info")
+    if worse_balance or worse_alignment:
+        reasons = []
+        if worse_balance:
+            reasons.append(f"its clusters are less balanced than {variant_title('fs', best_balance)}'s")
+        if worse_alignment:
+            reasons.append("its selection follows the groups more closely than every baseline's")
+        verdict, text = "worse", f"{head}. Less fair than the baselines: {' and '.join(reasons)}, beyond the intervals."
+    elif flagged and own == "no_evidence":
+        verdict, text = "mitigated", f"{head}. Mitigated: its clusters show no gap where {plural(len(flagged), 'baseline')} do."
+    elif own == "gap":
+        better = best_balance is not None and _above(share("fufs"), share(best_balance))
+        verdict, text = "gap", f"{head}. Its clusters are still unbalanced (a gap by the same rule)" + (
+            ", though more balanced than every baseline's beyond the intervals." if better else "."
+        )
+    else:
+        verdict, text = ("info" if not flagged else "no_evidence"), f"{head}."
+    evidence = {"rank": rank, "cluster_share": mine_share, "alignment_protected": _estimate(align),
+                "baselines_alignment_protected": {b: o[0] for b, o in others.items() if o},
+                "alignment_data": keeps[0] if keeps else None, "baselines_alignment_data": baseline_data, "confidence": records.confidence}
+    found = [records.finding(rank, "fufs", verdict, text, evidence)]
+    cluster_metrics = [m for m in ("balance", "proportion", "acc") if m in table.columns]
+    values = {m: {v: table.loc[(v, rank), m] for v in [*baselines, "fufs"]} for m in cluster_metrics}
+    clusters = (f"k-means clusters on FUFS's features have balance {number(values['balance']['fufs'])} (others "
+                f"{_range_text([values['balance'][b] for b in baselines])}; higher is fairer) and proportion "
+                f"{number(values['proportion']['fufs'])} (others {_range_text([values['proportion'][b] for b in baselines])})")
+    if "acc" in values:
+        clusters += f"; clustering accuracy {number(values['acc']['fufs'])} (others {_range_text([values['acc'][b] for b in baselines])})"
+    found.append(records.finding(rank, "fufs", "info", clusters[0].upper() + clusters[1:] + ".", {"rank": rank, **values}))
     return found
 
 
 FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings, "fs": fs_findings, "cpd": cpd_findings}
 
 
-def findings(result) -> dict[str, list[Finding]]:
-    """Findings per method family present in ``result``."""
+def findings(result, reference: str | Mapping[str, str | None] | None = None) -> dict[str, list[Finding]]:
+    """Findings per method family present in ``result``. ``reference``: the group to compare
+    every other group with (a label, or the value part of one), instead of the run's — for every
+    family, or per family as ``{method: group}``; ``ParameterError`` when it is not a group large
+    enough to judge."""
     methods = list(dict.fromkeys(result.records.method))
-    return {method: FINDERS[method](result) for method in methods if method in FINDERS}
+    chosen = reference if isinstance(reference, Mapping) else dict.fromkeys(methods, reference)
+    return {method: FINDERS[method](result, chosen.get(method)) for method in methods if method in FINDERS}

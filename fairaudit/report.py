@@ -25,6 +25,7 @@ from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
 from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, table_title, variant_title
+from .verdicts import MIN_JUDGED_ROWS, Settings
 from .vocabulary import render, term
 
 LIBRARIES = ("fairaudit", "numpy", "scipy", "scikit-learn", "pandas", "cvxpy", "clarabel", "scs", "highspy", "plotly")
@@ -43,6 +44,7 @@ th{background:#f0f3f6}td.num{text-align:right;font-variant-numeric:tabular-nums}
 padding:0 .45rem;border-radius:3px;border:1px solid currentColor}
 .gap .verdict{color:#8a5d00}.worse .verdict{color:#a64800}.mitigated .verdict{color:#005a8c}.no_evidence .verdict{color:#44515e}.info .verdict{color:#57606a}
 .finding details.rule{margin-top:.25rem;font-size:.85rem;color:#57606a}.finding details.rule summary{cursor:pointer}
+.finding ul.details{margin:.3rem 0 .1rem 1.1rem;padding:0;font-size:.88rem;color:#3d444d}.finding ul.details li{margin:.1rem 0}
 .note{color:#57606a;font-size:.9rem}.figure{background:#fff;border:1px solid #d0d7de;margin:.8rem 0;padding:4px}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 .figure .note{margin:2px 8px 6px}
@@ -51,7 +53,7 @@ div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside
 body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
 .finding{background:#161b22}.finding.gap{background:#2b2206}.finding.worse{background:#33190b}.finding.mitigated{background:#0b2233}
 .finding.no_evidence{background:#1a2028}.gap .verdict{color:#f0b400}.worse .verdict{color:#ff8a50}.mitigated .verdict{color:#56b4e9}
-.no_evidence .verdict,.info .verdict,.finding details.rule{color:#9da7b3}.note{color:#9da7b3}code{background:#161b22}
+.no_evidence .verdict,.info .verdict,.finding details.rule,.finding ul.details{color:#9da7b3}.note{color:#9da7b3}code{background:#161b22}
 .figure{border-color:#30363d}.figure .note{color:#57606a}
 }
 """
@@ -192,45 +194,49 @@ def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
     return header, out
 
 
-def _finding_html(finding, interface: str = "library") -> str:
+def _finding_html(finding, interface: str = "library", details: bool = True) -> str:
     """A finding as a block marked by its verdict — a labelled badge (colour, border style and
-    words: never colour alone) — with its text and, for a verdict, the rule that produced it."""
+    words: never colour alone) — with its text, its details under it (``details``: the other
+    pairs of groups, the groups too small to judge, the tests) and, for a verdict, the rule that
+    produced it."""
     verdict = getattr(finding, "verdict", "info")
     rule = getattr(finding, "rule", "")
     label = VERDICT_LABELS.get(verdict, verdict.replace("_", " "))
+    lines = getattr(finding, "details", []) if details else []
+    more = ('<ul class="details">' + "".join(f"<li>{_e(words(line, interface))}</li>" for line in lines) + "</ul>") if lines else ""
     why = (f'<details class="rule"><summary>Why “{_e(label)}”: the rule</summary>{_e(words(rule, interface))}</details>'
            if rule and verdict != "info" else "")
     return (f'<div class="finding {_e(verdict)}"><span class="verdict">{_e(label)}</span>'
-            f"{_e(words(finding, interface))}{why}</div>")
+            f"{_e(words(finding, interface))}{more}{why}</div>")
 
 
-def verdict_settings(result: AuditResult) -> list[tuple[list[str], float, float]]:
-    """``[(families, flag_ratio, confidence)]``: the tolerance and confidence each family's
-    verdicts used, families with the same settings together (families audited separately, e.g.
-    from the dashboard's pages, may differ)."""
+def verdict_settings(result: AuditResult) -> list[tuple[list[str], float, float, int]]:
+    """``[(families, flag_ratio, confidence, min_judged_rows)]``: the tolerance, confidence and
+    smallest group judged each family's verdicts used, families with the same settings together
+    (families audited separately, e.g. from the dashboard's pages, may differ)."""
     runs = result.config.get("runs", [result.config])
     methods = list(dict.fromkeys(result.records.method)) or [m for run in runs for m in run.get("methods", ())]
-    grouped: dict[tuple[float, float], list[str]] = {}
+    grouped: dict[tuple[float, float, int], list[str]] = {}
     for method in methods:
-        run = family_run(result.config, method)
-        key = (float(run.get("flag_ratio", 1.25)), float(run.get("confidence", 0.95)))
-        grouped.setdefault(key, []).append(method)
-    return [(families, flag, confidence) for (flag, confidence), families in grouped.items()]
+        settings = Settings.of_run(family_run(result.config, method))
+        grouped.setdefault((settings.flag_ratio, settings.confidence, settings.min_judged_rows), []).append(method)
+    return [(families, *key) for key, families in grouped.items()]
 
 
 def _verdicts_section(result: AuditResult, interface: str = "library") -> str:
     """The verdict rules this run used (tolerance and confidence filled in), once per setting."""
-    settings = verdict_settings(result) or [([], 1.25, 0.95)]
+    settings = verdict_settings(result) or [([], 1.25, 0.95, MIN_JUDGED_ROWS)]
     parts = ["<h2>Verdicts and their rules</h2><p class=\"note\">Every finding above carries one verdict.</p>"]
-    for families, flag, confidence in settings:
+    for families, flag, confidence, min_rows in settings:
         names = ", ".join(FAMILY_TITLES.get(m, m) for m in families)
         if len(settings) > 1:
             parts.append(f"<h3>{_e(names)}</h3>")
-        rules = verdict_rules(flag, confidence)
+        rules = verdict_rules(flag, confidence, min_rows)
         items = "".join(f"<li>{_e(words(text, interface))}</li>" for text in rules.values())
         parts.append(
             f'<p class="note">Tolerance ({_e(words(term("flag_ratio"), interface))}) {_e(number(flag))}, '
-            f"confidence {_e(level(confidence))}.</p><ul>{items}</ul>"
+            f"confidence {_e(level(confidence))}, groups of at least {_e(plural(min_rows, 'row'))} judged "
+            f"({_e(words(term('min_judged_rows'), interface))}).</p><ul>{items}</ul>"
         )
     return "".join(parts)
 
@@ -460,7 +466,7 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
     found = findings(result) if found is None else found
     name = result.data.get("name", "data")
     families = "".join(_family_section(result, m, found.get(m, []), interface) for m in dict.fromkeys(result.records.method))
-    summary = "".join(_finding_html(f, interface) for found_here in found.values() for f in found_here if f.verdict != "info")
+    summary = "".join(_finding_html(f, interface, details=False) for found_here in found.values() for f in found_here if f.verdict != "info")
     body = (
         f"<h1>Fairness audit: {_e(name)}</h1>"
         f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '

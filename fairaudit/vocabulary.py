@@ -386,6 +386,14 @@ register("flag_ratio", Option(
     "flag_ratio", "--flag-ratio", "Gap tolerance (×)", "each method",
     dashboard=lambda v: f"“Gap tolerance (×)” → “{v}” ({_RUN_PAGES})",
 ))
+register("min_judged_rows", Option(
+    "min_judged_rows", "--min-judged-rows", "Smallest group to judge (rows)", "each method",
+    dashboard=lambda v: f"“Smallest group to judge (rows)”{f' → “{v}”' if v else ''} ({_RUN_PAGES})",
+))
+register("reference", Option(
+    "reference", "--reference", "Compare with", "each method",
+    dashboard=lambda v: "“Compare with” above the findings (on the method's page)",
+))
 
 # The engine (command line and library): the dashboard always audits in process, with no dask.
 _ENGINE = "Engine (command line and library)"

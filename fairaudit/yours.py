@@ -44,7 +44,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, representation_metrics, run_family
+from .audit import (
+    RECORD_COLUMNS,
+    AuditConfig,
+    AuditResult,
+    Fits,
+    RecordSink,
+    comparisons_frame,
+    representation_metrics,
+    run_family,
+)
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
@@ -227,6 +236,7 @@ def _result(
     return AuditResult(
         uncertainty=uncertainty or {},
         records=pd.DataFrame(records, columns=RECORD_COLUMNS),
+        comparisons=comparisons_frame([row for sink in sink_parts for row in sink.comparisons]),
         config={**config.to_dict(), YOURS: describe},
         data=data.fingerprint(),
         skipped=[s for sink in sink_parts for s in sink.skipped],
@@ -432,6 +442,7 @@ def attach(result: AuditResult, yours: AuditResult) -> AuditResult:
         result,
         uncertainty=uncertainty,
         records=pd.concat([result.records, yours.records], ignore_index=True),
+        comparisons=pd.concat([result.comparisons, yours.comparisons], ignore_index=True),
         config=config,
         skipped=result.skipped + yours.skipped,
         warnings=list(dict.fromkeys(result.warnings + yours.warnings)),

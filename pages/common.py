@@ -42,6 +42,7 @@ from fairaudit.plots import (
 from fairaudit.report import details_rows_by_ranks, marked, summary_text
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED
+from fairaudit.verdicts import MIN_JUDGED_ROWS
 from fairaudit.vocabulary import render
 from pages.runs import ResultStore, Run, RunRegistry
 
@@ -316,8 +317,58 @@ def show_last_run_messages() -> None:
 
 
 def results_for() -> dict[str, AuditResult]:
-    """This session's latest result per family on the data in use."""
-    return {method: result for method, (result, _) in registry().latest(data_token()).items()}
+    """This session's latest result per family on the data in use, each judged against the
+    reference group the user chose for it (:func:`judged`)."""
+    return {method: judged(result, method) for method, (result, _) in registry().latest(data_token()).items()}
+
+
+def chosen_references() -> dict[str, str]:
+    """The reference group the user chose per family (“Compare with” above the findings)."""
+    return st.session_state.setdefault("references", {})
+
+
+def judged(result: AuditResult, method: str) -> AuditResult:
+    """``result`` judged against the reference group chosen for ``method`` in this session, if any
+    (nothing is refitted: :meth:`fairaudit.audit.AuditResult.with_reference`)."""
+    chosen = chosen_references().get(method)
+    return result if chosen is None else result.with_reference(chosen, method)
+
+
+BEST_SERVED = "the best-served group (default)"
+
+REFERENCE_FAMILIES = ("pca", "nmf", "cpd")
+"""The families whose verdicts compare groups with each other (feature selection compares each
+group's cluster share with parity: no reference to choose)."""
+
+
+def reference_selector(result: AuditResult, method: str) -> None:
+    """“Compare with”: the reference group of ``method``'s verdicts — the best-served group large
+    enough to judge (default, every pair compared) or one the user names; the findings are judged
+    again at once, nothing is refitted. The groups too small to judge are not offered (the help
+    says which and why)."""
+    if method not in REFERENCE_FAMILIES:
+        return
+    summary = (result.uncertainty or {}).get(method, {})
+    sizes = summary.get("group_rows") or result.data.get("group_sizes", {})
+    least = int(family_run(result.config, method).get("min_judged_rows") or MIN_JUDGED_ROWS)
+    groups = [g for g, n in sizes.items() if n >= least]
+    small = [f"{g} ({n:,} rows)" for g, n in sizes.items() if n < least]
+    if len(groups) < 2:
+        return
+    references = chosen_references()
+    current = references.get(method)
+    options = [BEST_SERVED, *groups]
+    choice = st.selectbox(
+        "Compare with", options, index=options.index(current) if current in groups else 0, key=f"{method}-reference",
+        help="The group every other group is compared with. By default the best-served group large enough to judge, "
+        "and every pair of groups is tested (Holm's correction counts them all); naming a group compares each group "
+        "with it. The findings change at once; nothing is refitted."
+        + (f" Too small to judge (fewer than {least} rows), so never the reference: {', '.join(small)}." if small else ""),
+    )
+    chosen = None if choice == BEST_SERVED else choice
+    if chosen != current:
+        references[method] = chosen
+        st.rerun()
 
 
 # ---------------------------------------------------------------- rendering results
@@ -340,16 +391,23 @@ def verdict_badge(verdict: str) -> str:
     return f":{colour}-badge[{icon} {plain(sentence(label))}]"
 
 
+DETAILS_LABEL = "Details: the other pairs of groups, the groups too small to judge, the tests"
+
+
 def show_findings_list(items: Sequence[Finding]) -> None:
     """Findings, one line each: the verdict badge, the sentence, and the rule on the “?” beside it;
-    under them, once, the rules of the verdicts shown (the same verdict has the same rule within a
-    family's run, so one expander per finding would only repeat it)."""
+    a finding's details one click away under it; under them all, once, the rules of the verdicts
+    shown (the same verdict has the same rule within a family's run, so one expander per finding
+    would only repeat it)."""
     if not items:
         return
     with st.container(border=True):
         for finding in items:
             rule = words(finding.rule) if finding.rule and finding.verdict != "info" else None
             st.markdown(f"{verdict_badge(finding.verdict)} {words(finding)}", help=rule)
+            if finding.details:
+                with st.expander(DETAILS_LABEL):
+                    st.markdown("\n".join(f"- {words(line)}" for line in finding.details))
         rules = {f.verdict: f.rule for f in items if f.rule and f.verdict != "info"}
         if rules:
             names = ", ".join(VERDICT_LABELS.get(v, v) for v in rules)
@@ -359,7 +417,15 @@ def show_findings_list(items: Sequence[Finding]) -> None:
 
 
 def show_findings(result: AuditResult, method: str) -> None:
-    show_findings_list(findings(result).get(method, []))
+    """The reference selector, then ``method``'s findings judged against it."""
+    reference_selector(result, method)
+    try:
+        found = findings(judged(result, method)).get(method, [])
+    except FairAuditError as exc:  # a reference chosen for an earlier result that this one cannot judge
+        chosen_references().pop(method, None)
+        show_error(exc)
+        found = findings(result).get(method, [])
+    show_findings_list(found)
 
 
 def show_uncertainty(result: AuditResult, method: str) -> None:
@@ -611,7 +677,7 @@ LEAKAGE_LABELS = {
 }
 
 
-UNCERTAINTY_SETTINGS = ("bootstrap", "confidence", "holdout", "flag_ratio")
+UNCERTAINTY_SETTINGS = ("bootstrap", "confidence", "holdout", "flag_ratio", "min_judged_rows")
 """``AuditConfig``'s settings of a run's intervals, held-out rows and verdicts (the controls of
 :func:`uncertainty_controls`)."""
 
@@ -631,7 +697,7 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
     arguments. ``defaults``: per family, the library's default replicates on this data and why
     (``fairaudit.uncertainty.default_replicates``); an empty box means those defaults."""
     st.markdown("**Intervals and verdicts**")
-    replicates, confidence_column, tolerance, heldout_column = st.columns(4)
+    replicates, confidence_column, tolerance, smallest, heldout_column = st.columns(5)
     reasons = " ".join(f"{FAMILY_TITLES.get(m, m)}: {count or 'none'} — {words(why)}." for m, (count, why) in defaults.items())
     bootstrap = replicates.number_input(
         "Bootstrap replicates", min_value=0, max_value=100_000, value=saved.get("bootstrap"), step=10,
@@ -650,8 +716,16 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
     flag_ratio = tolerance.number_input(
         "Gap tolerance (×)", min_value=1.0, max_value=100.0, step=0.05, format="%.2f", key=f"{key}-flag-ratio",
         value=float(saved.get("flag_ratio", AuditConfig.flag_ratio)),
-        help="A gap verdict needs the worst-served group to fare at least this many times worse than the best-served "
-        "one, beyond the interval; smaller differences are “no evidence” at this tolerance.",
+        help="A gap verdict needs the worse-served of two groups to fare at least this many times worse than the other, "
+        "beyond the interval and the corrected test; smaller differences are “no evidence” at this tolerance.",
+    )
+    least = smallest.number_input(
+        "Smallest group to judge (rows)", min_value=2, max_value=1_000_000, step=5, key=f"{key}-min-judged-rows",
+        value=int(saved.get("min_judged_rows", AuditConfig.min_judged_rows)),
+        help="Groups with fewer rows are reported as too small to judge: they take part in no test (not in the "
+        "leakage test either) and are never the reference, and each finding says how large a difference their size "
+        f"could have shown. Default {AuditConfig.min_judged_rows}: below it a group's bootstrap intervals cover the truth "
+        "markedly less often than they claim.",
     )
     with heldout_column:
         heldout = st.checkbox(
@@ -669,6 +743,7 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
         "bootstrap": None if bootstrap is None else int(bootstrap),
         "confidence": round(float(percent) / 100, 6),
         "holdout": round(float(share) / 100, 6) if heldout else None,
+        "min_judged_rows": int(least),
         "flag_ratio": float(flag_ratio),
     }
 

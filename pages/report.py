@@ -14,9 +14,10 @@ from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.cost import default_count, expected_text
 from fairaudit.findings import findings, verdict_rules
-from fairaudit.formatting import duration, level, number
+from fairaudit.formatting import duration, level, number, plural
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
 from pages.common import (
+    chosen_references,
     current_data,
     data_summary,
     data_token,
@@ -97,7 +98,7 @@ if ready:  # a run's numbers are in on their pages; the report waits for their i
 if not results:
     st.stop()
 
-identity = tuple((m, id(results[m])) for m in FAMILIES if m in results)
+identity = tuple((m, id(results[m].records), chosen_references().get(m)) for m in FAMILIES if m in results)  # the reference: judged anew
 built = st.session_state.get("report-built")
 if built is None or built[0] != identity:  # build once per set of results, not on every rerun
     try:
@@ -141,10 +142,11 @@ if rows:
     )
 with st.expander("Verdicts and their rules"):
     settings = verdict_settings(combined)
-    for families, flag, confidence in settings:
+    for families, flag, confidence, least in settings:
         st.markdown(
             (f"**{', '.join(FAMILY_TITLES.get(m, m) for m in families)}** — " if len(settings) > 1 else "")
-            + f"gap tolerance {plain(number(flag))}×, confidence {plain(level(confidence))}:"
+            + f"gap tolerance {plain(number(flag))}×, confidence {plain(level(confidence))}, groups of at least "
+            f"{plain(plural(least, 'row'))} judged:"
         )
-        for rule in verdict_rules(flag, confidence).values():
+        for rule in verdict_rules(flag, confidence, least).values():
             st.markdown("- " + words(rule))

@@ -118,7 +118,8 @@ def test_the_verdict_rules_are_printed_once_per_setting_the_families_used():
     out = io.StringIO()
     _print_findings(result, findings(result), out)
     heads = [line for line in out.getvalue().splitlines() if line.startswith("verdict rules")]
-    assert heads == ["verdict rules (pca: tolerance 1.25, confidence 95 %):", "verdict rules (fs: tolerance 1.50, confidence 90 %):"]
+    assert heads == ["verdict rules (pca: tolerance 1.25, confidence 95 %, groups of at least 30 rows judged):",
+                     "verdict rules (fs: tolerance 1.50, confidence 90 %, groups of at least 30 rows judged):"]
 
 
 # ---------------------------------------------------------------- the families' flags without their packages

@@ -41,7 +41,7 @@ def test_random_groups_on_identical_rows_raise_no_pca_gap(seed):
     alarms = [f for f in found if f.verdict in ("gap", "worse")]
     assert not alarms, [f.text for f in alarms]
     assert found[0].verdict == "no_evidence"
-    assert _gaps_at_any_rank(result, "pca", "loss", "loss_gap", "loss_ratio") == []
+    assert _gaps_at_any_rank(result, "pca", "loss") == []
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -52,17 +52,18 @@ def test_random_groups_on_identical_rows_raise_no_nmf_gap(seed):
     found = findings(result)["nmf"]
     alarms = [f for f in found if f.verdict in ("gap", "worse")]
     assert not alarms, [f.text for f in alarms]
-    assert _gaps_at_any_rank(result, "nmf", "rel_loss", "rel_loss_gap", "rel_loss_ratio") == []
+    assert _gaps_at_any_rank(result, "nmf", "rel_loss") == []
 
 
-def _gaps_at_any_rank(result, method, metric, gap, ratio) -> list[tuple[str, int]]:
-    """Every (variant, rank) the gap rule flags — not only the headline rank the findings report."""
-    from fairaudit.findings import Records, assess
+def _gaps_at_any_rank(result, method, metric) -> list[tuple[str, int]]:
+    """Every (variant, rank) the gap rule flags — each variant judged over all its ranks, not only
+    the headline rank the findings report."""
+    from fairaudit.findings import Records
 
     records = Records(result, method)
-    assessed = [(v, r, assess(records, v, r, metric, gap, ratio)) for v in records.variants for r in records.ranks(v, metric)]
-    assert any(a is not None and a.verdict == "no_evidence" for _, _, a in assessed)  # the rule did run
-    return [(v, r) for v, r, a in assessed if a is not None and a.verdict == "gap"]
+    judged = {v: records.judge(v, metric) for v in records.variants}
+    assert any(j is not None and j.verdict == "no_evidence" for j in judged.values())  # the rule did run
+    return [(v, r) for v, j in judged.items() if j is not None for r in j.gap_ranks]
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +80,9 @@ def test_the_default_sample_shows_a_gap_that_fair_pca_mitigates(default_pca):
     assert fair.verdict == "mitigated" and fair.rank == vanilla.rank
     assert "total reconstruction error" in fair.text  # the stated cost
     assert vanilla.rule == verdict_rules()["gap"] and fair.rule == verdict_rules()["mitigated"]
-    assert vanilla.evidence["worst_group"] == "group=B" and vanilla.evidence["gap_pvalue"] <= 0.05
+    headline = vanilla.evidence["headline"]
+    assert headline["group"] == "group=B" and headline["other"] == "group=A" == vanilla.evidence["reference"]
+    assert headline["p_adjusted"] <= 0.05 and headline["p_permutation"] <= 0.05 and headline["failed"] == []
 
 
 def test_findings_are_objects_in_json_with_numbers_for_people(default_pca):
@@ -106,33 +109,43 @@ def test_without_intervals_there_is_no_verdict():
     assert not any(f.verdict in ("gap", "mitigated", "no_evidence") for f in found if f.variant == "fair_eig")
 
 
-def _fabricated(ranks_values: dict[int, tuple[float, float]], degenerate: dict[int, str], ci: float = 0.05) -> AuditResult:
-    """NMF-like records by hand: per rank the two groups' relative losses, intervals ± ``ci``."""
-    rows = []
+def _fabricated(ranks_values: dict[int, tuple[float, float]], degenerate: dict[int, str], ci: float = 0.05,
+                noisy: tuple[int, ...] = ()) -> AuditResult:
+    """NMF-like records and comparisons by hand: per rank the two groups' relative losses,
+    intervals ± ``ci``; the difference's standard error ``ci / 1.96`` (its interval reaching
+    below 0 and its standard error ten times larger at the ``noisy`` ranks)."""
+    from fairaudit.audit import comparisons_frame
+    from fairaudit.verdicts import wald_pvalue
+
+    rows, compared = [], []
     for rank, (b, a) in ranks_values.items():
         gap = b - a
+        se = ci / 1.96 * (10 if rank in noisy else 1)
+        low = -0.01 if rank in noisy else gap - ci
         rows += [
             ("nmf", "vanilla", rank, "B", "rel_loss", b, b - ci, b + ci),
             ("nmf", "vanilla", rank, "A", "rel_loss", a, a - ci, a + ci),
             ("nmf", "vanilla", rank, "B", "rel_error", b + 0.1, b, b + 0.2),
             ("nmf", "vanilla", rank, "A", "rel_error", a + 0.1, a, a + 0.2),
-            ("nmf", "vanilla", rank, "", "rel_loss_gap", gap, gap - ci, gap + ci),
-            ("nmf", "vanilla", rank, "", "rel_error_ratio", (b + 0.1) / (a + 0.1), 1.0, 9.0),
+            ("nmf", "vanilla", rank, "", "rel_loss_gap", gap, low, gap + ci),
         ]
+        compared.append(("nmf", "vanilla", rank, "rel_loss", "B", "A", 100, 100, b, a, gap, low, gap + ci, se,
+                         wald_pvalue(gap, se), np.nan, np.nan, np.nan, (b + 0.1) / (a + 0.1), "error", 30))
     return AuditResult(
         records=pd.DataFrame(rows, columns=RECORD_COLUMNS),
         config={"methods": ["nmf"], "flag_ratio": 1.25, "confidence": 0.95},
         data={"group_sizes": {"A": 100, "B": 100}},
-        uncertainty={"nmf": {"degenerate_ranks": {str(r): why for r, why in degenerate.items()}}},
+        uncertainty={"nmf": {"degenerate_ranks": {str(r): why for r, why in degenerate.items()}, "replicates": 30}},
+        comparisons=comparisons_frame(compared),
     )
 
 
 def test_degenerate_ranks_and_noise_are_never_the_largest_gap():
     # rank 10 is full rank (the largest difference there is meaningless); rank 9's difference is noise
-    result = _fabricated({2: (0.30, 0.10), 9: (0.50, 0.02), 10: (0.9, 0.0)}, {10: "full rank"}, ci=0.05)
-    result.records.loc[(result.records["rank"] == 9) & (result.records.metric == "rel_loss_gap"), "ci_low"] = -0.01
+    result = _fabricated({2: (0.30, 0.10), 9: (0.50, 0.02), 10: (0.9, 0.0)}, {10: "full rank"}, ci=0.05, noisy=(9,))
     top = findings(result)["nmf"][0]
     assert top.verdict == "gap" and top.rank == 2, top.text
+    assert top.evidence["ranks"] == [2, 9] and top.evidence["comparisons"] == 2  # Holm counted the two judged ranks
     # all numerically zero: never a gap, whatever the interval
     zero = _fabricated({3: (1e-14, 0.0), 4: (0.3, 0.1)}, {})
     assert findings(zero)["nmf"][0].rank == 4

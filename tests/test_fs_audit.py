@@ -47,7 +47,9 @@ def test_records_for_every_variant_and_rank(result):
                 "alignment_data", "alignment_protected", "mmd2", "mmd2_rbf", "unfairness", "unfairness_balanced", "seconds"}
     for metrics in per_fit:
         assert expected <= metrics
-    assert (records.group == "").all()
+    assert set(records[records.group != ""].metric) == {"cluster_share"}  # per group: the balance verdict's quantity
+    shares = records[records.metric == "cluster_share"]
+    assert shares.value.between(0, 1 + 1e-12).all() and len(shares) == len(per_fit) * records[records.group != ""].group.nunique()
 
 
 def test_selected_features_are_reported_and_fufs_avoids_the_proxies(result):

@@ -57,7 +57,9 @@ def test_audit_records_every_metric_and_shares_E(monkeypatch):
     assert (pivot["rel_loss_gap", "fair_am"] < 1e-3).all()
     run_audit(data, AuditConfig(methods=("nmf",), ranks=(1, 2, 3)))  # a repeated audit: all cached
     assert len(calls) == 30
-    assert findings(result)["nmf"][0].text.startswith("At rank")
+    top = findings(result)["nmf"][0]  # the 25-row group is too small to judge (AuditConfig.min_judged_rows)
+    assert top.verdict == "info" and top.text.startswith("No verdict: fewer than two groups have at least 30 rows")
+    assert "small (25 rows)" in top.text and top.evidence["small"][0]["group"] == "small"
     assert [metric for metric, _ in family_figures(records, "nmf")][:2] == ["rel_loss", "rel_error"]
     json.loads(result.to_json())
 

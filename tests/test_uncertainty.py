@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fairaudit import AuditData, uncertainty
@@ -115,6 +116,7 @@ def test_records_carry_intervals_in_json_and_csv(pca_result):
     assert payload["uncertainty"]["pca"]["replicates"] == 20 and payload["uncertainty"]["pca"]["holdout"] == 0.3
     again = AuditResult.from_dict(payload)
     np.testing.assert_allclose(again.records.ci_low, result.records.ci_low, equal_nan=True)
+    pd.testing.assert_frame_equal(again.comparisons, result.comparisons)  # the comparisons survive the JSON (NaN as null)
     assert result.to_csv().splitlines()[0] == ",".join(RECORD_COLUMNS)
 
 
@@ -127,9 +129,15 @@ def test_gaps_and_ratios_with_intervals_that_can_include_parity(pca_result):
     # and random groups of the same sizes show as large a gap (no verdict of a gap there)
     assert 0 < table.loc[1, ("ci_low", "loss_gap")] < table.loc[1, ("value", "loss_gap")] / 2
     assert table.loc[1, ("value", "loss_gap_pvalue")] > 0.2
-    from fairaudit.findings import Records, assess
+    from fairaudit.findings import Records
 
-    assert assess(Records(result, "pca"), "vanilla", 1, "loss", "loss_gap", "loss_ratio").verdict == "no_evidence"
+    rank_one = Records(result, "pca").judge("vanilla", "loss", ranks=[1])
+    assert rank_one.verdict == "no_evidence" and rank_one.headline.p_permutation > 0.2 and "test" in rank_one.headline.failed
+    # the comparisons table: the same pair, its interval equal to the gap record's (two groups: one pair)
+    pair = result.comparisons[(result.comparisons.variant == "vanilla") & (result.comparisons["rank"] == 1)
+                              & (result.comparisons.metric == "loss")].iloc[0]
+    assert (pair.ci_low, pair.ci_high) == pytest.approx((table.loc[1, ("ci_low", "loss_gap")], whole[(whole["rank"] == 1) & (whole.metric == "loss_gap")].ci_high.iloc[0]))
+    assert pair.p_permutation == pytest.approx(table.loc[1, ("value", "loss_gap_pvalue")])
 
 
 def test_heldout_metrics_and_kept_models(pca_result):

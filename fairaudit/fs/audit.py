@@ -40,6 +40,7 @@ from ..data import AuditData
 from ..errors import ParameterError
 from ..linalg import blas_threads
 from ..parallel import map_threads
+from ..verdicts import DisparityMetric
 from ..vocabulary import term
 from ._alignment import EXACT_MAX_ROWS, NYSTROM_LANDMARKS, NystroemRBF, rbf_backend
 from ._selector import SweepSelection
@@ -175,8 +176,10 @@ class FSAudit(FamilyAudit):
     size; a measurement clusters and aligns those columns on the rows it is given (the fit's
     rows, resampled rows, or held-out rows).
 
-    Besides the family's metrics, ``relative_balance`` = ``balance`` / (the smallest group's
-    share of the rows): 1 when the least-represented group is as present in its worst cluster as
+    Per group, ``cluster_share``: the group's share of its worst k-means cluster over its share of
+    the rows (the mean over the runs; 1 is parity) — what the cluster-balance verdict judges, group
+    by group (:func:`fairaudit.verdicts.judge_balance`). Besides the family's metrics,
+    ``relative_balance`` = ``balance`` / (the smallest group's share of the rows): 1 when the least-represented group is as present in its worst cluster as
     in the data, 0 when some cluster lacks a group entirely — the parity scale of the ``gap``
     verdict (``balance`` itself cannot exceed the smallest share, so its parity depends on the
     group sizes). ``*_std`` (the spread over k-means runs, fewer runs in a replicate) get no
@@ -184,6 +187,7 @@ class FSAudit(FamilyAudit):
     """
 
     method = "fs"
+    parities = (DisparityMetric("cluster_share", parity=1.0),)
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         super().__init__(data, config, sink)
@@ -278,8 +282,10 @@ class FSAudit(FamilyAudit):
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
         smallest_share = np.bincount(codes, minlength=len(self.labels)).min() / len(codes)
         measured = {}
+        per_group = {}
         for order, extra in zip(distinct, shared, strict=True):
-            found = scores[order]
+            found = dict(scores[order])
+            per_group[order] = found.pop("cluster_share")
             data, protected = aligned[frozenset(order)]
             measured[order] = [
                 *found.items(),
@@ -291,6 +297,8 @@ class FSAudit(FamilyAudit):
         for (name, m), order in orders.items():
             for metric, value in measured[order]:
                 out.add(name, m, metric, value)
+            if len(per_group[order]) == len(self.labels):  # every group among the rows (a resample's, the held-out part's)
+                out.add_groups(name, m, "cluster_share", self.labels, per_group[order])
 
     def _aligner(self, alignment, X: np.ndarray, codes: np.ndarray, *, announce: bool):
         """``columns ↦ (alignment_data, alignment_protected)`` of a set of columns on the rows ``X``:
@@ -326,7 +334,7 @@ class FSAudit(FamilyAudit):
         def cluster(orders: list[tuple[int, ...]]) -> list[dict[str, float]]:
             return cluster_scores_many(
                 [X[:, list(order)] for order in orders], codes, n_clusters=self.K, labels=truth, runs=runs,
-                random_state=self.config.random_state, counts=counts,
+                random_state=self.config.random_state, counts=counts, shares=True,
             )
 
         return cluster

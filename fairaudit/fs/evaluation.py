@@ -286,6 +286,7 @@ def cluster_scores_many(
     runs: int = 50,
     random_state: int = 0,
     counts: np.ndarray | None = None,
+    shares: bool = False,
 ) -> list[dict[str, float]]:
     """For each matrix of ``Zs`` (matrices of the same rows, e.g. selections of one data set;
     rows = samples), the mean and std over ``runs`` k-means clusterings of its rows into
@@ -296,7 +297,10 @@ def cluster_scores_many(
     stands for ``counts[i]`` identical rows, all of ``groups[i]`` and ``labels[i]`` (a bootstrap
     resample's rows, each kept once; :func:`kmeans_labels`). Returns per matrix
     ``{"acc", "acc_std", "nmi", "nmi_std"}`` (only with ``labels``) and
-    ``{"balance", "balance_std", "proportion", "proportion_std"}``.
+    ``{"balance", "balance_std", "proportion", "proportion_std"}``; with ``shares``, also
+    ``"cluster_share"``: each group's share of its worst cluster over its share of the rows, the
+    mean over the runs (:func:`fairaudit.metrics.group_shares_from_tables`), a tuple in the order
+    of the group codes.
     """
     Zs = [np.asarray(Z, dtype=float) for Z in Zs]
     Zs = [Z[:, None] if Z.ndim == 1 else Z for Z in Zs]
@@ -311,16 +315,18 @@ def cluster_scores_many(
     for start in range(0, len(Zs), per_chunk):
         chunk = Zs[start : start + per_chunk]
         assignments = np.concatenate(kmeans_labels_many(chunk, K, runs, random_state, counts=counts))  # (selections · runs, n)
-        out += _scores(assignments, len(chunk), runs, group_codes, label_codes, K, counts)
+        out += _scores(assignments, len(chunk), runs, group_codes, label_codes, K, counts, shares)
     return out
 
 
-def _scores(assignments, selections: int, runs: int, group_codes, label_codes, K: int, counts) -> list[dict[str, float]]:
+def _scores(assignments, selections: int, runs: int, group_codes, label_codes, K: int, counts, shares: bool = False) -> list[dict[str, float]]:
     """Each selection's means and spreads over its runs of the metrics of each run's clustering
-    (``assignments``: the selections' runs one after the other), every table at once."""
+    (``assignments``: the selections' runs one after the other), every table at once; with
+    ``shares`` each group's mean share of its worst cluster (relative to its share of the rows)."""
     found: dict[str, np.ndarray] = {}
     tables = contingency_tables(assignments, group_codes, K, int(group_codes.max()) + 1, counts)
     found["balance"], found["proportion"] = metrics.balance_from_tables(tables), metrics.proportion_from_tables(tables)
+    per_group = metrics.group_shares_from_tables(tables).reshape(selections, runs, -1).mean(axis=1) if shares else None
     if label_codes is not None:
         tables = contingency_tables(assignments, label_codes, K, int(label_codes.max()) + 1, counts)
         found["acc"] = np.array(_per_table(metrics.accuracy_from_table, tables))
@@ -336,5 +342,7 @@ def _scores(assignments, selections: int, runs: int, group_codes, label_codes, K
             # 3e-18): report that spread as what it is, none
             scores[name] = mean
             scores[f"{name}_std"] = 0.0 if spread <= 1e-12 * max(1.0, abs(mean)) else spread
+        if per_group is not None:
+            scores["cluster_share"] = tuple(float(x) for x in per_group[len(out)])
         out.append(scores)
     return out

@@ -48,6 +48,7 @@ from ..errors import ParameterError
 from ..groups import GroupCodes
 from ..linalg import blas_threads
 from ..uncertainty import Disparity
+from ..verdicts import PermutationNull, permutation_pvalue
 from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import BLAS_THREADS, GroupProblem
@@ -91,8 +92,10 @@ NOT_REPLICATED = {
 """Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
 
 GAP_PERMUTATIONS = 200
-"""Random regroupings behind ``loss_gap_pvalue``: enough for a p-value of 0.005 (a 5 % test
-shared by ten ranks)."""
+"""Random regroupings behind the permutation test of every pair of groups (and
+``loss_gap_pvalue``, the worst and best group's): an empirical two-sided p-value down to
+2/201 ≈ 0.01, below that a normal fit to the permuted differences
+(:func:`fairaudit.verdicts.permutation_pvalue`) — Holm over 3 pairs × 10 ranks needs 0.0017."""
 
 GAP_REGROUPINGS_PER_BATCH = 25
 """Regroupings of :func:`_gap_pvalues` whose group covariances are held at once (``25 × k × s²``
@@ -147,33 +150,58 @@ def gap_test_cost(sample: RowSample, n_groups: int) -> float:
 def observed_gaps(sample: RowSample, labels, centre: np.ndarray, models: dict) -> tuple[GroupProblem, dict, dict]:
     """What :func:`_gap_pvalues` compares regroupings with: the problem of ``sample``'s rows in
     their own groups, vanilla PCA's fit at every rank of ``models`` (theirs where they have one),
-    and each model's ``(worst group, best group, loss gap)`` on those rows."""
+    and each model's per-group losses on those rows."""
     problem = GroupProblem.from_data(sample.X, GroupCodes(sample.codes, labels), centre=centre)
     references = {rank: model for (name, rank), model in models.items() if name == "vanilla"}
     for rank in sorted({rank for _, rank in models}):
         if rank not in references:
             references[rank] = clone(VARIANTS["vanilla"]).set_params(n_components=rank)._fit_problem(problem)
-    observed = {}
-    for key, model in models.items():
-        found = problem.losses(problem.reduce(model.map_), key[1])
-        observed[key] = (int(np.argmax(found)), int(np.argmin(found)), float(np.ptp(found)))
+    observed = {key: np.asarray(problem.losses(problem.reduce(model.map_), key[1]), dtype=float) for key, model in models.items()}
     return problem, references, observed
 
 
-def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[tuple[str, int], float]:
-    """Permutation p-values of every fit's loss gap: how often groups of the same sizes drawn at
-    random from the same rows show, under vanilla PCA's map at that rank, a gap (between the same
-    two labels) at least as large.
+def label_pairs(k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair of label indices ``(a, b)``, ``a < b``, as two index arrays."""
+    first, second = np.triu_indices(k, 1)
+    return first, second
+
+
+def pair_nulls(observed: dict, permuted: dict) -> dict[tuple[str, int], dict[tuple[int, int], PermutationNull]]:
+    """Each model's pairs of groups against the permuted differences of their rank: ``observed``
+    maps ``(variant, rank)`` to its per-group losses, ``permuted`` a rank to its ``(P, pairs)``
+    permuted differences ``loss_a − loss_b`` (:func:`label_pairs`' order)."""
+    out = {}
+    for key, losses in observed.items():
+        first, second = label_pairs(len(losses))
+        differences = losses[first] - losses[second]
+        null = permuted[key[1]]
+        out[key] = {
+            (int(a), int(b)): PermutationNull(float(np.mean(null[:, p])), float(np.std(null[:, p], ddof=1)),
+                                              permutation_pvalue(float(differences[p]), null[:, p]))
+            for p, (a, b) in enumerate(zip(first, second, strict=True))
+        }
+    return out
+
+
+def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, random_state) -> dict[tuple[str, int], dict]:
+    """Permutation tests of every fit's loss difference between every pair of groups: how groups
+    of the same sizes drawn at random from the same rows differ, under vanilla PCA's map at that
+    rank, between the same two labels (:func:`fairaudit.verdicts.permutation_pvalue`: two-sided,
+    with a normal fit to the permuted differences where the observed one lies beyond them all).
+    Returns ``{(variant, rank): {(a, b): PermutationNull}}`` (label indices ``a < b``, the
+    difference ``loss_a − loss_b``).
 
     A group's loss is measured against that group's own best rank-``d`` fit *on the same rows*,
     which fits noise: on identically distributed rows a 120-row group's loss is several times a
     480-row group's, whatever the map. Vanilla PCA's map does not depend on the groups, so a
-    regrouping needs only new group moments (no refit), and the gaps it shows are the noise floor
-    of every variant's gap at that rank (a fair variant fitted to random groups would shrink
-    them, so the test is conservative for it). Observed and permuted gaps are both measured on
-    the rows of ``sample`` (every row when the data have at most ``leakage_max_rows``), centred at
-    the audit's mean. ``models`` maps ``(variant, rank)`` to a fitted model; vanilla's map at
-    every rank is computed here.
+    regrouping needs only new group moments (no refit), and the differences it shows are the
+    noise floor of every variant's differences at that rank (a fair variant fitted to random
+    groups would shrink them, so the test is conservative for it). The same regroupings serve
+    every pair: each pair's null is its own labels' difference, so the size bias of every pair
+    (a small group flattered against a large one) is in its own null. Observed and permuted
+    losses are both measured on the rows of ``sample`` (every row when the data have at most
+    ``leakage_max_rows``), centred at the audit's mean. ``models`` maps ``(variant, rank)`` to a
+    fitted model; vanilla's map at every rank is computed here.
 
     The regroupings are :data:`GAP_REGROUPINGS_PER_BATCH` at a time
     (:meth:`GroupProblem.regroupings`: one Gram matrix per group but the largest, the spectra in
@@ -181,18 +209,18 @@ def _gap_pvalues(sample: RowSample, labels, centre: np.ndarray, models: dict, ra
     """
     observed_problem, references, observed = observed_gaps(sample, labels, centre, models)
     reduced = {rank: observed_problem.reduce(model.map_) for rank, model in references.items()}
+    first, second = label_pairs(len(labels))
     rng = np.random.default_rng(random_state)
-    exceed = dict.fromkeys(models, 0)
+    permuted: dict[int, list[np.ndarray]] = {rank: [] for rank in reduced}
     with blas_threads(BLAS_THREADS):
         rows = observed_problem.regrouping_rows(sample.X)  # once for every batch
         for start in range(0, GAP_PERMUTATIONS, GAP_REGROUPINGS_PER_BATCH):
             count = min(GAP_REGROUPINGS_PER_BATCH, GAP_PERMUTATIONS - start)
-            permuted = observed_problem.regroupings(rows, [rng.permutation(sample.codes) for _ in range(count)])
-            null = {rank: permuted.losses(projection, rank) for rank, projection in reduced.items()}  # B × k each
-            for key, (worst, best, gap) in observed.items():
-                losses = null[key[1]]
-                exceed[key] += int(np.count_nonzero(losses[:, worst] - losses[:, best] >= gap - 1e-12 * max(abs(gap), 1.0)))
-    return {key: (1 + count) / (1 + GAP_PERMUTATIONS) for key, count in exceed.items()}
+            regrouped = observed_problem.regroupings(rows, [rng.permutation(sample.codes) for _ in range(count)])
+            for rank, projection in reduced.items():
+                losses = regrouped.losses(projection, rank)  # B × k
+                permuted[rank].append(losses[:, first] - losses[:, second])
+    return pair_nulls(observed, {rank: np.vstack(found) for rank, found in permuted.items()})
 
 
 def _every_row_once(rows: np.ndarray, n: int) -> bool:
@@ -374,8 +402,12 @@ class PCAAudit(FamilyAudit):
                     "verdicts rest on the bootstrap interval and the tolerance alone."
                 )
                 return
-            for (name, rank), p in pvalues.items():
-                out.add(name, rank, "loss_gap_pvalue", p)
+            self.pair_nulls = {(name, rank, "loss"): nulls for (name, rank), nulls in pvalues.items()}
+            for (name, rank), nulls in pvalues.items():
+                losses = fits.models[(name, rank)].group_losses_
+                pair = tuple(sorted((int(np.argmax(losses)), int(np.argmin(losses)))))
+                if pair in nulls:
+                    out.add(name, rank, "loss_gap_pvalue", nulls[pair].pvalue)
 
     def _representation_values(self, fits: Fits, centred: np.ndarray, codes: np.ndarray, *, alongside=()) -> dict:
         """Each fit's representation metrics (:func:`fairaudit.audit.representations_metrics`: a

@@ -12,7 +12,7 @@ from pages.runs import Job, ResultStore, Run, RunRegistry
 
 def tiny(name: str = "t.csv") -> AuditData:
     rng = np.random.default_rng(0)
-    data = AuditData.from_arrays(rng.normal(size=(40, 4)), np.repeat(["a", "b"], 20))
+    data = AuditData.from_arrays(rng.normal(size=(60, 4)), np.repeat(["a", "b"], 30))  # groups large enough to judge
     data.source["name"] = name
     return data
 
