@@ -6,9 +6,14 @@ group under the population's vanilla PCA is exact: ``loss_i = tr C_i − tr(Uᵀ
 each repetition a sample is drawn, the audit's PCA family fits it and its stratified bootstrap
 (the audit's own code: reweighted group moments, ``B`` replicates) gives an interval per group;
 printed: how often the interval contains the population value, for the percentile interval (the
-audit's) and the basic one, with the mean interval width against the spread of the estimates.
+audit's) and the basic one, with the mean interval width against the spread of the estimates; and
+for the difference between the first two groups (the verdicts' pairwise comparison,
+:func:`fairaudit.verdicts.pairwise_comparisons`: the percentile interval of the replicates'
+differences) how often its interval contains the population difference and how often the
+bootstrap Wald test ``|d| / SE > z`` rejects a true difference of 0 (designs where the groups'
+population losses are equal).
 
-    python benchmarks/bench_coverage.py [--repetitions 400] [--replicates 200]
+    python benchmarks/bench_coverage.py [--repetitions 400] [--replicates 200] [--sizes 500,300] [--designs rotated,axis]
 
 Designs: ``rotated`` (both groups' population losses positive at rank 1; at rank 2 one is 0,
 the boundary) and ``axis`` (one group's subspace is the pooled one at each rank: a loss of 0).
@@ -24,6 +29,7 @@ import numpy as np
 from fairaudit import AuditData, uncertainty
 from fairaudit.audit import AuditConfig, Recorder, RecordSink
 from fairaudit.pca.audit import PCAAudit
+from fairaudit.verdicts import wald_pvalue
 
 
 def population_losses(covariances, weights, d: int) -> np.ndarray:
@@ -71,9 +77,14 @@ def coverage(sizes, covariances, rank: int, repetitions: int, replicates: int, c
     truth = population_losses(covariances, weights, rank)
     hits = {method: np.zeros(len(sizes)) for method in uncertainty.INTERVAL_METHODS}
     widths, estimates = [], []
+    difference_hits, rejections = 0, 0
     for repetition in range(repetitions):
         point, replicated = group_losses(repetition, sizes, covariances, rank, replicates)
         estimates.append(point)
+        draws = replicated[:, 0] - replicated[:, 1]
+        low, high = uncertainty.bootstrap_interval(draws, confidence)
+        difference_hits += low <= truth[0] - truth[1] <= high
+        rejections += wald_pvalue(point[0] - point[1], float(np.std(draws, ddof=1))) <= 1 - confidence
         for method in uncertainty.INTERVAL_METHODS:
             bounds = np.array([uncertainty.bootstrap_interval(replicated[:, i], confidence, point[i], method) for i in range(len(sizes))])
             hits[method] += (bounds[:, 0] <= truth) & (truth <= bounds[:, 1])
@@ -81,6 +92,8 @@ def coverage(sizes, covariances, rank: int, repetitions: int, replicates: int, c
                 widths.append(bounds[:, 1] - bounds[:, 0])
     return {
         "truth": truth,
+        "difference": difference_hits / repetitions,
+        "rejections": rejections / repetitions,
         "coverage": {method: found / repetitions for method, found in hits.items()},
         "width": np.mean(widths, axis=0),
         "spread": np.std(estimates, axis=0),
@@ -93,7 +106,8 @@ def designs():
     rotation[:2, :2] = [[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]]
     rotated = [np.diag([4.0, 2.0, 1.0, 0.5]), rotation @ np.diag([3.0, 0.5, 1.5, 0.5]) @ rotation.T]
     axis = [np.diag([4.0, 2.0, 1.0, 0.5]), np.diag([1.0, 1.0, 3.0, 0.5])]
-    return {"rotated": rotated, "axis": axis}
+    same = [np.diag([4.0, 2.0, 1.0, 0.5]), np.diag([4.0, 2.0, 1.0, 0.5])]  # equal population losses: a difference of 0
+    return {"rotated": rotated, "axis": axis, "same": same}
 
 
 def main(argv=None) -> int:
@@ -101,10 +115,13 @@ def main(argv=None) -> int:
     parser.add_argument("--repetitions", type=int, default=400)
     parser.add_argument("--replicates", type=int, default=200)
     parser.add_argument("--sizes", default="500,300")
+    parser.add_argument("--designs", default="rotated,axis")
+    parser.add_argument("--ranks", default="1,2")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    for name, covariances in designs().items():
-        for rank in (1, 2):
+    chosen = args.designs.split(",")
+    for name, covariances in ((n, c) for n, c in designs().items() if n in chosen):
+        for rank in (int(r) for r in args.ranks.split(",")):
             started = time.perf_counter()
             found = coverage(sizes, covariances, rank, args.repetitions, args.replicates)
             cover = ", ".join(f"{method} {np.array2string(value, precision=3)}" for method, value in found["coverage"].items())
@@ -112,7 +129,9 @@ def main(argv=None) -> int:
                 f"{name:8s} rank {rank} sizes {sizes}: population loss {np.array2string(found['truth'], precision=4)}; "
                 f"coverage (nominal 0.95, {args.repetitions} repetitions × {args.replicates} replicates): {cover}; "
                 f"mean width / sd of the estimate {np.array2string(found['width'] / found['spread'], precision=2)} "
-                f"(3.92 for a normal 95 % interval); {time.perf_counter() - started:.0f} s",
+                f"(3.92 for a normal 95 % interval); difference g0 − g1: population {found['truth'][0] - found['truth'][1]:.4f}, "
+                f"interval coverage {found['difference']:.3f}, Wald test rejects at 0.05 in {found['rejections']:.3f}; "
+                f"{time.perf_counter() - started:.0f} s",
                 flush=True,
             )
     return 0

@@ -324,7 +324,8 @@ class AuditResult:
             "config": self.config,
             "data": worded(self.data),
             "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
-            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for family in found.values() for f in family],
+            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule), "details": [render(d) for d in f.details]}
+                         for family in found.values() for f in family],
             # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
             "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
             "warnings": [render(str(w)) for w in self.warnings],

@@ -314,6 +314,16 @@ def _failure(pair: Pair, records: Records, what: str, every: bool = False) -> st
     return "; and ".join(reasons)
 
 
+def _could_see(pair: Pair) -> str:
+    """What a *No evidence* could have seen: the difference the tolerance needs here when the
+    tolerance decided it, else the smallest difference these group sizes let the tests detect."""
+    if pair.failed[:1] == ["tolerance"] and math.isfinite(pair.tolerance_difference):
+        return f" The tolerance needs a difference of at least {number(pair.tolerance_difference)} here."
+    if math.isfinite(pair.detectable):
+        return f" At these group sizes a difference below {number(pair.detectable)} would likely go undetected."
+    return ""
+
+
 def _verdict_text(records: Records, v: DisparityVerdict, title: str, what: str, where: str = "") -> str:
     """The headline of a judged disparity: the comparison the verdict rests on and the condition
     that decided it. ``where``: ``" on the held-out rows"`` and the like."""
@@ -332,8 +342,7 @@ def _verdict_text(records: Records, v: DisparityVerdict, title: str, what: str, 
         return (f"Gap{where} at rank {pair.rank}: {comparison}; {_tolerance(pair, what)} (tolerance {times(records.flag_ratio)}), "
                 f"{_p(pair.p_adjusted)} after Holm's correction.")
     if v.verdict == "no_evidence":
-        detect = f" At these group sizes a difference below {number(pair.detectable)} would likely go undetected." if math.isfinite(pair.detectable) else ""
-        return f"No evidence of a gap{where}: at rank {pair.rank}, {comparison}, but {_failure(pair, records, what)}.{detect}"
+        return f"No evidence of a gap{where}: at rank {pair.rank}, {comparison}, but {_failure(pair, records, what)}.{_could_see(pair)}"
     return (f"At rank {pair.rank}{where}, {comparison}. No verdict: the intervals were not computed ({v.why_not}), so this "
             "difference is not tested against sampling noise.")
 
@@ -452,8 +461,8 @@ def _fair_finding(records: Records, top: DisparityVerdict, variant: str, metric:
         verdict, text = "gap", f"{name} leaves a gap at rank {rank}: {comparison}; {_tolerance(pair, what)}; {price}."
     elif top.verdict == "gap" and a.verdict == "no_evidence" and within:
         how = (f"equalises the groups' {what} at {_span(mine[1], records) if mine else number(pair.value)}" if equal else
-               f"brings the largest difference down to {with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)} "
-               f"({pair.group} against {pair.other}), within the tolerance of {times(records.flag_ratio)}")
+               f"brings the largest difference, {pair.group} against {pair.other}, down to "
+               f"{with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)}, within the tolerance of {times(records.flag_ratio)}")
         verdict, text = "mitigated", f"{name} closes the gap at rank {rank}: it {how}, against {against}; {price}."
     elif top.verdict == "gap" and a.verdict == "no_evidence":
         verdict, text = "no_evidence", f"{name} does not demonstrably close the gap at rank {rank}: {comparison}, but {_failure(pair, records, what)}; {price}."

@@ -409,6 +409,9 @@ class Pair(Evidence):
     conditions: dict = field(default_factory=dict)
     failed: list = field(default_factory=list)
     detectable: float = math.nan
+    tolerance_difference: float = math.nan
+    """The difference at which the pair would reach the tolerance (its groups' errors, or the other
+    group's value, as measured)."""
     verdict: str = "info"
 
     @property
@@ -524,6 +527,7 @@ def _conditions(pair: Pair, flag_ratio: float, alpha: float) -> None:
     is set): ``interval`` (its interval excludes 0), ``test`` (the intersection–union test at the
     Holm level; ``decisive_test`` names the test whose p-value is the larger, the one that decides)
     and ``tolerance`` (the ratio at least ``flag_ratio``)."""
+    pair.tolerance_difference = _tolerance_difference(pair, flag_ratio)
     if not pair.tested:
         pair.verdict = "info"
         return
@@ -548,6 +552,18 @@ def _pair_pvalue(pair: Pair) -> float:
         return pair.p_bootstrap
     permutation = pair.p_permutation if not pair.null_mean >= pair.difference else 1.0
     return max(pair.p_bootstrap, permutation)
+
+
+def _tolerance_difference(pair: Pair, flag_ratio: float) -> float:
+    """The difference that would make ``pair``'s ratio reach ``flag_ratio``: for an error ratio
+    ``e / (e − d)`` (``e`` the worse group's error, recovered from the ratio and the difference)
+    ``e (1 − 1/flag_ratio)``; for a ratio of values ``(flag_ratio − 1) × the other's value``."""
+    if pair.ratio_of == "error":
+        if not (math.isfinite(pair.ratio) and pair.ratio > 1 and pair.difference > 0):
+            return math.nan
+        error = pair.ratio * pair.difference / (pair.ratio - 1)
+        return error * (1 - 1 / flag_ratio)
+    return (flag_ratio - 1) * pair.other_value if pair.other_value > 0 else math.nan
 
 
 def judge_disparity(
