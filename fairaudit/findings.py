@@ -208,6 +208,10 @@ class Records:
     def groups(self, variant: str, rank: int, metric: str) -> dict[str, Estimate]:
         return {g: est for (v, r, g, m), est in self.table.items() if v == variant and r == rank and m == metric and g}
 
+    def ranks(self, variant: str) -> list[int]:
+        """The ranks ``variant`` has records at (at least one: ``[0]`` when none)."""
+        return sorted({r for (v, r, _, _) in self.table if v == variant}) or [0]
+
     def level(self) -> str:
         return level(self.confidence)
 
@@ -423,6 +427,8 @@ def disparity_findings(
     if "vanilla" not in records.variants:
         return [], None
     top = records.judge("vanilla", metric)
+    if top is None and not records.comparisons and records.groups("vanilla", max(records.ranks("vanilla")), metric):
+        return [_without_comparisons(records)], None
     if top is None or top.rank is None:
         return [], None
     title = f"vanilla {variant_title(records.method, 'vanilla')}"
@@ -432,6 +438,13 @@ def disparity_findings(
         if finding is not None:
             found.append(finding)
     return found, top.rank
+
+
+def _without_comparisons(records: Records) -> Finding:
+    """A result saved before the comparisons of groups existed (``AuditResult.comparisons``): no
+    verdict, and why."""
+    return records.finding(None, "vanilla", "info", "No verdict on the groups' disparities: this result carries no comparisons "
+                           "of groups (it was saved by an earlier version of fairaudit); audit the data again for verdicts.")
 
 
 def _fair_finding(records: Records, top: DisparityVerdict, variant: str, metric: str, what: str, cost: Cost) -> Finding | None:

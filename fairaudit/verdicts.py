@@ -328,6 +328,9 @@ def resolve_reference(reference: str | None, sizes: Mapping[str, int], min_judge
     name = str(reference)
     matches = [g for g in sizes if g == name] or [g for g in sizes if g.rpartition("=")[2] == name]
     usable = ", ".join(f"{g} ({rows:,} rows)" for g, rows in sizes.items() if rows >= min_judged_rows) or "none"
+    small = ", ".join(f"{g} ({rows:,} {'row' if rows == 1 else 'rows'})" for g, rows in sizes.items() if rows < min_judged_rows)
+    if small:
+        usable += f"; too small to judge: {small}"
     if len(matches) != 1:
         why = "names more than one group" if matches else "is not one of the groups"
         raise ParameterError(f"{term(what, name)} {why}; the groups large enough to be the reference: {usable}.")

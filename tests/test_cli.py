@@ -176,3 +176,19 @@ def test_a_family_flags_bad_value_names_the_familys_choices(capsys):
     code, _, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--nmf-solver", "bad")
     assert code == 2
     assert err == f"fairaudit: error: argument --nmf-solver: invalid choice: 'bad' (choose from {', '.join(map(repr, SOLVERS))}) (see --help)\n"
+
+
+def test_a_reference_group_from_the_command_line(capsys):
+    """``--reference`` takes a group (its label or the value part of it); an unknown or too-small
+    one stops before any fit with one line naming the groups that can be the reference."""
+    code, out, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--ranks", "1:2", "--variants", "vanilla",
+                         "--bootstrap", "10", "--reference", "B", "--quiet")
+    assert code == 0, err
+    code, out, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--ranks", "1:2", "--variants", "vanilla",
+                         "--bootstrap", "10", "--reference", "B", "--verbose")
+    assert code == 0 and "group=B (reference)" in out and "  · Compared with group=B, the reference you chose (--reference)." in out
+    code, out, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--reference", "C")
+    assert code == 2 and not out and err.count("\n") == 1
+    assert "--reference C is not one of the groups; the groups large enough to be the reference: group=A (480 rows), group=B (120 rows)" in err
+    code, out, err = run(capsys, "audit", SAMPLE, "--sensitive", "group", "--reference", "B", "--min-judged-rows", "200")
+    assert code == 2 and "group group=B has 120 rows, fewer than the 200 needed to judge it (--min-judged-rows 200)" in err

@@ -317,3 +317,16 @@ def test_every_number_in_a_finding_is_its_evidence(chunk):
                     assert any(words in finding.text for words in CONDITION_WORDS[first]), (seed, first, finding.text)
                 elif finding.verdict == "no_evidence":
                     assert "not above chance" in finding.text or "below the tolerance" in finding.text, (seed, finding.text)
+
+
+def test_a_result_saved_without_comparisons_says_why_it_has_no_verdict(three_groups):
+    """A JSON report from before the comparisons existed: its records alone cannot be judged pair by
+    pair, and the finding says so instead of judging the worst and best group as before."""
+    import json
+
+    payload = json.loads(three_groups.to_json())
+    del payload["comparisons"]
+    found = findings(AuditResult.from_dict(payload))["pca"]
+    assert found[0].verdict == "info" and "carries no comparisons of groups" in found[0].text
+    again = AuditResult.from_dict(json.loads(three_groups.to_json()))  # with them: the same findings as the result's
+    assert [f.to_dict() for f in findings(again)["pca"]] == [f.to_dict() for f in findings(three_groups)["pca"]]

@@ -2,6 +2,7 @@
 after changing a page, and look at the images).
 
     .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca] [--data-only]
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR --findings   # the findings of a file with a small third group
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
 page (the way a user does: one session, sidebar links, the controls and the Run button; the
@@ -11,6 +12,9 @@ browser's colour scheme), and the HTML report downloaded from the Report page.
 Then the Data page in use, per theme: a survey upload whose dropped rows fall mostly on one group
 (the accounting and the unequal-drop warning), an ID-like column kept as a feature, and credit-like
 data with EDUCATION 1 and 2 merged against the rest (``--data-only``: these alone).
+``--findings``: only the PCA page's findings on a file like the issue's school survey (3,869 /
+1,852 / 27 rows; ``benchmarks/bench_verdicts.py``), per theme: the headlines, one finding's details
+opened, and the findings judged against a reference chosen with *Compare with*.
 """
 
 from __future__ import annotations
@@ -189,6 +193,42 @@ def _data_states(page, out: Path, scheme: str, files: dict[str, Path]) -> None:
     _shoot(page, out / f"data-merge-{scheme}.png")
 
 
+def _findings_states(page, out: Path, scheme: str, bootstrap: str) -> None:
+    """The PCA page's findings on a file with a small third group, as a user reads them."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from bench_verdicts import issue_files
+
+    survey = issue_files(out / "files")[0]
+    _open(page, "Data")
+    page.get_by_text("Upload a file (CSV or Parquet)").click()
+    _settle(page)
+    page.get_by_test_id("stFileUploader").locator("input[type=file]").set_input_files(str(survey))
+    _settle(page, 3)
+    _pick(page, "Sensitive attribute", ["race"])
+    _pick(page, "Ignore", ["outcome"])
+    page.get_by_role("button", name="Use this data").click()
+    _settle(page, 3)
+    _open(page, "PCA")
+    _idle(page)
+    _run(page, bootstrap or "30", False)
+    _idle(page)
+    findings = page.get_by_test_id("stVerticalBlockBorderWrapper").filter(has_text="Gap at rank").last
+    findings.scroll_into_view_if_needed()
+    findings.screenshot(path=str(out / f"findings-{scheme}.png"))
+    print(out / f"findings-{scheme}.png", flush=True)
+    findings.get_by_text("Details: the other pairs", exact=False).first.click()
+    time.sleep(1.5)
+    findings.screenshot(path=str(out / f"findings-details-{scheme}.png"))
+    print(out / f"findings-details-{scheme}.png", flush=True)
+    page.get_by_test_id("stSelectbox").filter(has_text="Compare with").first.click()
+    page.get_by_role("option", name="race=black").first.click()
+    _settle(page, 3)
+    judged = page.get_by_test_id("stVerticalBlockBorderWrapper").filter(has_text="reference").last
+    judged.scroll_into_view_if_needed()
+    judged.screenshot(path=str(out / f"findings-reference-{scheme}.png"))
+    print(out / f"findings-reference-{scheme}.png", flush=True)
+
+
 def _goto(page, port: int) -> None:
     """Open the dashboard (retrying while the server starts) and wait for the Data page."""
     for _ in range(120):
@@ -213,6 +253,7 @@ def main() -> int:
     parser.add_argument("--holdout", default="pca", help="families whose run evaluates on held-out rows")
     parser.add_argument("--height", type=int, default=3200, help="viewport height in pixels (a page taller than it is cut)")
     parser.add_argument("--data-only", action="store_true", help="only the Data page's states")
+    parser.add_argument("--findings", action="store_true", help="only the PCA findings of a file with a small third group")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
@@ -221,6 +262,14 @@ def main() -> int:
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+            if args.findings:
+                for scheme in ("light", "dark"):
+                    findings_page = browser.new_page(viewport={"width": 1400, "height": 2400}, color_scheme=scheme)
+                    findings_page.set_default_timeout(600_000)
+                    _goto(findings_page, port)
+                    _findings_states(findings_page, args.out, scheme, args.bootstrap)
+                    findings_page.close()
+                return 0
             files = _data_files(args.out)
             for scheme in ("light", "dark"):  # a session per theme, so each starts from the sample
                 data_page = browser.new_page(viewport={"width": 1400, "height": 3200}, color_scheme=scheme)
