@@ -62,6 +62,7 @@ from scipy.stats import norm
 
 from .errors import ParameterError
 from .uncertainty import MIN_FINITE_SHARE, bootstrap_interval
+from .vocabulary import term
 
 MIN_JUDGED_ROWS = 30
 """The fewest rows a group needs to be judged (``AuditConfig(min_judged_rows=…)``). Below it a
@@ -317,14 +318,12 @@ def judged_groups(sizes: Mapping[str, int], min_judged_rows: int) -> list[str]:
     return [group for group, rows in sizes.items() if rows >= min_judged_rows]
 
 
-def resolve_reference(reference: str | None, sizes: Mapping[str, int], min_judged_rows: int, what: str = "reference") -> str | None:
+def resolve_reference(reference: str | None, sizes: Mapping[str, int], min_judged_rows: int) -> str | None:
     """``reference`` as one of the group labels in ``sizes``: the label itself, or the value part of
     exactly one label ``column=value`` (``"white"`` for ``"race=white"``). ``ParameterError``
     naming the groups that can be a reference when it is unknown or too small to judge."""
     if reference is None:
         return None
-    from .vocabulary import term
-
     name = str(reference)
     matches = [g for g in sizes if g == name] or [g for g in sizes if g.rpartition("=")[2] == name]
     usable = ", ".join(f"{g} ({rows:,} rows)" for g, rows in sizes.items() if rows >= min_judged_rows) or "none"
@@ -333,11 +332,11 @@ def resolve_reference(reference: str | None, sizes: Mapping[str, int], min_judge
         usable += f"; too small to judge: {small}"
     if len(matches) != 1:
         why = "names more than one group" if matches else "is not one of the groups"
-        raise ParameterError(f"{term(what, name)} {why}; the groups large enough to be the reference: {usable}.")
+        raise ParameterError(f"{term('reference', name)} {why}; the groups large enough to be the reference: {usable}.")
     found = matches[0]
     if sizes[found] < min_judged_rows:
         raise ParameterError(
-            f"{term(what, name)}: group {found} has {sizes[found]:,} rows, fewer than the {min_judged_rows} needed to judge it "
+            f"{term('reference', name)}: group {found} has {sizes[found]:,} rows, fewer than the {min_judged_rows} needed to judge it "
             f"({term('min_judged_rows', min_judged_rows)}); the groups large enough to be the reference: {usable}."
         )
     return found
