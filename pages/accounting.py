@@ -165,10 +165,10 @@ def unequal_drop_panel(warning: str, accounting: dict, missing_by_column: dict[s
 def missing_policy_buttons(key: str) -> None:
     """Under “stop and list the missing cells”: the other choices of “Missing cells” as buttons, so
     the user sees at once what each keeps per group."""
-    columns = st.columns(len(MISSING.choices) - 1)
-    for column, policy in zip(columns, [p for p in MISSING.choices if p != "error"], strict=True):
-        column.button(f"{MISSING.widget} → {MISSING.choices[policy]}", key=f"roles-missing-to-{policy}", width="stretch",
-                      on_click=_set, args=(key, policy))
+    st.markdown(f"Or set **{MISSING.widget}** to:")
+    for policy in [p for p in MISSING.choices if p != "error"]:  # one per line: the choices differ in their last words
+        st.button(MISSING.choices[policy], key=f"roles-missing-to-{policy}", on_click=_set, args=(key, policy),
+                  help=f"Sets “{MISSING.widget}” to “{MISSING.choices[policy]}”; the table above shows what each group keeps.")
 
 
 def _set(key: str, value) -> None:

@@ -18,7 +18,7 @@ from ..errors import (
 )
 from ..groups import GroupCodes, check_groups, encode_groups
 from ..vocabulary import term
-from ._accounting import DROP_REASONS, group_entries, unequal_drop_warning
+from ._accounting import DROP_REASONS, group_entries, large_drop_warning, unequal_drop_warning
 from ._audit_data import AuditData
 from ._cells import format_number
 from ._memory import read_only
@@ -205,19 +205,31 @@ def drop_small_groups(
         log.append(f"dropped groups below {min_size} {unit}: {dropped}")
 
 
+def _count(n: int, unit: str) -> str:
+    """``"1 row"``, ``"27 rows"``, ``"1 entity"``."""
+    return f"{n:,} {unit}" if n != 1 else f"1 {ONE.get(unit, unit)}"
+
+
+ONE = {"rows": "row", "entities": "entity"}
+
+
 def group_warnings(entries: list[dict], min_size: int, unit: str) -> list[str]:
     """Warnings about groups: a much larger share dropped from one, groups gone from the audit."""
     warnings = []
     unequal = unequal_drop_warning(entries, unit)
     if unequal:
         warnings.append(unequal)
+    elif large := large_drop_warning(entries, unit):
+        warnings.append(large)
     for entry in entries:
         if entry["group"] == "(no group value)":
             warnings.append(f"{entry['rows_read']:,} {unit} have no value in a sensitive column and are not in the audit.")
         elif entry["rows_used"] == 0 and entry["dropped"].get("small group"):
             warnings.append(
-                f"group {entry['group']} ({entry['dropped']['small group']:,} {unit} kept) is not in the audit: it has fewer "
-                f"than {min_size} {unit} ({term('min_group_size')})."
+                f"group {entry['group']} is not in the audit: its {_count(entry['dropped']['small group'], unit)} "
+                f"{'is' if entry['dropped']['small group'] == 1 else 'are'} fewer than "
+                f"the minimum group size, {min_size} ({term('min_group_size')}), and groups below it are dropped "
+                f"({term('small_groups', 'drop')})."
             )
         elif entry["rows_used"] == 0:
             warnings.append(f"group {entry['group']} is not in the audit: every one of its {entry['rows_read']:,} {unit} was dropped.")
