@@ -17,7 +17,7 @@ import streamlit as st
 
 from fairaudit.data import DROP_REASONS, NO_GROUP, unequal_drop_warning
 from fairaudit.vocabulary import OPTIONS, render, term
-from pages.common import plain, sentence, words
+from pages.common import TABLE_ROWS, plain, sentence, words
 from pages.widgets import choose_many
 
 SMALL_GROUP_WARNING = 30
@@ -67,10 +67,6 @@ def excluded_frame(accounting: dict) -> pd.DataFrame:
         ],
         columns=["column", "reason", "detail"],
     )
-
-
-TABLE_ROWS = 40
-"""Up to this many columns left out are a table with their whole detail (wrapped); more are a scrolling grid."""
 
 
 def column_warning(warning: str, columns: list[str]) -> bool:

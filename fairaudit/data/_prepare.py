@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from ..errors import (
     MissingValueError,
@@ -50,6 +52,23 @@ def require_columns(table: RawTable, names: Iterable[str], role: str) -> None:
             )
 
 
+SENSITIVE_WORDS = ("sex", "gender", "race", "ethnicity", "ethnic", "religion", "nationality", "disability", "age", "marital")
+
+
+def likely_sensitive(table: RawTable) -> str | None:
+    """A column of ``table`` a user would likely audit by, for an example in a message: one whose
+    name is a protected attribute's (``sex``, ``race``, …), else the first text column with 2–10
+    values; None when neither exists (a message never names a column the file does not have)."""
+    for word in SENSITIVE_WORDS:
+        for column in table.columns:
+            if word in re.findall(r"[a-z]+", column.lower()):
+                return column
+    for column in table.columns:
+        if not table.is_numeric(column) and 2 <= pc.count_distinct(table.strings(column)).as_py() <= 10:
+            return column
+    return None
+
+
 def check_group_options(
     table: RawTable, sensitive, binarize, bins, merge, min_group_size, small_groups
 ) -> tuple[list[str], dict, dict, dict]:
@@ -57,7 +76,11 @@ def check_group_options(
     :func:`prepare` and :func:`~fairaudit.data.prepare_tensor`)."""
     sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     if not sensitive:
-        raise SensitiveColumnError(f"choose at least one sensitive column (e.g. {term('sensitive', 'sex')}).")
+        example = likely_sensitive(table)
+        raise SensitiveColumnError(
+            "choose at least one sensitive column: the column whose values are the groups"
+            + (f" (e.g. {term('sensitive', example)})." if example else f" ({term('sensitive')}).")
+        )
     binarize, bins, merge = dict(binarize or {}), dict(bins or {}), normalise_merge(merge)
     require_columns(table, sensitive, "sensitive")
     require_columns(table, list(binarize) + list(bins) + list(merge), "binarised/binned/merged")
