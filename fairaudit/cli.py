@@ -1033,6 +1033,8 @@ def _run_compare(args) -> int:
             print(line)
         for difference in comparison.differences[:12]:
             print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+        if len(comparison.differences) > 12:
+            print(f"… {len(comparison.differences) - 12} more input differences (all in --html or --json)")
         for row in comparison.largest_changes(args.top).itertuples(index=False):
             interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
             relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""

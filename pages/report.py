@@ -112,6 +112,7 @@ if built is None or built[0] != identity:  # build once per set of results, not 
     st.session_state["report-built"] = built
 _, combined, found, files, zipped = built
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
+stem += "-" + "".join(ch for ch in str(combined.created or "")[:16] if ch.isdigit() or ch == "T").replace("T", "-")  # two downloads: two names
 html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
