@@ -469,6 +469,8 @@ class DisparityVerdict(Evidence):
     why_not: str = ""
     parity: float = 0.0
     """The difference at parity (the interval condition asks whether it lies outside the interval)."""
+    kind: str = "disparity"
+    """What is judged (``fairaudit.compare.finding_topic`` matches findings of two audits by it)."""
 
 
 # ============================================================================ judging
@@ -679,6 +681,7 @@ class BalanceVerdict(Evidence):
     parity: float
     detectable_share: float
     why_not: str = ""
+    kind: str = "cluster balance"
 
 
 def _share(pair: Pair) -> dict:
@@ -770,6 +773,7 @@ class LeakageVerdict(Evidence):
     flag_ratio: float
     test: str
     above: bool | None
+    kind: str = "leakage"
 
 
 def judge_leakage(estimate: tuple[float, float, float], pvalue: float | None, sizes: Mapping[str, int], settings: Settings, *,
