@@ -2,7 +2,8 @@
 
 Records per (variant, rank): per group ``error`` and ``loss``; whole-data ``max_loss``,
 ``loss_gap``, ``loss_ratio`` and ``error_ratio`` (worst and best group, added by the audit
-driver), ``loss_gap_pvalue`` (the gap against random groups of the same sizes, :func:`_gap_pvalues`),
+driver), ``loss_gap_pvalue`` (that pair's difference against random groups of the same sizes;
+:func:`_gap_pvalues` tests every pair, for the verdicts' comparisons),
 ``variance_explained``, ``mmd2``, ``mmd2_rbf``, the leakage test's ``unfairness``,
 ``unfairness_balanced``, ``balanced_accuracy``, ``chance_balanced_accuracy`` and
 ``leakage_pvalue``, ``effective_rank``, ``seconds``, and for the dual solvers ``dual_gap``.

@@ -199,6 +199,7 @@ def _findings_states(page, out: Path, scheme: str, bootstrap: str) -> None:
     from bench_verdicts import issue_files
 
     survey = issue_files(out / "files")[0]
+    print(f"{scheme}: uploading {survey.name}", flush=True)
     _open(page, "Data")
     page.get_by_text("Upload a file (CSV or Parquet)").click()
     _settle(page)
@@ -208,25 +209,31 @@ def _findings_states(page, out: Path, scheme: str, bootstrap: str) -> None:
     _pick(page, "Ignore", ["outcome"])
     page.get_by_role("button", name="Use this data").click()
     _settle(page, 3)
+    print(f"{scheme}: auditing", flush=True)
     _open(page, "PCA")
     _idle(page)
     _run(page, bootstrap or "30", False)
     _idle(page)
-    findings = page.get_by_test_id("stVerticalBlockBorderWrapper").filter(has_text="Gap at rank").last
-    findings.scroll_into_view_if_needed()
-    findings.screenshot(path=str(out / f"findings-{scheme}.png"))
-    print(out / f"findings-{scheme}.png", flush=True)
-    findings.get_by_text("Details: the other pairs", exact=False).first.click()
+    print(f"{scheme}: audited", flush=True)
+    _shoot_findings(page, out / f"findings-{scheme}.png")
+    page.get_by_text("Details: the other pairs", exact=False).first.click()
     time.sleep(1.5)
-    findings.screenshot(path=str(out / f"findings-details-{scheme}.png"))
-    print(out / f"findings-details-{scheme}.png", flush=True)
+    _shoot_findings(page, out / f"findings-details-{scheme}.png")
     page.get_by_test_id("stSelectbox").filter(has_text="Compare with").first.click()
     page.get_by_role("option", name="race=black").first.click()
     _settle(page, 3)
-    judged = page.get_by_test_id("stVerticalBlockBorderWrapper").filter(has_text="reference").last
-    judged.scroll_into_view_if_needed()
-    judged.screenshot(path=str(out / f"findings-reference-{scheme}.png"))
-    print(out / f"findings-reference-{scheme}.png", flush=True)
+    _shoot_findings(page, out / f"findings-reference-{scheme}.png")
+
+
+def _shoot_findings(page, path: Path) -> None:
+    """The findings, from the “Compare with” selector to the rules' expander under them."""
+    top = page.get_by_test_id("stSelectbox").filter(has_text="Compare with").first.bounding_box()
+    bottom = page.get_by_text("Why these verdicts: the rules", exact=False).first.bounding_box()
+    scroll = page.evaluate("window.scrollY")
+    y = top["y"] + scroll - 10
+    page.screenshot(path=str(path), full_page=True,
+                    clip={"x": 0, "y": y, "width": page.viewport_size["width"], "height": bottom["y"] + scroll + bottom["height"] + 10 - y})
+    print(path, flush=True)
 
 
 def _goto(page, port: int) -> None:
