@@ -283,10 +283,11 @@ def _named(group: str, verdict: DisparityVerdict) -> str:
     return f"{group} ({'reference' if verdict.reference_chosen == 'user' else 'best served'})"
 
 
-def _comparison(records: Records, v: DisparityVerdict, pair: Pair, title: str, what: str) -> str:
+def _comparison(records: Records, v: DisparityVerdict, pair: Pair, whose: str, what: str) -> str:
     """``"vanilla PCA's reconstruction loss is 0.340 for black against 0.0890 for white
-    (reference), difference 0.250 (95 % interval 0.185–0.327)"``."""
-    return (f"{title}'s {what} is {number(pair.value)} for {_named(pair.group, v)} against {number(pair.other_value)} for "
+    (reference), difference 0.250 (95 % interval 0.185–0.327)"`` (``whose``: ``"vanilla PCA's"``,
+    ``"its"``)."""
+    return (f"{whose} {what} is {number(pair.value)} for {_named(pair.group, v)} against {number(pair.other_value)} for "
             f"{_named(pair.other, v)}, difference {with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)}")
 
 
@@ -341,7 +342,7 @@ def _verdict_text(records: Records, v: DisparityVerdict, title: str, what: str, 
                 text += f", and at this size a difference below {number(s.detectable)} would likely go undetected"
         return text + "."
     pair = v.headline
-    comparison = _comparison(records, v, pair, title, what)
+    comparison = _comparison(records, v, pair, f"{title}'s", what)
     if v.verdict == "gap":
         return (f"Gap{where} at rank {pair.rank}: {comparison}; {_tolerance(pair, what)} (tolerance {times(records.flag_ratio)}), "
                 f"{_p(pair.p_adjusted)} after Holm's correction.")
@@ -459,7 +460,7 @@ def _fair_finding(records: Records, top: DisparityVerdict, variant: str, metric:
     against = f"vanilla's worst {_span(theirs[1], records)}" if theirs else "vanilla"
     pair = a.headline
     equal = abs(pair.difference) <= 1e-6 * max(abs(pair.value), 1e-12)
-    comparison = _comparison(records, a, pair, name, what)
+    comparison = _comparison(records, a, pair, "its", what)  # the sentence names the variant first
     serves_worse = mine is not None and theirs is not None and _above(mine[1], theirs[1])
     opens = a.verdict == "gap" and top.verdict != "gap"
     within = math.isfinite(pair.ratio) and pair.ratio < records.flag_ratio

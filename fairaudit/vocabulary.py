@@ -391,8 +391,8 @@ register("min_judged_rows", Option(
     dashboard=lambda v: f"“Smallest group to judge (rows)”{f' → “{v}”' if v else ''} ({_RUN_PAGES})",
 ))
 register("reference", Option(
-    "reference", "--reference", "Compare with", "each method",
-    dashboard=lambda v: "“Compare with” above the findings (on the method's page)",
+    "reference", "--reference", "Compare with", "PCA, NMF or Tensor",
+    dashboard=lambda v: "“Compare with” above the findings (PCA, NMF or Tensor page)",
 ))
 
 # The engine (command line and library): the dashboard always audits in process, with no dask.

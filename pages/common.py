@@ -391,7 +391,9 @@ def verdict_badge(verdict: str) -> str:
     return f":{colour}-badge[{icon} {plain(sentence(label))}]"
 
 
-DETAILS_LABEL = "Details: the other pairs of groups, the groups too small to judge, the tests"
+DETAILS_LABEL = "Details"
+"""Each finding's expander of its details (the reference, the tests, the other pairs of groups, the
+groups too small to judge)."""
 
 
 def show_findings_list(items: Sequence[Finding]) -> None:
