@@ -666,7 +666,7 @@ def fs_findings(result) -> list[Finding]:
     """Cluster balance of every selector (verdict), FUFS against the baselines, and leakage."""
     records = Records(result, "fs")
     table = whole_metrics(records.records, "fs")
-    baselines = [v for v in records.variants if v != "fufs"]
+    baselines = [v for v in records.variants if v not in ("fufs", YOURS)]  # your representation is no baseline
     if "fufs" not in records.variants or not baselines or "alignment_protected" not in table.columns:
         return []
     ranks = sorted(set(table.loc["fufs"].index))

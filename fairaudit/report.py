@@ -145,9 +145,12 @@ def _fmt(value) -> str:
 
 def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
     """Per variant and rank: the family's whole-data metrics side by side."""
-    if not ((result.records.method == method) & (result.records.group == "")).any():
+    rows = result.records[(result.records.method == method) & (result.records.group == "")]
+    if rows.empty:
         return pd.DataFrame()
-    return whole_metrics(result.records, method).reset_index()
+    table = whole_metrics(rows, method)
+    fitted = pd.MultiIndex.from_frame(rows[["variant", "rank"]].drop_duplicates())
+    return table[table.index.isin(fitted)].reset_index()  # only the fits there are (yours may have one rank)
 
 
 def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
