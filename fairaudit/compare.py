@@ -297,12 +297,12 @@ def _matched(left: pd.DataFrame, right: pd.DataFrame, names: tuple[str, str]) ->
         table[column] = pd.concat([left[column], right[column]], ignore_index=True).take(rows).reset_index(drop=True)
     from_a = rows < n
     mine = np.where(from_a, rows, 0)
-    theirs = np.where(from_a, partner[mine], rows - n)
-    for side, frame, index, present in (("a", left, mine, from_a), ("b", right, theirs, ~from_a | (partner[mine] >= 0))):
+    theirs = np.where(from_a, partner[mine] if n else -1, rows - n)  # each row's row in B, or -1
+    for side, frame, index in (("a", left, np.where(from_a, mine, -1)), ("b", right, theirs)):
         for column, source in ((side, "value"), (f"{side}_low", "ci_low"), (f"{side}_high", "ci_high")):
             values = frame[source].to_numpy(float) if source in frame.columns else np.full(len(frame), np.nan)
-            table[column] = np.where(present, values[np.maximum(index, 0)] if len(values) else np.nan, np.nan)
-    return table, from_a & (partner[mine] >= 0), from_a
+            table[column] = np.where(index >= 0, values[np.maximum(index, 0)] if len(values) else np.nan, np.nan)
+    return table, from_a & (theirs >= 0), from_a
 
 
 def _beyond(table: pd.DataFrame, compared: np.ndarray) -> pd.Series:

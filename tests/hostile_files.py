@@ -89,19 +89,26 @@ def write_model(folder: Path, manifest: dict | str | bytes, blob: bytes) -> Path
     return folder
 
 
-def build(root: Path) -> list[Case]:
-    """Write the valid files and the hostile ones into ``root``; the cases that use them."""
+def build_valid(root: Path) -> None:
+    """The valid files into ``root``: ``data.csv``, its audit's models (``models/``, one of them
+    also as ``model.zip``) and report (``good.json``)."""
     from fairaudit.cli import main
 
     (root / "data.csv").write_text(DATA, encoding="utf-8")
     assert main(["audit", str(root / "data.csv"), "--sensitive", "sex", "--ranks", "1:2", "--variants", "vanilla,fair_eig",
                  "--export-model", str(root / "models"), "--json", str(root / "good.json"), "--quiet"]) == 0
     good = root / "models" / "pca-vanilla-rank2"
+    (root / "model.zip").write_bytes(zipped({"manifest.json": (good / "manifest.json").read_bytes(), "arrays.npz": (good / "arrays.npz").read_bytes()}))
+
+
+def build(root: Path) -> list[Case]:
+    """Write the valid files and the hostile ones into ``root``; the cases that use them."""
+    build_valid(root)
+    good = root / "models" / "pca-vanilla-rank2"
     manifest = json.loads((good / "manifest.json").read_text())
     blob = (good / "arrays.npz").read_bytes()
     with np.load(good / "arrays.npz") as stored:
         arrays = {name: stored[name] for name in stored.files}
-    (root / "model.zip").write_bytes(zipped({"manifest.json": (good / "manifest.json").read_bytes(), "arrays.npz": blob}))
     report = json.loads((root / "good.json").read_text())
     cases: list[Case] = []
 
