@@ -76,7 +76,10 @@ REPORT = Fields(
             "replicates": Nullable(Whole()), "why": Nullable(Text()), "confidence": Nullable(Number(positive=True, below=1)),
             "degenerate_ranks": Keyed(Text(), key=Text(12, r"[0-9]{1,12}", "a rank")),
         }), max=100),
-        "findings": Items(Fields(optional={"family": Nullable(Text(64)), "text": Nullable(Text())})),
+        "findings": Items(Fields(optional={
+            "family": Nullable(Text(64)), "variant": Nullable(Text(210)), "rank": Nullable(Whole(0, 10**9)), "verdict": Nullable(Text(64)),
+            "topic": Nullable(Text(200)), "text": Nullable(Text()), "rule": Nullable(Text()), "evidence": Nullable(Keyed(ANY)),
+        })),
         "skipped": Items(Fields(optional={"reason": Nullable(Text())})),
         "warnings": Items(Text()),
         "details": Keyed(ANY, max=100),
