@@ -30,6 +30,10 @@ MAX_DEPTH = 64
 CHUNK = 4 << 20
 """Bytes read per step."""
 
+MAX_VALUE = 64 << 20
+"""Longest text of one value parsed at a time (a record, a report's configuration, a whole
+manifest): what the reader holds at once is bounded by it, however large the file."""
+
 _WHITE = re.compile(r"[ \t\n\r]*")
 _NUMBER_GOES_ON = frozenset("0123456789.eE+-")
 
@@ -159,7 +163,7 @@ class _Text:
                 value, end = _DECODER.raw_decode(self.text, self.pos)
             except json.JSONDecodeError as exc:
                 truncated = exc.pos >= len(self.text) - 64 or exc.msg.startswith("Unterminated string")
-                if truncated and self.more():
+                if truncated and self._room() and self.more():
                     continue
                 raise self.invalid(exc.msg, exc.pos) from None
             except (ValueError, RecursionError) as exc:  # a number of more than 4,300 digits, NaN or Infinity
@@ -167,9 +171,19 @@ class _Text:
             # a value that reaches the end of the text held, or a number cut after "1." or "1e",
             # may go on in the next piece
             cut = end == len(self.text) or (type(value) in (int, float) and self.text[end] in _NUMBER_GOES_ON)
-            if not cut or not self.more():
+            if not cut or not self._room() or not self.more():
                 self.pos = end
                 return value
+
+
+    def _room(self) -> bool:
+        """True while the value being parsed is shorter than :data:`MAX_VALUE` (else an error)."""
+        if len(self.text) - self.pos > MAX_VALUE:
+            raise self.error(
+                f"{self.where} holds a value of more than {MAX_VALUE >> 20} MB of text at line {self.line(self.pos)}; no file "
+                "fairaudit writes does, and it is not read."
+            )
+        return True
 
 
 def read_object(

@@ -142,3 +142,13 @@ def test_values_are_shown_short_and_printable():
     assert shown("\x1b[2J⟦max_mb⟧") == "'\\x1b[2J\\u27e6max_mb\\u27e7'"
     assert len(shown("x" * 500)) == 60 and shown(10**400).endswith("…")
     assert validate({"rank": 3.0, "items": [], "scale": 2}, SCHEMA, "r", ReportFileError) == {"rank": 3, "items": [], "scale": 2.0}
+
+
+def test_one_value_never_holds_more_than_the_limit_however_large_the_file(monkeypatch):
+    """A string without its closing quote would otherwise be read to the end of a 2 GB file."""
+    monkeypatch.setattr(jsonfile, "CHUNK", 100)
+    monkeypatch.setattr(jsonfile, "MAX_VALUE", 1000)
+    with pytest.raises(ReportFileError, match="holds a value of more than"):
+        read_object(io.BytesIO(b'{"a": "' + b"x" * 50_000), "r.json", ReportFileError, max_bytes=1 << 20)
+    many = b'{"r": [' + b",".join([b'"' + b"y" * 500 + b'"'] * 100) + b"]}"  # many values, each small: read
+    assert read_object(io.BytesIO(many), "r.json", ReportFileError, max_bytes=1 << 20, each={"r": lambda v, i: None}) == {"r": True}

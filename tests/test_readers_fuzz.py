@@ -4,7 +4,8 @@ model ZIP or report ends in a model / a comparison that works, or in a clear err
 
 Mutations are structural (a field of the JSON replaced by any JSON value, removed, or one added;
 NaN, huge integers, lone surrogates, control characters and the vocabulary's brackets included)
-and raw (bytes overwritten). A mutated manifest is, half of the time, sealed again with the
+and raw (bytes overwritten). The process's peak memory while they run stays within 600 MB
+of what it held before. A mutated manifest is, half of the time, sealed again with the
 arrays' checksum, as someone who edits a model on purpose would, so the checks behind the
 checksum are reached too."""
 
@@ -27,6 +28,7 @@ from fairaudit.models import load_model
 from .hostile_files import build_valid, zipped
 
 SECONDS = 10
+PEAK_MB = 600
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 LEAVES = (
@@ -122,13 +124,34 @@ def _use(model, X) -> None:
     assert np.isfinite(out).all()
 
 
-def _within_time(began: float) -> None:
+def _status_mb(key: str) -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith(key))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def memory():
+    """The process's peak resident memory is reset when the fuzz starts (Linux's
+    ``/proc/self/clear_refs``); each example checks the growth since then."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")
+        start = _status_mb("VmRSS")
+    except (OSError, StopIteration):
+        pytest.skip("the peak memory of a process is read from Linux's /proc")
+    return start
+
+
+def _within_bounds(began: float, memory: float) -> None:
+    """Each example within :data:`SECONDS`, and the fuzz's examples within :data:`PEAK_MB` above
+    the memory held when it began (hostile files made with that little: tens of kB)."""
     assert time.perf_counter() - began < SECONDS
+    assert _status_mb("VmHWM") - memory < PEAK_MB
 
 
 @FUZZ
 @given(st.data())
-def test_any_mutation_of_a_manifest_loads_or_is_refused_clearly(valid, data):
+def test_any_mutation_of_a_manifest_loads_or_is_refused_clearly(valid, memory, data):
     manifest, blob, _, _, X = valid
     mutated = _mutated(manifest, data)
     if isinstance(mutated, dict) and data.draw(st.booleans()):
@@ -142,12 +165,12 @@ def test_any_mutation_of_a_manifest_loads_or_is_refused_clearly(valid, data):
     else:
         event("loaded")
         _use(model, X)
-    _within_time(began)
+    _within_bounds(began, memory)
 
 
 @FUZZ
 @given(st.data())
-def test_any_mutation_of_the_arrays_loads_or_is_refused_clearly(valid, data):
+def test_any_mutation_of_the_arrays_loads_or_is_refused_clearly(valid, memory, data):
     manifest, blob, _, _, X = valid
     mutated = bytearray(blob)
     for _ in range(data.draw(st.integers(1, 8))):
@@ -160,12 +183,12 @@ def test_any_mutation_of_the_arrays_loads_or_is_refused_clearly(valid, data):
         assert str(exc)
     else:
         _use(model, X)
-    _within_time(began)
+    _within_bounds(began, memory)
 
 
 @FUZZ
 @given(st.data())
-def test_any_mutation_of_a_model_zip_loads_or_is_refused_clearly(valid, data):
+def test_any_mutation_of_a_model_zip_loads_or_is_refused_clearly(valid, memory, data):
     _, _, archive, _, X = valid
     mutated = bytearray(archive)
     for _ in range(data.draw(st.integers(1, 8))):
@@ -177,12 +200,12 @@ def test_any_mutation_of_a_model_zip_loads_or_is_refused_clearly(valid, data):
         assert str(exc)
     else:
         _use(model, X)
-    _within_time(began)
+    _within_bounds(began, memory)
 
 
 @FUZZ
 @given(st.data())
-def test_any_mutation_of_a_report_compares_or_is_refused_clearly(valid, data):
+def test_any_mutation_of_a_report_compares_or_is_refused_clearly(valid, memory, data):
     *_, report, _ = valid
     original = json.dumps(report).encode()
     if data.draw(st.booleans()):
@@ -205,4 +228,4 @@ def test_any_mutation_of_a_report_compares_or_is_refused_clearly(valid, data):
         rows = json.loads(comparison.to_json())["rows"]
         assert len(rows) == len(comparison.table) == len(comparison.to_csv().splitlines()) - 1
         comparison.summary()
-    _within_time(began)
+    _within_bounds(began, memory)
