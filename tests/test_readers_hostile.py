@@ -3,7 +3,7 @@
 Every case of ``tests/hostile_files.py`` ends in exit 0 or 2 — never 1, "a bug in fairaudit" —,
 with one line on stderr when refused, within 10 seconds, leaving every file of the corpus
 byte-identical. All cases run in one child process (``main`` called once per case, as the command
-line does), whose peak memory (``ru_maxrss``) stays below 600 MB: each case's own peak is at most
+line does), whose peak memory (``VmHWM``) stays below 600 MB: each case's own peak is at most
 that. The child runs under an address-space limit, so a reader that regressed cannot take the
 machine's memory while the test finds out."""
 
@@ -29,6 +29,12 @@ import contextlib, io, json, resource, signal, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (8 << 30, 8 << 30))  # a regression stops here, not in the machine's swap
 from fairaudit.cli import main
 
+def peak_mb():
+    # the peak of this process's own memory (VmHWM): ru_maxrss would carry over, through exec, the
+    # resident size of the process that started it
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) / 1024 for line in status if line.startswith("VmHWM"))
+
 def timeout(*_):
     raise TimeoutError("no answer within the time limit")
 
@@ -46,7 +52,7 @@ for argv in json.load(sys.stdin):
     finally:
         signal.alarm(0)
     out.append({"code": code, "out": stdout.getvalue(), "err": stderr.getvalue(), "seconds": time.perf_counter() - began,
-                "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+                "peak_mb": peak_mb()})
 print(json.dumps(out))
 """
 
