@@ -17,9 +17,10 @@ import argparse
 import contextlib
 import functools
 import importlib
+import io
 import os
+import re
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -508,81 +509,37 @@ def check_input(path: str) -> None:
     check_path(path)
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.realpath(a) == os.path.realpath(b)
-
-
 INPUT_ARGUMENTS = ("data", "components", "embedding", "a", "b")
 """Arguments that name a file a command reads (every one is checked against every output)."""
 
 
-def input_paths(args) -> list[Path]:
-    """The files the command reads: the data, ``--components``/``--embedding``, the two reports
-    of ``compare``, and the files of ``transform``'s model directory."""
-    paths = [Path(value) for name in INPUT_ARGUMENTS if (value := getattr(args, name, None))]
+def input_files(args) -> list[tuple[Path, str]]:
+    """The files the command reads, each with what it is: the data, ``--components`` /
+    ``--embedding``, the two reports of ``compare``, and ``transform``'s model (its ZIP, or the
+    files of its folder)."""
+    files = [(Path(value), "the input file" if name == "data" else "an input file")
+             for name in INPUT_ARGUMENTS if (value := getattr(args, name, None))]
     model = getattr(args, "model", None)
     if model:
-        from .models import ARRAYS_FILE, MANIFEST_FILE
+        from .modelfile import model_files
 
-        paths += [Path(model) / MANIFEST_FILE, Path(model) / ARRAYS_FILE]
-    return paths
-
-
-def check_outputs(args, flags=OUTPUT_FLAGS, *, option: str = "output") -> list[tuple[str, Path]]:
-    """``(flag, path)`` of every requested output, checked before any work: not an input, not
-    another output, not a folder or device, and writable (a probe file is created and removed in
-    the folder that will hold it; nothing is left behind). ``option`` is the vocabulary name of
-    the outputs (what a refusal advises choosing instead)."""
-    outputs: list[tuple[str, Path]] = []
-    inputs = input_paths(args)
-    for attribute, flag in flags:
-        value = getattr(args, attribute, None)
-        if not value or value == "-":  # "-": standard output
-            continue
-        path = Path(value)
-        for given in inputs:
-            if _same_file(path, given):
-                which = "the input file" if given == Path(getattr(args, "data", "") or "") else "an input file"
-                raise ParameterError(f"{flag} {value} is {which}, which is never overwritten; choose {term(option)}.")
-        for other_flag, other in outputs:
-            if _same_file(path, other):
-                raise ParameterError(f"{flag} and {other_flag} both name {value}; give each output its own path.")
-        _check_writable(flag, path, option)
-        outputs.append((flag, path))
-    return outputs
+        parts = model_files(model)
+        files += [(path, "the input model" if len(parts) == 1 else f"an input file of the model {model}") for path in parts]
+    return files
 
 
-def _check_writable(flag: str, path: Path, option: str = "output") -> None:
-    if path.exists() or path.is_symlink():
-        if path.is_dir():
-            example = "scores.csv" if flag == "--out" else "report." + flag[2:]
-            raise ParameterError(f"{flag} {path} is a folder; give a file name such as {path / example}.")
-        if not path.is_file():
-            raise ParameterError(f"{flag} {path} is not a regular file (a device or a pipe); choose {term(option)}.")
-    _probe_folder(flag, path, path.parent, option)
-    if path.exists():
-        try:
-            with open(path, "ab"):
-                pass
-        except OSError as exc:
-            raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
+def check_outputs(args, flags=OUTPUT_FLAGS, *, option: str = "output", export: bool = False) -> dict[str, Path]:
+    """Every output the flags request (``export``: and the ``--export-model`` folder), checked
+    before any work by the one rule of :func:`fairaudit.paths.check_outputs` (no output is an
+    input or another output, and each can be written); ``{flag: path}`` of the files."""
+    from .paths import Output
+    from .paths import check_outputs as check
 
-
-def _probe_folder(flag: str, path: Path, folder: Path, option: str) -> None:
-    """``folder`` (or, where it does not exist yet, the first of its parents that does) accepts a
-    new file: a probe is created there and removed."""
-    while not folder.exists():  # the folders still to create: the probe goes where they would start
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ParameterError(f"{flag} {path}: {folder} is a file, not a folder; choose {term(option)}.")
-    try:
-        with tempfile.NamedTemporaryFile(dir=folder, prefix=".fairaudit-probe-"):
-            pass
-    except OSError as exc:
-        raise ParameterError(f"{flag} {path} cannot be written ({exc.strerror}); choose {term(option)}.") from None
+    outputs = [Output(flag, Path(value)) for attribute, flag in flags if (value := getattr(args, attribute, None)) and value != "-"]
+    if export and args.export_model:
+        outputs.append(Output("--export-model", Path(args.export_model), folder=True))
+    check(input_files(args), outputs, option=option)
+    return {output.flag: output.path for output in outputs if not output.folder}
 
 
 # ---------------------------------------------------------------- how long it will take
@@ -782,8 +739,7 @@ def _audit(args, session) -> int:
     session.check(args)
     _check_action_inputs(args)
     _check_card(args)
-    outputs = dict(check_outputs(args))
-    check_export_directory(args, outputs)
+    outputs = check_outputs(args, export=True)
     config = config_from_args(args)
     export_ranks = _export_ranks(args)
     if args.export_model:
@@ -895,11 +851,14 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except (FairAuditError, _UsageError) as exc:
         text = exc.render("cli") if isinstance(exc, FairAuditError) else str(exc)
-        print(f"fairaudit: error: {' '.join(text.split())}", file=sys.stderr)
+        print(f"fairaudit: error: {printable(' '.join(text.split()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("fairaudit: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`… | head -1`): stop quietly, as a program SIGPIPE ends
+        _discard_output()
+        return 141
     except MemoryError:
         advice = f"audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})"
         print(f"fairaudit: error: not enough memory for this audit; {render(advice, 'cli')}, or use a machine with more "
@@ -914,6 +873,31 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text) -> str:
+    """``text`` safe for a terminal: control characters (an escape sequence in a file's text could
+    move the cursor, recolour or rewrite what is shown) and bidirectional overrides are written as
+    escapes (``\\x1b``)."""
+    return _UNPRINTABLE.sub(lambda found: found.group().encode("unicode_escape").decode("ascii"), str(text))
+
+
+def _say(line: str) -> None:
+    """Print a line that quotes what a file holds (a model's words, a report's values)."""
+    print(printable(line))
+
+
+def _discard_output() -> None:
+    """Point standard output and error at the null device: what Python still holds for a closed
+    pipe is dropped at exit instead of raising again (the ``signal`` documentation's recipe)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 # ---------------------------------------------------------------------------- from audit to action
@@ -1005,29 +989,6 @@ def _export_ranks(args) -> list[int] | None:
         raise ParameterError(f"{term('export_rank', args.export_rank)} is not understood; write 3, 2,4 or 1:3.") from None
 
 
-def check_export_directory(args, outputs: dict[str, Path]) -> Path | None:
-    """``--export-model DIR``, checked before any work: a folder (or one to create) that accepts
-    files, where no input and no other output lies on a file the export writes
-    (``DIR/models.json``, ``DIR/<model>/manifest.json``, ``DIR/<model>/arrays.npz``)."""
-    if not args.export_model:
-        return None
-    from .models import ARRAYS_FILE, INDEX_FILE, MANIFEST_FILE
-
-    flag, path = "--export-model", Path(args.export_model)
-    if path.exists() and not path.is_dir():
-        raise ParameterError(f"{flag} {path} is a file; give a folder (it receives one folder per model and {INDEX_FILE}).")
-    folder = Path(os.path.realpath(path))
-    for given, what in [*((p, "the input file") for p in input_paths(args)), *((p, f"the {f} output") for f, p in outputs.items())]:
-        target = Path(os.path.realpath(given))
-        if target == folder / INDEX_FILE or (target.name in (MANIFEST_FILE, ARRAYS_FILE) and target.parent.parent == folder):
-            raise ParameterError(
-                f"{flag} {path} would write over {what} {given}, which is never overwritten; choose another folder for "
-                f"{term('keep_models', True)}."
-            )
-    _probe_folder(flag, path, path, "keep_models")
-    return path
-
-
 def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ranks, found=None) -> tuple[list[Path], list[Path]]:
     """The reports (``found``: the findings, if already worked out), then the models: all or
     nothing (a failed export removes the reports it follows; each writer removes its own partial
@@ -1081,7 +1042,7 @@ def _run_transform(args) -> int:
     from .report import spreadsheet_safe, write_outputs
 
     check_input(args.data)
-    outputs = dict(check_outputs(args, (("out", "--out"),), option="out"))
+    outputs = check_outputs(args, (("out", "--out"),), option="out")
     model = load_model(args.model)
     table = read_table(args.data, skip_rows=args.skip_rows, header=False if args.no_header else None, max_mb=args.max_mb)
     frame, rows = transform_table(model, table, id_column=args.id_column, missing=args.missing, with_error=args.with_error)
@@ -1095,14 +1056,16 @@ def _run_transform(args) -> int:
     except OSError as exc:
         raise ParameterError(f"{exc.filename or out} could not be written ({exc.strerror}); nothing was written.") from None
     if not args.quiet:
-        print(f"model: {model.describe()}")
-        print(f"{table.name}: {table.n_rows} rows read, {len(frame)} transformed"
-              + (f"; ignored columns: {', '.join(rows.unused)}" if rows.unused else ""))
+        _say(f"model: {model.describe()}")
+        _say(f"{table.name}: {table.n_rows} rows read, {len(frame)} transformed"
+            + (f"; ignored columns: {', '.join(rows.unused)}" if rows.unused else ""))
         if rows.encoded:
-            print(f"one-hot indicators rebuilt: {', '.join(rows.encoded)}")
-        for line in (*rows.log, *model.manifest.get("notes", [])):
-            print(f"note: {render(line, 'cli')}")
-        print(f"wrote {out} ({len(frame)} rows × {frame.shape[1]} columns)")
+            _say(f"one-hot indicators rebuilt: {', '.join(rows.encoded)}")
+        for line in rows.log:
+            _say(f"note: {render(line, 'cli')}")
+        for line in model.manifest.get("notes", []):  # the model file's own words: printed as they are, never rendered
+            _say(f"note: {line}")
+        _say(f"wrote {out} ({len(frame)} rows × {frame.shape[1]} columns)")
     return 0
 
 
@@ -1116,7 +1079,7 @@ def _run_compare(args) -> int:
             raise ParameterError(f"{term('compare_names', 'before,after')} takes two names separated by a comma; got {args.names!r}.")
     for given in (args.a, args.b):
         check_input(given)
-    outputs = dict(check_outputs(args))
+    outputs = check_outputs(args)
     comparison = compare_files(args.a, args.b, names=names)
     try:
         written = write_comparison(comparison, html_path=outputs.get("--html"), json_path=outputs.get("--json"),
@@ -1125,24 +1088,24 @@ def _run_compare(args) -> int:
         raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
     if not args.quiet:
         for line in comparison.summary():
-            print(line)
+            _say(line)
         for difference in comparison.differences[:12]:
-            print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+            _say(f"input {difference['what']}: {difference['a']} → {difference['b']}")
         if len(comparison.differences) > 12:
             print(f"… {len(comparison.differences) - 12} more input differences (all in --html or --json)")
         for row in comparison.largest_changes(args.top).itertuples(index=False):
             interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
             relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""
-            print(f"{row.method}/{row.variant} rank {row.rank} {row.metric}{f' [{row.group}]' if row.group else ''}: "
-                  f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
+            _say(f"{row.method}/{row.variant} rank {row.rank} {row.metric}{f' [{row.group}]' if row.group else ''}: "
+                 f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
         for path in written:
-            print(f"wrote {path}")
+            _say(f"wrote {path}")
     if args.fail_on:
         from .card import GATE_EXIT, regressions
 
         worse = regressions(comparison)
         for verdict in worse:
-            print(f"fairaudit: gate: regression: {verdict['sentence']}", file=sys.stderr)
+            print(printable(f"fairaudit: gate: regression: {verdict['sentence']}"), file=sys.stderr)
         return GATE_EXIT if worse else 0
     return 0
 

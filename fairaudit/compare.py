@@ -39,13 +39,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._version import __version__
-from .audit import FAMILY_TITLES, RECORD_COLUMNS, AuditResult, is_sweep_variant
+from .audit import FAMILY_TITLES, AuditResult, is_sweep_variant
+from .data._table import release_arrow_memory
 from .errors import ParameterError, ReportFileError
 from .findings import VERDICT_LABELS
 from .formatting import number
 from .metrics import HELDOUT_PREFIX, METRIC_DEFINITIONS, better
 from .plots import TICK_FORMAT, VANILLA_COLOUR, VARIANT_COLOURS, metric_label, panel_title, rank_title, safe, variant_title
 from .report import escape, figure_html, page_html, spreadsheet_safe, table_html, write_outputs
+from .reportfile import read_report_file
 from .vocabulary import term
 
 KEY = ["method", "variant", "rank", "group", "metric"]
@@ -65,6 +67,12 @@ HEADLINES = {
 }
 """The whole-data metrics drawn A against B per family (those present)."""
 
+SLICE_ROWS = 5_000
+"""Rows of the comparison written to its JSON or CSV file at a time."""
+
+HTML_ROWS = 2_000
+"""At most this many rows per table of the HTML page (the CSV and the JSON hold every row)."""
+
 TOLERANCE = 1e-6
 """Two values are the same when they differ by at most this fraction of their metric's scale."""
 
@@ -81,50 +89,13 @@ def direction(metric: str) -> str:
 # ============================================================================ reading
 def read_report(source, *, name: str | None = None) -> AuditResult:
     """A saved JSON report (path, bytes or file object) as an :class:`AuditResult`; the records
-    keep their interval columns when the report has them."""
+    keep their interval columns when the report has them. The file is checked as it is read
+    (:mod:`fairaudit.reportfile`: size, nesting, every record and field against its schema)."""
     return _read_report(source, name)[0]
 
 
 def _read_report(source, name: str | None) -> tuple[AuditResult, dict]:
-    if isinstance(source, bytes | bytearray):
-        raw, shown = bytes(source), name or "the report"
-    elif hasattr(source, "read"):
-        raw, shown = source.read(), name or getattr(source, "name", "the report")
-    else:
-        path = Path(source)
-        shown = name or path.name
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            raise ReportFileError(f"{path} does not exist; give a JSON report written by --json or the Report page.") from None
-        except OSError as exc:
-            raise ReportFileError(f"{path} cannot be read ({exc.strerror}).") from None
-    try:
-        payload = json.loads(raw.decode("utf-8-sig") if isinstance(raw, bytes) else raw)
-    except UnicodeDecodeError:
-        raise ReportFileError(f"{shown} is not UTF-8 text; give the JSON report fairaudit wrote.") from None
-    except json.JSONDecodeError as exc:
-        raise ReportFileError(f"{shown} is not valid JSON (line {exc.lineno}: {exc.msg}); give the JSON report fairaudit wrote.") from None
-    if not isinstance(payload, dict) or not isinstance(payload.get("records"), list) or "fairaudit_version" not in payload:
-        raise ReportFileError(
-            f"{shown} is not a fairaudit JSON report (it needs 'fairaudit_version' and a 'records' list); write one with "
-            "the audit's --json or the Report page's JSON download."
-        )
-    records = pd.DataFrame(payload["records"])
-    missing = [c for c in RECORD_COLUMNS if c not in records.columns]
-    if len(records) and missing:
-        raise ReportFileError(f"{shown}'s records lack the column(s) {', '.join(missing)}; the report is damaged.")
-    for column in RECORD_COLUMNS:
-        if column not in records.columns:
-            records[column] = pd.Series(dtype=float if column in ("value", "rank") else object)
-    for column in ("value", "ci_low", "ci_high"):
-        if column in records.columns:
-            records[column] = pd.to_numeric(records[column], errors="coerce")
-    records["rank"] = pd.to_numeric(records["rank"], errors="coerce").astype("Int64")
-    records["group"] = records["group"].fillna("").astype(str)
-    result = AuditResult.from_dict({**payload, "records": []})
-    result.records = records
-    return result, payload
+    return read_report_file(source, name)
 
 
 # ============================================================================ comparing
@@ -163,28 +134,37 @@ class Comparison:
 
     def counts(self) -> dict[str, int]:
         status = self.table.status
-        both = self.table[status.isin(["same", "changed"])]
+        both = status.isin(["same", "changed"]).to_numpy()
+        beyond = self.table.beyond.to_numpy()
         return {
-            "compared": int(len(both)),
+            "compared": int(both.sum()),
             "changed": int((status == "changed").sum()),
             "same": int((status == "same").sum()),
-            "with_interval": int(both.beyond.notna().sum()),
-            "beyond_interval": int((both.beyond == True).sum()),  # noqa: E712 - object column with None
+            "with_interval": int(sum(value is not None for value in beyond[both])),
+            "beyond_interval": int(sum(value is True for value in beyond[both])),
             "better": int((self.table.judged == "better").sum()),
             "worse": int((self.table.judged == "worse").sum()),
             "only_a": int((status == "only in A").sum()),
             "only_b": int((status == "only in B").sum()),
         }
 
-    def largest_changes(self, limit: int | None = 10, method: str | None = None) -> pd.DataFrame:
-        """Changed rows of judged metrics, largest relative change first (beyond-interval rows first
-        among equals)."""
-        rows = self.changed[self.changed.judged != ""]
+    def largest_changes(self, limit: int | None = 10, method: str | None = None, *, beyond: bool = False) -> pd.DataFrame:
+        """Changed rows of judged metrics (``beyond``: those whose change exceeds the intervals),
+        largest relative change first (in table order among equals); only the first ``limit``
+        rows are taken from the table."""
+        chosen = self._judged_changes(method)
+        if beyond:
+            chosen = chosen[[value is True for value in self.table["beyond"].to_numpy()[chosen]]]
+        size = np.abs(self.table["change"].to_numpy()[chosen]) / self.table["scale"].to_numpy()[chosen]
+        order = chosen[np.argsort(-size, kind="stable")]
+        return self.table.iloc[order if limit is None else order[:limit]]
+
+    def _judged_changes(self, method: str | None = None) -> np.ndarray:
+        """Positions of the changed rows of judged metrics (of ``method``)."""
+        mask = (self.table["status"] == "changed").to_numpy() & (self.table["judged"] != "").to_numpy()
         if method is not None:
-            rows = rows[rows.method == method]
-        order = (rows.change.abs() / rows.scale).sort_values(ascending=False, kind="stable").index
-        rows = rows.loc[order]
-        return rows if limit is None else rows.head(limit)
+            mask &= (self.table["method"] == method).to_numpy()
+        return np.flatnonzero(mask)
 
     def summary(self) -> list[str]:
         """Sentences for the top of a report or a terminal: the verdicts that changed first, then
@@ -218,7 +198,7 @@ class Comparison:
             lines.append("The two audits had the same data and configuration.")
         return lines
 
-    def to_dict(self) -> dict:
+    def _heading(self) -> dict:
         return {
             "fairaudit_version": __version__,
             "created": self.created,
@@ -229,16 +209,58 @@ class Comparison:
             "verdicts": [_json_safe(v) for v in self.verdicts],
             "data_note": self.data_note,
             "differences": [_json_safe(d) for d in self.differences],
-            "rows": [_json_safe(r) for r in self.table.to_dict(orient="records")],
         }
 
+    def _row_slices(self):
+        for start in range(0, len(self.table), SLICE_ROWS):
+            yield self.table.iloc[start:start + SLICE_ROWS]
+
+    def to_dict(self) -> dict:
+        return {**self._heading(), "rows": [_json_safe(r) for r in self.table.to_dict(orient="records")]}
+
+    def json_pieces(self, indent: int | None = 1):
+        """:meth:`to_json` in pieces, :data:`SLICE_ROWS` rows at a time (what a file is written from:
+        the whole text is never held)."""
+        dumps = lambda value: json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)  # noqa: E731
+        heading = dumps({**self._heading(), "rows": []})
+        yield heading[: heading.rindex("[")] + "["
+        for i, rows in enumerate(self._row_slices()):
+            yield ("\n" if i == 0 else ",\n") + _json_rows(rows)
+        yield "\n" + heading[heading.rindex("[") + 1:]
+
     def to_json(self, indent: int | None = 1) -> str:
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+        return "".join(self.json_pieces(indent))
+
+    def csv_pieces(self):
+        """:meth:`to_csv` in pieces of :data:`SLICE_ROWS` rows."""
+        for i, rows in enumerate(self._row_slices()):
+            yield spreadsheet_safe(rows).to_csv(index=False, header=i == 0)
+        if not len(self.table):
+            yield spreadsheet_safe(self.table).to_csv(index=False)
 
     def to_csv(self) -> str:
         """The matched values, one row per record key; text cells a spreadsheet would run as a
         formula are neutralised (:func:`fairaudit.report.spreadsheet_safe`)."""
-        return spreadsheet_safe(self.table).to_csv(index=False)
+        return "".join(self.csv_pieces())
+
+
+def _json_rows(rows: pd.DataFrame) -> str:
+    """``rows`` as JSON objects, one per line, separated by commas: each distinct text or flag
+    encoded once, each number by ``repr`` (as ``json.dumps`` writes it; NaN and missing values as
+    ``null``) — the rows' dictionaries are never built."""
+    columns = []
+    for name in rows.columns:
+        column = rows[name]
+        if pd.api.types.is_float_dtype(column) or pd.api.types.is_integer_dtype(column):
+            values = column.to_numpy(dtype=object, na_value=None)
+            cells = [f'"{name}": {"null" if v is None or v != v or v in (math.inf, -math.inf) else repr(v)}' for v in values]
+        else:
+            codes, uniques = pd.factorize(column, use_na_sentinel=True)
+            encoded = np.array([f'"{name}": {json.dumps(_json_safe(v), ensure_ascii=False)}' for v in uniques] + [f'"{name}": null'],
+                               dtype=object)
+            cells = encoded[codes]  # -1 (missing) is the last entry: null
+        columns.append(cells)
+    return ",\n".join("{" + ", ".join(parts) + "}" for parts in zip(*columns, strict=True))
 
 
 def _json_safe(value):
@@ -263,40 +285,97 @@ def _source(result: AuditResult) -> dict:
     }
 
 
-def _interval_columns(records: pd.DataFrame, prefix: str) -> pd.DataFrame:
-    out = records[KEY].copy()
-    out[prefix] = records["value"]
-    for bound in ("low", "high"):
-        column = f"ci_{bound}"
-        out[f"{prefix}_{bound}"] = records[column] if column in records.columns else np.nan
+SORT = ["method", "variant", "rank", "metric", "group"]
+"""The comparison's row order (every column of :data:`KEY`)."""
+
+
+def _matched(left: pd.DataFrame, right: pd.DataFrame, names: tuple[str, str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """The records of ``left`` (A) and ``right`` (B) matched on :data:`KEY` — an outer join —,
+    sorted by :data:`SORT`: their key, ``a``, ``b`` and their intervals; which rows are in both,
+    and which come from A (in both, or in A only).
+
+    The records of both are sorted together by their key columns' codes (each column factorized
+    in sorted order): equal neighbours are a match (A's row first) or a repeated key. Matching
+    and sorting work on small integers, and each column is copied once, into its place."""
+    n, total = len(left), len(left) + len(right)
+    codes = [pd.factorize(pd.concat([left[c], right[c]], ignore_index=True), sort=True, use_na_sentinel=False)[0].astype(np.int32)
+             for c in SORT]
+    release_arrow_memory()  # the factorizations' buffers, kept by Arrow's pool for reuse otherwise
+    order = np.lexsort(codes[::-1])  # stable: among equal keys, A's rows come first
+    same = np.zeros(total, dtype=bool)  # the row has its predecessor's key
+    if total:
+        same[1:] = True
+        for column in codes:
+            ordered = column[order]
+            same[1:] &= ordered[1:] == ordered[:-1]
+    del codes
+    in_b = order >= n
+    previous_in_b = np.r_[False, in_b[:-1]]
+    repeated = same & (in_b == previous_in_b)
+    if repeated.any():
+        at = int(np.argmax(repeated))
+        which, frame, row = (names[1], right, order[at] - n) if in_b[at] else (names[0], left, order[at])
+        dup = frame.iloc[int(row)]
+        raise ReportFileError(
+            f"{which} has two records for {dup.method}/{dup.variant} rank {dup['rank']} "
+            f"{dup.metric}{f' ({dup.group})' if dup.group else ''}; a record key must be unique."
+        )
+    joined = same & in_b  # B's row of a key A has too: it joins the row before it
+    partner = np.full(n, -1, dtype=np.int64)  # each A row's row in B, or -1
+    partner[order[np.flatnonzero(joined) - 1]] = order[joined] - n
+    rows = order[~joined]  # the table's rows: A's rows and B's rows without a match, in key order
+    del order, same, in_b, previous_in_b, joined
+    table = pd.DataFrame(index=pd.RangeIndex(len(rows)))
+    for column in KEY:
+        table[column] = pd.concat([left[column], right[column]], ignore_index=True).take(rows).reset_index(drop=True)
+    from_a = rows < n
+    mine = np.where(from_a, rows, 0)
+    theirs = np.where(from_a, partner[mine] if n else -1, rows - n)  # each row's row in B, or -1
+    for side, frame, index in (("a", left, np.where(from_a, mine, -1)), ("b", right, theirs)):
+        for column, source in ((side, "value"), (f"{side}_low", "ci_low"), (f"{side}_high", "ci_high")):
+            values = frame[source].to_numpy(float) if source in frame.columns else np.full(len(frame), np.nan)
+            table[column] = np.where(index >= 0, values[np.maximum(index, 0)] if len(values) else np.nan, np.nan)
+    return table, from_a & (theirs >= 0), from_a
+
+
+def _beyond(table: pd.DataFrame, compared: np.ndarray) -> pd.Series:
+    """Per row (``compared``: rows in both audits): whether the change exceeds the intervals —
+    both intervals apart, or the other value outside the one interval —, ``None`` without a
+    finite value on both sides or any interval."""
+    a, b = table["a"].to_numpy(float), table["b"].to_numpy(float)
+    a_low, a_high, b_low, b_high = (table[c].to_numpy(float) for c in ("a_low", "a_high", "b_low", "b_high"))
+    a_has, b_has = np.isfinite(a_low) & np.isfinite(a_high), np.isfinite(b_low) & np.isfinite(b_high)
+    with np.errstate(invalid="ignore"):
+        apart = np.where(
+            a_has & b_has, (a_high < b_low) | (b_high < a_low),
+            np.where(a_has, (b < a_low) | (b > a_high), (a < b_low) | (a > b_high)),
+        )
+    known = compared & np.isfinite(a) & np.isfinite(b) & (a_has | b_has)
+    return pd.Series(np.where(known, apart, None), index=table.index, dtype=object)
+
+
+def _words(condition: np.ndarray, yes: str, no: str) -> np.ndarray:
+    """``yes`` where ``condition`` holds, else ``no``: an object array of two shared strings (not
+    a string object per row, as ``np.where(…).astype(object)`` makes)."""
+    out = np.full(len(condition), no, dtype=object)
+    out[condition] = yes
     return out
 
 
-def _beyond(row) -> bool | None:
-    a, b = row["a"], row["b"]
-    a_has = np.isfinite(row["a_low"]) and np.isfinite(row["a_high"])
-    b_has = np.isfinite(row["b_low"]) and np.isfinite(row["b_high"])
-    if not (np.isfinite(a) and np.isfinite(b)) or not (a_has or b_has):
-        return None
-    if a_has and b_has:
-        return bool(row["a_high"] < row["b_low"] or row["b_high"] < row["a_low"])
-    low, high, other = (row["a_low"], row["a_high"], b) if a_has else (row["b_low"], row["b_high"], a)
-    return bool(other < low or other > high)
+def _status(a: np.ndarray, b: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``same`` (both missing, or within :data:`TOLERANCE` of the scale) or ``changed``."""
+    with np.errstate(invalid="ignore"):
+        close = np.abs(b - a) <= TOLERANCE * scale
+    return _words((np.isnan(a) & np.isnan(b)) | close, "same", "changed")
 
 
-def _status(a: float, b: float, scale: float) -> str:
-    if np.isnan(a) and np.isnan(b):
-        return "same"
-    if np.isnan(a) or np.isnan(b):
-        return "changed"
-    return "same" if abs(b - a) <= TOLERANCE * scale else "changed"
-
-
-def _judged(metric: str, change: float, status: str) -> str:
-    way = direction(metric)
-    if status != "changed" or not way or not np.isfinite(change):
-        return ""
-    return "better" if (change < 0) == (way == "lower") else "worse"
+def _judged(ways: np.ndarray, change: np.ndarray, status: np.ndarray) -> np.ndarray:
+    """``better``/``worse`` by the metric's direction for a changed finite value, else ``""``."""
+    judged = (status == "changed") & (ways != "") & np.isfinite(change)
+    better = (change < 0) == (ways == "lower")
+    out = _words(better, "better", "worse")
+    out[~judged] = ""
+    return out
 
 
 def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B"), findings: tuple[dict, dict] | None = None) -> Comparison:
@@ -307,31 +386,24 @@ def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B
         raise ParameterError(
             f"give the two audits two different names, e.g. {term('compare_names', 'before,after')}; got {', '.join(names) or 'none'}."
         )
-    left, right = _interval_columns(a.records, "a"), _interval_columns(b.records, "b")
-    for frame, which in ((left, names[0]), (right, names[1])):
-        if frame.duplicated(KEY).any():
-            dup = frame[frame.duplicated(KEY)].iloc[0]
-            raise ReportFileError(
-                f"{which} has two records for {dup.method}/{dup.variant} rank {dup['rank']} "
-                f"{dup.metric}{f' ({dup.group})' if dup.group else ''}; a record key must be unique."
-            )
-    table = left.merge(right, on=KEY, how="outer", indicator=True, sort=False)
+    table, both, from_a = _matched(a.records, b.records, names)
     table["change"] = table["b"] - table["a"]
-    magnitude = pd.concat([table["a"].abs(), table["b"].abs()], axis=1).max(axis=1)
-    scale = magnitude.groupby([table["method"], table["metric"]]).transform("max").fillna(0.0)
+    magnitude = np.fmax(table["a"].abs().to_numpy(), table["b"].abs().to_numpy())
+    family_metric = pd.factorize(pd.MultiIndex.from_arrays([table["method"], table["metric"]]))[0]
+    scale = pd.Series(magnitude).groupby(family_metric).transform("max").fillna(0.0).to_numpy()
     table["scale"] = np.where(scale > 0, scale, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         table["relative"] = np.where(table["a"].abs() > TOLERANCE * table["scale"], table["change"] / table["a"].abs(), np.nan)
-    status = np.where(table["_merge"] == "left_only", "only in A", np.where(table["_merge"] == "right_only", "only in B", ""))
-    both = (table["_merge"] == "both").to_numpy()
-    status[both] = [_status(x, y, z) for x, y, z in zip(table.a[both], table.b[both], table.scale[both], strict=True)]
+    status = _words(from_a, "only in A", "only in B")
+    status[both] = _status(table["a"].to_numpy(float)[both], table["b"].to_numpy(float)[both], table["scale"].to_numpy(float)[both])
+    table["beyond"] = _beyond(table, both)
+    metrics, names_of = pd.factorize(table["metric"])
+    ways = np.array([direction(metric) for metric in names_of], dtype=object)[metrics] if len(names_of) else np.zeros(0, dtype=object)
+    table["judged"] = _judged(ways, table["change"].to_numpy(float), status)
     table["status"] = status
-    table["beyond"] = pd.Series([_beyond(r) if s in ("same", "changed") else None for r, s in zip(table.to_dict("records"), status, strict=True)], dtype=object)
-    table["judged"] = [_judged(m, c, s) for m, c, s in zip(table.metric, table.change, status, strict=True)]
-    table["direction"] = table.metric.map(direction)
-    table = table.drop(columns="_merge")
+    table["direction"] = ways
     order = ["method", "variant", "rank", "group", "metric", "a", "b", "change", "relative", "a_low", "a_high", "b_low", "b_high", "beyond", "status", "judged", "direction", "scale"]
-    table = table[order].sort_values(["method", "variant", "rank", "metric", "group"], kind="stable").reset_index(drop=True)
+    table = table[order]
     if findings is None:
         findings = (finding_objects(a), finding_objects(b))
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
@@ -499,9 +571,10 @@ def default_names(a: AuditResult, b: AuditResult, file_names: tuple[str, str] | 
 
 def report_with_findings(source, *, name: str | None = None) -> tuple[AuditResult, dict[str, list[dict]]]:
     """A saved report (:func:`read_report`) and its findings (as objects, by family): as saved,
-    or computed from its records when it saved none."""
+    or computed from its records when it has no ``findings`` field (a report older than the
+    findings)."""
     result, payload = _read_report(source, name)
-    return result, saved_findings(payload) or finding_objects(result)
+    return result, saved_findings(payload) if "findings" in payload else finding_objects(result)
 
 
 # ============================================================================ findings
@@ -667,9 +740,7 @@ def _change_rows(rows: pd.DataFrame, names: tuple[str, str]) -> str:
 
 def beyond_intervals(comparison: Comparison, limit: int | None = 10) -> pd.DataFrame:
     """Changed values of judged metrics whose change exceeds the intervals, largest first."""
-    rows = comparison.largest_changes(limit=None)
-    rows = rows[rows.beyond == True]  # noqa: E712 - object column with None
-    return rows if limit is None else rows.head(limit)
+    return comparison.largest_changes(limit, beyond=True)
 
 
 def _verdicts_html(comparison: Comparison) -> str:
@@ -691,7 +762,9 @@ def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
     """The family's headline metrics over rank, each variant in A (dashed, open markers) and B
     (solid), with interval bars where the reports have them; ``None`` when there is nothing to draw."""
     table = comparison.table
-    rows = table[(table.method == method) & (table.group == "") & ~table.variant.map(is_sweep_variant)]
+    whole = ((table.method == method) & (table.group == "")).to_numpy()  # the whole-data rows first: few
+    rows = table[whole]
+    rows = rows[~rows.variant.map(is_sweep_variant).to_numpy(bool)]
     metrics = [m for m in HEADLINES.get(method, ()) if m in set(rows.metric)]
     if not metrics:
         return None
@@ -761,11 +834,20 @@ def _family_html(comparison: Comparison, method: str, found_a, found_b) -> str:
     fig = comparison_figure(comparison, method)
     if fig is not None:
         parts.append(figure_html(fig))
-    changes = comparison.largest_changes(limit=None, method=method)
-    parts.append(f"<h3>Changed values ({len(changes)}, largest relative change first)</h3>" + _change_rows(changes.head(40), comparison.names))
-    if len(changes) > 40:
-        parts.append(f"<details><summary>{len(changes) - 40} more changed values</summary>{_change_rows(changes.iloc[40:], comparison.names)}</details>")
+    count = len(comparison._judged_changes(method))
+    changes = comparison.largest_changes(limit=40 + HTML_ROWS, method=method)
+    parts.append(f"<h3>Changed values ({count}, largest relative change first)</h3>" + _change_rows(changes.head(40), comparison.names))
+    if count > 40:
+        more = changes.iloc[40:]
+        parts.append(f"<details><summary>{count - 40} more changed values</summary>{_change_rows(more, comparison.names)}"
+                     f"{_cut_note(count - 40, len(more))}</details>")
     return "".join(parts)
+
+
+def _cut_note(rows: int, shown: int) -> str:
+    if rows <= shown:
+        return ""
+    return f'<p class="note">The first {shown:,} of {rows:,} are shown; the comparison\'s CSV and JSON hold every value.</p>'
 
 
 def _sources_html(comparison: Comparison) -> str:
@@ -779,12 +861,14 @@ def _only_html(comparison: Comparison) -> str:
     only = comparison.table[comparison.table.status.isin(["only in A", "only in B"])]
     if only.empty:
         return ""
-    rows = [(r.status.replace("A", comparison.names[0]).replace("B", comparison.names[1]) if r.status.endswith(("A", "B")) else r.status,
-             r.method, r.variant, int(r.rank) if pd.notna(r.rank) else "", r.group or "all", r.metric, _value(r.a if r.status == "only in A" else r.b))
-            for r in only.itertuples(index=False)]
+    where = {"only in A": comparison.names[0], "only in B": comparison.names[1]}
+    rows = [(where[r.status], r.method, r.variant, int(r.rank) if pd.notna(r.rank) else "", r.group or "all", r.metric,
+             _value(r.a if r.status == "only in A" else r.b))
+            for r in only.head(HTML_ROWS).itertuples(index=False)]
     return (
-        f"<h2>Values in one audit only</h2><details><summary>{len(rows)} values (variants, ranks, groups or metrics "
-        "the other audit does not have)</summary>" + table_html(rows, ("in", "method", "variant", "rank", "group", "metric", "value")) + "</details>"
+        f"<h2>Values in one audit only</h2><details><summary>{len(only)} values (variants, ranks, groups or metrics "
+        "the other audit does not have)</summary>" + table_html(rows, ("in", "method", "variant", "rank", "group", "metric", "value"))
+        + _cut_note(len(only), len(rows)) + "</details>"
     )
 
 
@@ -819,7 +903,8 @@ def render_html(comparison: Comparison) -> str:
 
 
 def _definitions(comparison: Comparison) -> str:
-    used = [m for m in dict.fromkeys(comparison.changed.metric) if m in METRIC_DEFINITIONS]
+    table = comparison.table
+    used = [m for m in table.metric[(table.status == "changed").to_numpy()].unique() if m in METRIC_DEFINITIONS]
     if not used:
         return ""
     rows = [(METRIC_DEFINITIONS[m]["title"] + f" ({m})", METRIC_DEFINITIONS[m]["formula"], {"lower": "lower", "higher": "higher"}.get(direction(m), "not judged"))
@@ -829,4 +914,4 @@ def _definitions(comparison: Comparison) -> str:
 
 def write_comparison(comparison: Comparison, *, html_path=None, json_path=None, csv_path=None) -> list[Path]:
     """Write whichever outputs were asked for; returns the paths written."""
-    return write_outputs(comparison, ((html_path, render_html), (json_path, Comparison.to_json), (csv_path, Comparison.to_csv)))
+    return write_outputs(comparison, ((html_path, render_html), (json_path, Comparison.json_pieces), (csv_path, Comparison.csv_pieces)))

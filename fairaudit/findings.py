@@ -768,7 +768,7 @@ def fs_findings(result, reference: str | None = None) -> list[Finding]:
     parity, not with another group)."""
     records = Records(result, "fs", reference)
     table = whole_metrics(records.records, "fs")
-    baselines = [v for v in records.variants if v != "fufs"]
+    baselines = [v for v in records.variants if v not in ("fufs", YOURS)]  # your representation is no baseline
     if "fufs" not in records.variants or not baselines or "alignment_protected" not in table.columns:
         return []
     ranks = sorted(set(table.loc["fufs"].index))

@@ -41,13 +41,21 @@ def number(value, significant: int = SIGNIFICANT) -> str:
     if abs(value) < TINY:
         return "≈0"
     magnitude = math.floor(math.log10(abs(value)))
-    rounded = round(value, significant - 1 - magnitude)
+    rounded = _round(value, significant - 1 - magnitude)
     if rounded != 0 and math.floor(math.log10(abs(rounded))) > magnitude:  # 9.996 → 10.0
         magnitude += 1
     decimals = significant - 1 - magnitude
     if decimals > 0:
         return _sign(rounded) + f"{abs(rounded):.{decimals}f}"
-    return _sign(rounded) + f"{abs(round(rounded, decimals)):,.0f}"
+    return _sign(rounded) + f"{abs(_round(rounded, decimals)):,.0f}"
+
+
+def _round(value: float, digits: int) -> float:
+    """``round(value, digits)``, or ``value`` where rounding would pass the largest float (1.8e308)."""
+    try:
+        return round(value, digits)
+    except OverflowError:
+        return value
 
 
 def _sign(value) -> str:

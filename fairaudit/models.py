@@ -52,6 +52,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils.metaestimators import available_if
 
 from ._version import __version__
+from .archive import read_npz
 from .audit import AuditConfig, AuditResult, family_options, family_run, is_sweep_variant, run_audit, split_variant, whole_metrics
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
@@ -66,19 +67,22 @@ from .errors import (
 )
 from .fs._selector import FittedSelector, SweepSelection
 from .groups import encode_groups
+from .modelfile import (
+    ARRAYS_FILE,
+    FORMAT,
+    FORMAT_VERSION,
+    INDEX_FILE,
+    MANIFEST_FILE,
+    MAX_MODEL_BYTES,
+    parse_manifest,
+    read_model_source,
+)
 from .nmf import NMF
 from .nmf._base import NMFBase
 from .nmf.audit import DEFAULT_OPTIONS as NMF_DEFAULTS
 from .pca._base import GroupPCABase
 from .plots import variant_title
 from .vocabulary import term
-
-FORMAT = "fairaudit-model"
-FORMAT_VERSION = 1
-MANIFEST_FILE = "manifest.json"
-ARRAYS_FILE = "arrays.npz"
-INDEX_FILE = "models.json"
-"""An export of several models writes one directory per model and this index next to them."""
 
 
 # ============================================================================ preprocessing
@@ -375,12 +379,45 @@ class PortableModel(TransformerMixin):
         return buffer.getvalue()
 
     # -- per kind ---------------------------------------------------------------------------------
-    required: ClassVar[tuple[str, ...]] = ()
+    arrays_spec: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Each array the kind needs and its shape in the manifest's terms — ``outputs`` (the number of
+    output columns), ``features`` (of input features), ``rank`` —, checked when a model is
+    loaded (before its arrays are read) and when one is made: a new kind declares its arrays here."""
+    integer_arrays: ClassVar[frozenset[str]] = frozenset()
+    """Arrays of indices (whole numbers); every other array holds finite real numbers."""
+
+    @classmethod
+    def array_shapes(cls, manifest: Mapping) -> dict[str, list[tuple[int, ...]]]:
+        """The shapes each array of :attr:`arrays_spec` may have for ``manifest``."""
+        dims = {"outputs": len(manifest["outputs"]), "features": len(manifest["features"]), "rank": int(manifest["rank"])}
+        return {name: [tuple(dims[d] for d in spec)] for name, spec in cls.arrays_spec.items()}
 
     def _check_arrays(self) -> None:
-        absent = [name for name in self.required if name not in self.arrays]
-        if absent:
-            raise ModelFileError(f"the model's arrays lack {', '.join(absent)}; the files are damaged or from another program.")
+        """Every declared array present, of its shape, of finite real numbers (indices: whole
+        numbers), then the kind's own conditions (:meth:`_check_values`)."""
+        for name, shapes in self.array_shapes(self.manifest).items():
+            if name not in self.arrays:
+                raise ModelFileError(f"the model's arrays lack {name!r}; the files are damaged or from another program.")
+            array = self.arrays[name]
+            if array.shape not in shapes:
+                raise ModelFileError(
+                    f"array {name!r} has shape {_shape(array.shape)}; a {self.kind} model with {len(self.manifest['outputs'])} "
+                    f"output(s) and {self.n_features_in_} feature(s) needs {' or '.join(map(_shape, shapes))}."
+                )
+            if name in self.integer_arrays:
+                if array.dtype.kind not in "iu":
+                    raise ModelFileError(f"array {name!r} holds {array.dtype} values; it needs whole numbers (column indices).")
+                continue
+            if array.dtype.kind not in "biuf":
+                raise ModelFileError(f"array {name!r} holds {array.dtype} values; it needs real numbers.")
+            array = np.asarray(array, dtype=float)
+            if not np.isfinite(array).all():
+                raise ModelFileError(f"array {name!r} holds NaN or infinite values; a model's arrays are finite numbers.")
+            self.arrays[name] = array
+        self._check_values()
+
+    def _check_values(self) -> None:
+        """The kind's conditions on its arrays' values (none by default)."""
 
     def _represent(self, Xp: np.ndarray) -> np.ndarray:  # pragma: no cover - per kind
         raise NotImplementedError
@@ -418,6 +455,10 @@ def _relative_error(Xp: np.ndarray, residual: np.ndarray) -> float:
     return float(np.linalg.norm(residual)) / norm if norm > 0 else 0.0
 
 
+def _shape(shape) -> str:
+    return "(" + ", ".join(map(str, shape)) + ")"
+
+
 class LinearMapModel(_RestoredModel):
     """The PCA family's map ``P = U diag(w) Uᵀ`` (Samadi et al.'s affine projection when
     ``w ≠ 1``) with its centring: ``transform = (x − mean) U diag(w)``,
@@ -429,7 +470,7 @@ class LinearMapModel(_RestoredModel):
         "transform(x) = (preprocessed x − mean) U diag(w): the map the audit measured, applied to any row; "
         "on the training rows group_errors reproduces the audit's per-group error."
     )
-    required = ("components", "weights", "mean")
+    arrays_spec = {"components": ("outputs", "features"), "weights": ("outputs",), "mean": ("features",)}
 
     def _estimator(self) -> GroupPCABase:
         estimator = GroupPCABase(n_components=self.rank)
@@ -460,7 +501,11 @@ class NMFModel(_RestoredModel):
         "reconstructs at least as well as the W the fit stopped at, so per-group relative errors can be slightly "
         "lower than the audit's (equal for Fairer-NMF AM, whose W step is this least-squares problem)."
     )
-    required = ("H",)
+    arrays_spec = {"H": ("outputs", "features")}
+
+    def _check_values(self) -> None:
+        if (self.arrays["H"] < 0).any():
+            raise ModelFileError("array 'H' holds negative values; an NMF dictionary is non-negative.")
 
     def _estimator(self) -> NMF:
         estimator = NMF(n_components=self.rank)
@@ -505,7 +550,21 @@ class SelectionModel(PortableModel):
     kind = "selection"
     reconstructs = False
     note = "transform keeps the selected columns, preprocessed as the audit measured them, most important first."
-    required = ("selected",)
+    arrays_spec = {"selected": ("outputs",)}
+    integer_arrays = frozenset({"selected"})
+
+    def _check_values(self) -> None:
+        selected = self.arrays["selected"]
+        outside = selected[(selected < 0) | (selected >= self.n_features_in_)]
+        if len(outside):
+            raise ModelFileError(
+                f"array 'selected' holds the column index {int(outside[0])}, outside the model's {self.n_features_in_} features."
+            )
+        if len(np.unique(selected)) < len(selected):
+            raise ModelFileError("array 'selected' holds a column index twice; a selection keeps each column once.")
+        names = [str(self.feature_names_in_[j]) for j in selected]
+        if names != [str(o) for o in self.manifest["outputs"]]:
+            raise ModelFileError("the manifest's outputs are not the features array 'selected' keeps; the files do not belong together.")
 
     def _represent(self, Xp):
         return Xp[:, self.arrays["selected"]]
@@ -534,17 +593,25 @@ class CPModel(PortableModel):
         "row per training entity): embeddings of new entities are not made fair by it, and for the training "
         "entities they differ from the audited embedding for fair variants."
     )
-    required = ("normalisation",)
+    @classmethod
+    def array_shapes(cls, manifest):
+        """``factor_1 … factor_{N−1}`` (each non-entity mode × the outputs) and ``normalisation``
+        (a scale per output, or a whitening matrix)."""
+        count = manifest.get("n_factors")
+        modes = list(manifest.get("tensor_shape") or [len(manifest["features"])])
+        if not isinstance(count, int) or count != len(modes) + 1:
+            raise ModelFileError(
+                f"the manifest's n_factors is {count!r}, but its {len(modes)} mode(s) after the entities need {len(modes) + 1}; "
+                "the manifest is damaged."
+            )
+        r = len(manifest["outputs"])
+        shapes = {f"factor_{m}": [(modes[m - 1], r)] for m in range(1, count)}
+        shapes["normalisation"] = [(r,), (r, r)]
+        return shapes
 
     def _factors(self) -> list[np.ndarray]:
         count = int(self.manifest.get("n_factors", 0))
         return [self.arrays[f"factor_{m}"] for m in range(1, count)]
-
-    def _check_arrays(self) -> None:
-        super()._check_arrays()
-        absent = [f"factor_{m}" for m in range(1, int(self.manifest.get("n_factors", 0))) if f"factor_{m}" not in self.arrays]
-        if absent or int(self.manifest.get("n_factors", 0)) < 2:
-            raise ModelFileError("the CP model's factor arrays are incomplete; the files are damaged or from another program.")
 
     def _represent(self, Xp):
         estimator = FairCPD(rank=self.rank)
@@ -846,88 +913,44 @@ def model_directory_name(method: str, variant: str, rank: int) -> str:
 
 
 # ============================================================================ loading
-def _read_source(source) -> tuple[dict, bytes, str]:
-    """``(manifest, arrays bytes, where)`` from a model directory, its manifest, a ZIP file or ZIP bytes."""
-    if isinstance(source, bytes | bytearray) or hasattr(source, "read"):
-        raw = bytes(source) if isinstance(source, bytes | bytearray) else source.read()
-        return _read_zip(raw, getattr(source, "name", "the uploaded file"))
-    path = Path(source)
-    if path.is_file() and path.name == MANIFEST_FILE:
-        path = path.parent
-    if path.is_file():
-        if zipfile.is_zipfile(path):
-            return _read_zip(path.read_bytes(), str(path))
-        raise ModelFileError(f"{path} is neither a model directory nor a ZIP of one; give the directory holding {MANIFEST_FILE} and {ARRAYS_FILE}.")
-    if not path.is_dir():
-        raise ModelFileError(f"{path} does not exist; give a directory written by --export-model (it holds {MANIFEST_FILE}).")
-    manifest_path = path / MANIFEST_FILE
-    if not manifest_path.exists():
-        inside = sorted(p.parent.name for p in path.glob(f"*/{MANIFEST_FILE}"))
-        if inside:
-            raise ModelFileError(
-                f"{path} holds {len(inside)} models; name one of them: {', '.join(str(path / n) for n in inside[:6])}"
-                f"{' …' if len(inside) > 6 else ''}."
-            )
-        raise ModelFileError(f"{path} holds no {MANIFEST_FILE}; give a directory written by --export-model.")
-    if not (path / ARRAYS_FILE).exists():
-        raise ModelFileError(f"{path} has a manifest but no {ARRAYS_FILE}; copy both files of the model.")
-    return _parse_manifest(manifest_path.read_bytes(), str(manifest_path)), (path / ARRAYS_FILE).read_bytes(), str(path)
-
-
-def _read_zip(raw: bytes, where: str) -> tuple[dict, bytes, str]:
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            names = {Path(n).name: n for n in archive.namelist() if not n.endswith("/")}
-            if MANIFEST_FILE not in names or ARRAYS_FILE not in names:
-                raise ModelFileError(f"{where} does not hold a model: it needs {MANIFEST_FILE} and {ARRAYS_FILE}.")
-            return _parse_manifest(archive.read(names[MANIFEST_FILE]), where), archive.read(names[ARRAYS_FILE]), where
-    except zipfile.BadZipFile:
-        raise ModelFileError(f"{where} is not a ZIP archive of a model.") from None
-
-
-def _parse_manifest(raw: bytes, where: str) -> dict:
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{where} is not valid JSON ({exc}).") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ModelFileError(f"{where} is not a fairaudit model manifest (format {FORMAT!r}).")
-    version = manifest.get("format_version")
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ModelFileError(
-            f"{where} uses model format version {version}; this fairaudit ({__version__}) reads versions up to "
-            f"{FORMAT_VERSION}. Upgrade fairaudit."
-        )
-    missing = [key for key in ("kind", "method", "variant", "rank", "features", "outputs", "preprocessing") if key not in manifest]
-    if missing:
-        raise ModelFileError(f"{where} lacks {', '.join(missing)}; the manifest is damaged.")
-    if manifest["kind"] not in KINDS:
-        raise ModelFileError(f"{where} describes a model of kind {manifest['kind']!r}; known kinds: {', '.join(KINDS)}.")
-    return manifest
-
-
 def load_model(source) -> PortableModel:
     """Read a model written by :meth:`PortableModel.save` / :func:`export_models`.
 
     ``source``: the model's directory, its ``manifest.json``, a ZIP of the two files (path,
-    bytes or a file object). The arrays are checked against the manifest's sha256 and shapes
-    and read without pickle.
+    bytes or a file object). Everything is checked before it is used
+    (:mod:`fairaudit.modelfile`): the manifest against its schema, the arrays against the
+    manifest's sha256 (required), their shapes against what the kind declares
+    (:attr:`PortableModel.arrays_spec`) before they are read, without pickle, then their values.
     """
-    manifest, blob, where = _read_source(source)
-    expected = manifest.get("arrays_sha256")
-    if expected is not None and hashlib.sha256(blob).hexdigest() != expected:
+    manifest_raw, blob, where, where_manifest = read_model_source(source)
+    manifest = parse_manifest(manifest_raw, where_manifest, tuple(KINDS))
+    if hashlib.sha256(blob).hexdigest() != manifest["arrays_sha256"]:
         raise ModelFileError(f"{where}: {ARRAYS_FILE} does not match its manifest (changed, or from another export).")
+    kind = KINDS[manifest["kind"]]
     try:
-        with np.load(io.BytesIO(blob), allow_pickle=False) as stored:
-            arrays = {name: stored[name] for name in stored.files}
-    except ValueError as exc:
-        raise ModelFileError(f"{where}: {ARRAYS_FILE} cannot be read without pickle ({exc}); it is not a fairaudit model.") from None
-    except (OSError, zipfile.BadZipFile):
-        raise ModelFileError(f"{where}: {ARRAYS_FILE} is not a NumPy .npz archive.") from None
-    for name, spec in manifest.get("arrays", {}).items():
-        if name not in arrays or list(arrays[name].shape) != list(spec.get("shape", [])):
+        shapes = kind.array_shapes(manifest)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{where_manifest}: {exc.args[0]}") from None
+    declared = {name: tuple(spec["shape"]) for name, spec in manifest["arrays"].items()}
+    for name in sorted(set(shapes) | set(declared)):
+        if name not in shapes:
+            raise ModelFileError(f"{where_manifest}: field 'arrays' lists {name!r}, which a {kind.kind} model does not have.")
+        if declared.get(name) not in shapes[name]:
+            raise ModelFileError(
+                f"{where_manifest}: field 'arrays.{name}.shape' is {_shape(declared[name]) if name in declared else 'absent'}; a "
+                f"{kind.kind} model with {len(manifest['outputs'])} output(s) and {len(manifest['features'])} feature(s) needs "
+                f"{' or '.join(map(_shape, shapes[name]))}."
+            )
+    arrays = read_npz(blob, f"{where} ({ARRAYS_FILE})", ModelFileError, max_bytes=MAX_MODEL_BYTES)
+    for name, shape in declared.items():
+        if name not in arrays or arrays[name].shape != shape:
             raise ModelFileError(f"{where}: array {name!r} is absent or has another shape than the manifest says.")
-    return KINDS[manifest["kind"]](manifest, arrays)
+    if set(arrays) - set(declared):
+        raise ModelFileError(f"{where}: {ARRAYS_FILE} holds arrays the manifest does not list; the files do not belong together.")
+    try:
+        return kind(manifest, arrays)
+    except ModelFileError as exc:
+        raise ModelFileError(f"{where} ({ARRAYS_FILE}): {exc.args[0]}") from None
 
 
 # ============================================================================ new rows from a file

@@ -16,6 +16,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
@@ -146,9 +147,12 @@ def _fmt(value) -> str:
 
 def summary_table(result: AuditResult, method: str) -> pd.DataFrame:
     """Per variant and rank: the family's whole-data metrics side by side."""
-    if not ((result.records.method == method) & (result.records.group == "")).any():
+    rows = result.records[(result.records.method == method) & (result.records.group == "")]
+    if rows.empty:
         return pd.DataFrame()
-    return whole_metrics(result.records, method).reset_index()
+    table = whole_metrics(rows, method)
+    fitted = pd.MultiIndex.from_frame(rows[["variant", "rank"]].drop_duplicates())
+    return table[table.index.isin(fitted)].reset_index()  # only the fits there are (yours may have one rank)
 
 
 def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
@@ -513,14 +517,20 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every text cell (and column name) that a spreadsheet would run as a formula
     prefixed with ``'`` — group labels come from the user's column names and values."""
 
-    def safe(value):
-        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_TRIGGERS) else value
+    def formula(value) -> bool:
+        return isinstance(value, str) and value.startswith(FORMULA_TRIGGERS)
 
     out = frame.copy()
     for column in out.columns:
         if out[column].dtype == object or pd.api.types.is_string_dtype(out[column]):
-            out[column] = out[column].map(safe)
-    out.columns = [safe(str(c)) for c in out.columns]
+            codes, values = pd.factorize(out[column])  # each distinct value is looked at once
+            risky = np.array([formula(v) for v in values], dtype=bool)
+            if risky.any():
+                cells = out[column].to_numpy(dtype=object, copy=True)
+                hits = np.flatnonzero((codes >= 0) & risky[np.maximum(codes, 0)])
+                cells[hits] = ["'" + cells[i] for i in hits]
+                out[column] = cells
+    out.columns = ["'" + str(c) if formula(str(c)) else str(c) for c in out.columns]
     return out
 
 
@@ -569,8 +579,8 @@ def write_reports(
 
 
 def write_outputs(item, outputs) -> list[Path]:
-    """For each ``(path, render)`` with a path, write ``render(item)`` there (text as UTF-8, or
-    bytes; folders created); returns the paths written.
+    """For each ``(path, render)`` with a path, write ``render(item)`` there (text as UTF-8 — whole,
+    or in pieces an iterable yields —, or bytes; folders created); returns the paths written.
 
     Each file is written to a temporary file beside it and renamed into place, so a reader never
     sees half a file; if one cannot be written, those already written by this call are removed
@@ -590,14 +600,16 @@ def write_outputs(item, outputs) -> list[Path]:
     return written
 
 
-def _write_atomic(path: Path, content: str | bytes) -> None:
+def _write_atomic(path: Path, content) -> None:
+    """``content`` — text, bytes, or text in pieces (an iterable of strings) — into ``path``."""
     if isinstance(content, bytes):
         handle = tempfile.NamedTemporaryFile("wb", dir=path.parent, prefix=f".{path.name}.", delete=False)
     else:
         handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.", delete=False)
     try:
         with handle:
-            handle.write(content)
+            for piece in (content,) if isinstance(content, str | bytes) else content:
+                handle.write(piece)
         os.replace(handle.name, path)
     except BaseException:
         Path(handle.name).unlink(missing_ok=True)

@@ -123,6 +123,12 @@ def term(name: str, value=None) -> str:
     return f"{_OPEN}{text}{_CLOSE}"
 
 
+def literal(text: str) -> str:
+    """``text`` from a user or a file, placed in a message: the brackets that mark a term are
+    escaped, so no data can read as an option (or stop a message from being written)."""
+    return str(text).replace(_OPEN, "\\u27e6").replace(_CLOSE, "\\u27e7")
+
+
 def _value_text(value) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -136,7 +142,8 @@ def render(text: str, interface: str = "library") -> str:
         raise ValueError(f"interface must be one of {', '.join(INTERFACES)}; got {interface!r}")
 
     def replace(match: re.Match) -> str:
-        return OPTIONS[match.group(1)].render(interface, match.group(2))
+        option = OPTIONS.get(match.group(1))  # term() registered every name it wrote; anything else came with data
+        return match.group(0) if option is None else option.render(interface, match.group(2))
 
     return _TOKEN.sub(replace, text)
 

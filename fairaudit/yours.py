@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
-import io
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .archive import read_npy
 from .audit import (
     RECORD_COLUMNS,
     AuditConfig,
@@ -103,11 +103,12 @@ def _read(source, name: str | None, max_mb: float) -> tuple[RawTable | np.ndarra
             raw, _ = read_bytes(source, max_mb)  # the data boundary's checks and size limit, as for a CSV
         except OSError as exc:
             raise InputFileError(f"{source} cannot be read ({exc.strerror}).") from None
-        try:
-            array = np.load(io.BytesIO(raw), allow_pickle=False)
-        except (ValueError, OSError) as exc:
-            raise InputFileError(f"{shown} is not a plain NumPy array file ({exc}).") from None
-        return np.asarray(array, dtype=float), str(shown), hashlib.sha256(raw).hexdigest()
+        array = read_npy(raw, str(shown), InputFileError)  # the header checked against the bytes; real numbers only
+        if array.ndim == 0:
+            raise InputFileError(f"{shown} holds a single number, not a matrix; save the matrix itself (np.save(path, matrix)).")
+        if array.size == 0:
+            raise InputFileError(f"{shown} holds an empty array (shape {' × '.join(map(str, array.shape))}); it defines no representation.")
+        return np.array(array, dtype=float), str(shown), hashlib.sha256(raw).hexdigest()
     table = read_table(source, name=name, max_mb=max_mb)
     first = [table.cell(column, 0) for column in table.columns]
     if not table.has_header and first == [str(i) for i in range(len(first))]:
@@ -207,13 +208,15 @@ def read_embedding(source, data: AuditData, *, name: str | None = None, max_mb: 
     read, shown, digest = _read(source, name, max_mb)
     layout = "array" if isinstance(read, np.ndarray) else "columns " + ", ".join(read.columns[:6]) + (" …" if len(read.columns) > 6 else "")
     if isinstance(read, np.ndarray):
-        matrix = read if read.ndim == 2 else read.reshape(len(read), -1)
+        matrix = read if read.ndim == 2 else read.reshape(len(read), -1)  # one column, or a row's cells flattened
     else:
         columns = read.columns
         labels = [columns[0]] if len(columns) > 1 and _label_column(read, columns[0]) else []
         if labels:
             layout += f"; first column {labels[0]!r} set aside as row labels"
         matrix = feature_rows(read, [c for c in columns if c not in labels], purpose="the embedding").X
+    if matrix.shape[1] == 0:
+        raise InputFileError(f"{shown} has no columns; embeddings need at least one value per row.")
     if matrix.shape[0] != data.n_rows:
         read_rows = data.source.get("rows_read", data.n_rows)
         hint = (
@@ -470,20 +473,28 @@ def sentences(result: AuditResult, method: str) -> list[str]:
         return []
     out = []
     k = max(len(result.data.get("group_sizes", {})), 2)
-    if method in _GAP_METRICS:
-        worst, gap, fair_names = _GAP_METRICS[method]
-        others = [v for v in ("vanilla", *fair_names) if v in table.index][:2]
+    worst, gap, fair_names = _GAP_METRICS.get(method, ("", "", ()))
+    if _measured(table, YOURS, worst, gap):  # a components matrix has losses; embeddings have none
+        others = [v for v in ("vanilla", *fair_names) if _measured(table, v, worst, gap)][:2]
         compared = "; ".join(f"{variant_title(method, v)} {number(table.loc[v, worst])} (gap {number(table.loc[v, gap])})" for v in others)
         out.append(
             f"At rank {rank}, your representation's largest group {worst.removeprefix('max_').replace('_', ' ')} is "
             f"{number(table.loc[YOURS, worst])} (gap {number(table.loc[YOURS, gap])})" + (f"; {compared}." if compared else ".")
         )
-    if "unfairness_balanced" in table.columns and np.isfinite(table.loc[YOURS, "unfairness_balanced"]):
+    if _measured(table, YOURS, "unfairness_balanced"):
         line = f"From your rank-{rank} representation a classifier predicts the group with balanced accuracy {table.loc[YOURS, 'unfairness_balanced'] + 1.0 / k:.2f}"
-        if "vanilla" in table.index and np.isfinite(table.loc["vanilla", "unfairness_balanced"]):
+        if _measured(table, "vanilla", "unfairness_balanced"):
             line += f" ({variant_title(method, 'vanilla')}: {table.loc['vanilla', 'unfairness_balanced'] + 1.0 / k:.2f}"
             line += f"; chance {1.0 / k:.2f})."
         else:
             line += f" (chance {1.0 / k:.2f})."
         out.append(line)
     return out
+
+
+def _measured(table: pd.DataFrame, variant: str, *metrics: str) -> bool:
+    """Whether ``table`` (whole-data metrics by variant) has a finite value of every one of
+    ``metrics`` for ``variant``."""
+    return bool(metrics) and all(m in table.columns for m in metrics) and variant in table.index and all(
+        np.isfinite(table.loc[variant, m]) for m in metrics
+    )

@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import io
 import json
 from html.parser import HTMLParser
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fairaudit import AuditConfig, AuditData, run_audit
 from fairaudit.audit import AuditResult
 from fairaudit.cli import main
 from fairaudit.compare import (
+    KEY,
     NOT_JUDGED,
+    SORT,
+    TOLERANCE,
     compare,
     compare_files,
     direction,
@@ -191,6 +197,92 @@ def test_compare_command(reports, tmp_path, capsys):
     assert "nope.json: no such file" in capsys.readouterr().err
     assert main(["compare", str(paths[0]), str(paths[1]), "--names", "one"]) == 2
     assert "--names before,after" in capsys.readouterr().err
+
+
+def _reference(a: AuditResult, b: AuditResult) -> pd.DataFrame:
+    """The comparison table as it was first written — a pandas outer merge, the rules row by row —,
+    to check the integer matching and the vectorised rules against."""
+    def side(records, prefix):
+        out = records[KEY].copy()
+        out[prefix], out[f"{prefix}_low"], out[f"{prefix}_high"] = records["value"], records["ci_low"], records["ci_high"]
+        return out
+
+    table = side(a.records, "a").merge(side(b.records, "b"), on=KEY, how="outer", indicator=True)
+    table["change"] = table["b"] - table["a"]
+    scale = pd.concat([table["a"].abs(), table["b"].abs()], axis=1).max(axis=1).groupby([table["method"], table["metric"]]).transform("max")
+    table["scale"] = np.where(scale.fillna(0) > 0, scale.fillna(0), 1.0)
+    rows = []
+    for r in table.to_dict("records"):
+        if r["_merge"] != "both":
+            status = "only in A" if r["_merge"] == "left_only" else "only in B"
+        elif np.isnan(r["a"]) and np.isnan(r["b"]):
+            status = "same"
+        elif np.isnan(r["a"]) or np.isnan(r["b"]):
+            status = "changed"
+        else:
+            status = "same" if abs(r["b"] - r["a"]) <= TOLERANCE * r["scale"] else "changed"
+        a_has, b_has = np.isfinite(r["a_low"]) and np.isfinite(r["a_high"]), np.isfinite(r["b_low"]) and np.isfinite(r["b_high"])
+        beyond = None
+        if status in ("same", "changed") and np.isfinite(r["a"]) and np.isfinite(r["b"]) and (a_has or b_has):
+            if a_has and b_has:
+                beyond = bool(r["a_high"] < r["b_low"] or r["b_high"] < r["a_low"])
+            else:
+                low, high, other = (r["a_low"], r["a_high"], r["b"]) if a_has else (r["b_low"], r["b_high"], r["a"])
+                beyond = bool(other < low or other > high)
+        way = direction(r["metric"])
+        judged = "" if status != "changed" or not way or not np.isfinite(r["change"]) else (
+            "better" if (r["change"] < 0) == (way == "lower") else "worse")
+        relative = r["change"] / abs(r["a"]) if abs(r["a"]) > TOLERANCE * r["scale"] else np.nan
+        rows.append({**{k: r[k] for k in KEY}, "status": status, "beyond": beyond, "judged": judged, "relative": relative,
+                     **{k: r[k] for k in ("a", "b", "change", "a_low", "a_high", "b_low", "b_high", "scale")}})
+    return pd.DataFrame(rows, columns=[*KEY, "status", "beyond", "judged", "relative", "a", "b", "change", "a_low", "a_high", "b_low",
+                                       "b_high", "scale"]).sort_values(SORT).reset_index(drop=True)
+
+
+VALUES = st.one_of(st.just(np.nan), st.floats(-5, 5), st.sampled_from([0.0, 1e-12, 1.0, 1.0 + 1e-9]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["pca", "nmf"]), st.sampled_from(["vanilla", "fair_eig"]), st.integers(1, 3),
+                          st.sampled_from(["", "g=1", "g=2"]), st.sampled_from(["loss", "balance", "seconds", "heldout_loss"]),
+                          VALUES, VALUES, VALUES, st.integers(0, 3)), max_size=40))
+def test_the_integer_matching_finds_what_a_merge_finds(rows):
+    """Random records in A, B or both (``where``: 1 A, 2 B, 3 both), values NaN or close to each
+    other, intervals or none: the table equals the reference's, row for row."""
+    unique = {row[:5]: row for row in rows}.values()
+    a = _result([(*r[:5], r[5], r[5] - abs(r[6]), r[5] + abs(r[6])) if r[8] % 2 else (*r[:5], r[5]) for r in unique if r[8] in (1, 3)])
+    b = _result([(*r[:5], r[7], r[7] - abs(r[6]), r[7] + abs(r[6])) if r[8] == 3 else (*r[:5], r[7]) for r in unique if r[8] in (2, 3)])
+    got = compare(a, b, findings=({}, {})).table
+    expected = _reference(a, b)
+    assert len(got) == len(expected)
+    if len(got):
+        columns = [c for c in expected.columns if c != "beyond"]
+        pd.testing.assert_frame_equal(got[columns].astype({"rank": "int64"}).astype(object), expected[columns].astype({"rank": "int64"}).astype(object),
+                                      check_dtype=False)
+        assert got["beyond"].tolist() == expected["beyond"].tolist()
+
+
+def test_the_json_and_csv_written_in_pieces_are_the_whole(reports, monkeypatch):
+    import fairaudit.compare as module
+
+    _, _, paths = reports
+    c = compare_files(*paths)
+    whole = c.to_dict()
+    monkeypatch.setattr(module, "SLICE_ROWS", 7)
+    pieced = json.loads(c.to_json())
+    assert pieced["rows"] == json.loads(json.dumps(whole["rows"])) and {k: v for k, v in pieced.items() if k != "rows"} == {
+        k: v for k, v in json.loads(json.dumps(whole)).items() if k != "rows"}
+    assert pd.read_csv(io.StringIO(c.to_csv())).shape == (len(c.table), len(c.table.columns))
+
+
+def test_the_html_cuts_its_long_tables_and_says_where_the_rest_is(reports, monkeypatch):
+    import fairaudit.compare as module
+
+    _, _, paths = reports
+    c = compare_files(*paths)
+    monkeypatch.setattr(module, "HTML_ROWS", 3)
+    page = render_html(c)
+    assert "the comparison's CSV and JSON hold every value" in page
 
 
 def _finding(variant, verdict, rank=2, topic=None, **evidence):

@@ -164,7 +164,7 @@ def test_damaged_or_foreign_files_are_refused(pca_export, tmp_path):
     blob = pickled.getvalue()
     (copy / ARRAYS_FILE).write_bytes(blob)
     (copy / MANIFEST_FILE).write_text(json.dumps({**manifest, "arrays_sha256": hashlib.sha256(blob).hexdigest()}))
-    with pytest.raises(ModelFileError, match="without pickle"):
+    with pytest.raises(ModelFileError, match="could only be read with pickle"):
         load_model(copy)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -222,3 +223,35 @@ def test_an_nmf_dictionary_gets_intervals_and_verdicts_like_the_familys_variants
     mine = [f for f in findings(both)["nmf"] if f.variant == YOURS]
     assert mine and all(f.verdict in ("gap", "no_evidence", "mitigated", "worse") for f in mine), [(f.verdict, f.text) for f in mine]
     assert both.uncertainty["nmf"][YOURS]["replicates"] == 10
+
+
+EXTRA_FLAGS = {
+    "pca": [], "nmf": ["--nonnegative", "shift", "--nmf-estimates", "1"], "fs": ["--kmeans-runs", "1"],
+    "cpd": ["--cpd-no-sweep", "--cpd-epochs", "20"],
+}
+
+
+@pytest.mark.parametrize("method,kind", [("pca", "embedding"), ("nmf", "embedding"), ("fs", "embedding"), ("cpd", "embedding"),
+                                         ("pca", "components"), ("nmf", "components")])
+def test_the_summary_says_what_your_representation_did_in_every_mode(tmp_path, capsys, method, kind):
+    """Issue 27: a valid 600 × 3 embedding audited without --quiet stopped with KeyError 'max_loss'
+    (NMF: 'max_rel_loss', feature selection: your embedding taken for a baseline) after writing the
+    JSON. Every family, embeddings and components, with the summary printed."""
+    rng = np.random.default_rng(3)
+    n = 90
+    frame = pd.DataFrame(np.abs(rng.normal(size=(n, 4))) + np.repeat([[0], [1]], [60, 30], axis=0), columns=list("abcd"))
+    source = tmp_path / "d.csv"
+    frame.assign(grp=np.repeat(["x", "y"], [60, 30])).to_csv(source, index=False)
+    mine = tmp_path / "mine.npy"
+    np.save(mine, rng.normal(size=(n, 3)) if kind == "embedding" else np.abs(rng.normal(size=(2, 4))))
+    out = tmp_path / "r.json"
+    argv = ["audit", str(source), "--sensitive", "grp", "--methods", method, "--ranks", "2", f"--{kind}", str(mine), "--json", str(out),
+            *EXTRA_FLAGS[method]]
+    code = main(argv)
+    printed, err = capsys.readouterr()
+    assert code == 0, err
+    assert f"yours ({method}): " in printed and "n/a" not in printed.split(f"yours ({method}): ", 1)[1]
+    rows = [line.split() for line in printed.split(f"[{method}]", 1)[1].splitlines() if re.match(r"\s+yours\s+\d", line)]
+    assert [row[1] for row in rows] == [str(3 if kind == "embedding" else 2)]  # the one fit there is: no empty rank rows
+    saved = json.loads(out.read_text())
+    assert {r["rank"] for r in saved["records"] if r["variant"] == YOURS} == ({3} if kind == "embedding" else {2})

@@ -196,3 +196,38 @@ def test_cancelling_the_audit_of_your_representation_keeps_nothing_and_offers_it
     wait_for_runs(at)
     at.run()
     assert not at.exception and not at.error and len(at.session_state["models-yours"]) == 1
+
+
+def test_hostile_uploads_are_refused_in_words_and_the_pages_keep_working(tmp_path):
+    """Issue 27 in the dashboard: a ZIP bomb as a model, a manifest nested 200,000 deep, complex
+    embeddings, a report nested 100,000 deep, one with a lone surrogate — each refused with one
+    message, no exception; a valid upload afterwards works."""
+    from tests.hostile_files import bomb, build_valid, npy, zipped
+
+    build_valid(tmp_path)
+    good = tmp_path / "models" / "pca-vanilla-rank2"
+    at = _app()
+    at.switch_page("pages/models.py").run()
+    at.radio(key="models-source").set_value("Upload a model (ZIP)").run()
+    for name, content, said in (
+        ("bomb.zip", bomb({"manifest.json": (good / "manifest.json").read_bytes()}, "arrays.npz", 256 << 20), "is a ZIP bomb"),
+        ("deep.zip", zipped({"manifest.json": b'{"a":' + b"[" * 200_000 + b"]" * 200_000 + b"}", "arrays.npz": b""}), "64 deep"),
+    ):
+        at.file_uploader(key="models-upload-model").set_value((name, content, "application/zip")).run()
+        assert not at.exception and len(at.error) == 1 and said in at.error[0].value, [e.value for e in at.error]
+    at.file_uploader(key="models-upload-model").set_value(("model.zip", (tmp_path / "model.zip").read_bytes(), "application/zip")).run()
+    assert not at.exception and not at.error
+    at.radio(key="models-yours-kind").set_value("Embeddings (one row per data row)").run()
+    at.file_uploader(key="models-yours-embedding").set_value(("mine.npy", npy(np.ones((600, 2)) + 1j), "application/octet-stream")).run()
+    assert not at.exception and any("holds complex numbers" in e.value for e in at.error)
+    at.switch_page("pages/compare.py").run()
+    report = (tmp_path / "good.json").read_bytes()
+    at.file_uploader(key="compare-a").set_value(("good.json", report, "application/json")).run()
+    for name, content, said in (
+        ("deep.json", b'{"fairaudit_version": "1", "records": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "64 deep"),
+        ("odd.json", report.replace(b'"group": "sex=F"', b'"group": "\\ud800"', 1), "lone surrogate"),
+    ):
+        at.file_uploader(key="compare-b").set_value((name, content, "application/json")).run()
+        assert not at.exception and len(at.error) == 1 and said in at.error[0].value, [e.value for e in at.error]
+    at.file_uploader(key="compare-b").set_value(("same.json", report, "application/json")).run()
+    assert not at.exception and not at.error
