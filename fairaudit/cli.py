@@ -277,9 +277,11 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--nmf-solver", choices=_Choices("nmf._standard.SOLVERS"), default=None,
                      help="standard NMF and E_l solver: mu (default, the paper's) or cd (coordinate descent, tighter E_l)")
     nmf.add_argument("--nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
-                     help="stopping rule of standard NMF and E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
-    nmf.add_argument("--fair-nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
-                     help="stopping rule of Fairer-NMF: window (default; eq10 stops MU on plateaus) or eq10 (the paper's)")
+                     help="stopping rule of the group NMFs behind E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
+    nmf.add_argument("--fair-nmf-stopping", choices=_Choices("nmf.audit.FAIR_STOPPING_RULES"), default=None,
+                     help="stopping rule of Fairer-NMF, and of the standard NMF it is compared with: window (default; eq10 "
+                     "stops MU on plateaus), eq10 (the paper's) or authors (the authors' code: the change of the relative "
+                     "losses, MU weights from 1/L; it reproduces their saved results, up to 1,000,000 iterations)")
     nmf.add_argument("--fair-nmf-weights", choices=_Choices("nmf.audit.MU_WEIGHTS"), default=None,
                      help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
     nmf.add_argument("--fair-nmf-init", choices=_Choices("nmf.audit.AUDIT_INITS"), default=None,
@@ -287,7 +289,7 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
                      help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
     nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4, eq. (10)'s)")
-    nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
+    nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 1000000 MU with --fair-nmf-stopping authors, 200 AM)")
     nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
 
 

@@ -260,7 +260,9 @@ register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap
 register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
 register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
 _NMF_STOPPING = {"eq10": "eq. (10), as printed", "window": "window rule: change over 100 iterations (ours)"}
-register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices={
+    **_NMF_STOPPING, "authors": "the authors' code: change of the relative losses (slow)",
+}))
 register("fair_nmf_init", Option(
     "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
     choices={"random": "a random start, as printed", "nmf": "the standard NMF of the same rank (ours)"},
@@ -287,7 +289,7 @@ register("nmf_solver", Option(
     choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
     dashboard=_cli_only("--nmf-solver"),
 ))
-register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", _NMF_CLI_ONLY,
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "E_ℓ's NMF stopping rule", _NMF_CLI_ONLY,
                                 choices=_NMF_STOPPING, dashboard=_cli_only("--nmf-stopping")))
 register("fair_nmf_weights", Option(
     "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", _NMF_CLI_ONLY,
