@@ -48,6 +48,7 @@ from .formatting import (
     times,
     with_interval,
 )
+from .nmf.notes import negative_losses
 from .plots import variant_title
 from .vocabulary import term
 
@@ -599,6 +600,9 @@ def nmf_findings(result) -> list[Finding]:
                 f"The groups that give up accuracy for {variant_title('nmf', variant)}: "
                 + ", ".join(f"{g} ({number(before[g][0])} → {number(after[g][0])})" for g in raised) + ".",
             ))
+    below = negative_losses(rank, {(variant_title("nmf", v), g): est[0] for v in ["vanilla", *fair] for g, est in records.groups(v, rank, "rel_loss").items()})
+    if below:
+        found.append(records.finding(rank, None, "info", below))
     leak = leakage_finding(records, "vanilla", rank)
     if leak:
         found.append(leak)
