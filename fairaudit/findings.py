@@ -48,7 +48,6 @@ from .formatting import (
     times,
     with_interval,
 )
-from .nmf.notes import negative_losses
 from .plots import variant_title
 from .vocabulary import term
 
@@ -600,6 +599,8 @@ def nmf_findings(result) -> list[Finding]:
                 f"The groups that give up accuracy for {variant_title('nmf', variant)}: "
                 + ", ".join(f"{g} ({number(before[g][0])} → {number(after[g][0])})" for g in raised) + ".",
             ))
+    from .nmf.notes import negative_losses  # here: a PCA audit imports no other family (tests/test_cli.py)
+
     below = negative_losses(rank, {(variant_title("nmf", v), g): est[0] for v in ["vanilla", *fair] for g, est in records.groups(v, rank, "rel_loss").items()})
     if below:
         found.append(records.finding(rank, None, "info", below))
@@ -634,7 +635,15 @@ def cpd_findings(result) -> list[Finding]:
         sentence = _disparity_sentence(records, a, "vanilla CP", "residual fit", "reproduced exactly")
         words = {"gap": "a gap in how well the groups' entities are reproduced", "no_evidence": "no evidence of a gap in fit between the groups", "info": "not tested (no intervals)"}
         found.append(records.finding(rank, "vanilla", a.verdict, f"At rank {rank}, {sentence}: {words[a.verdict]}.", a.evidence()))
+    from .cpd import strength  # here: a PCA audit imports no other family (tests/test_cli.py)
+
     vanilla = table.loc["vanilla"]
+    options = family_options(result.config, "cpd")
+    if rank in records.degenerate:
+        found.append(records.finding(rank, None, "info", (
+            f"Rank {rank} is degenerate ({records.degenerate[rank]}): the embedding has directions the data do not determine, "
+            f"so what the fair methods do there says little; sweep a rank below it ({term('cpd_sweep_rank')})."
+        )))
     for name in ("khsic", "hsic", "fatr"):
         if name not in table.index:
             continue
@@ -643,10 +652,14 @@ def cpd_findings(result) -> list[Finding]:
         if leak is None:
             continue
         nk, nk0 = records.get(name, rank, "nkhsic"), records.get("vanilla", rank, "nkhsic")
+        chosen = result.details.get("cpd", {}).get(name, {}).get(str(rank), {}).get("lambda_choice")
         leak.text += (
             f" At its default λ = {number(point['lam'])}: residual fit {number(point['residual_fit'])} (vanilla "
             f"{number(vanilla['residual_fit'])}), normalised KHSIC {_span(nk, records)} (vanilla {number(nk0[0]) if nk0 else 'n/a'})."
+            f" The default λ: {strength.how_set(options, chosen)}."
         )
+        if leak.verdict == "worse":
+            leak.text += " " + _cp_next_step(records, name, rank)
         found.append(leak)
     points = table[[is_sweep_variant(v) and split_variant(v)[0] == "fatr" for v in table.index]]
     if not points.empty and vanilla["orthogonality"] > 0 and vanilla["unfairness_balanced"] > 0:
@@ -659,6 +672,21 @@ def cpd_findings(result) -> list[Finding]:
                 f"{number(flat['balanced_accuracy'])}: orthogonality does not hide the group (Kim & Gittens 2021, Theorem 1).",
             ))
     return found
+
+
+def _cp_next_step(records: Records, name: str, rank: int) -> str:
+    """What a CP method less fair than vanilla could do instead, from its sweep's points at ``rank``
+    (:func:`fairaudit.cpd.strength.next_step`)."""
+    from .cpd import strength
+
+    def get(variant, metric):
+        return records.get(variant, rank, metric)
+
+    points = [(p.lam, p) for v in records.variants if is_sweep_variant(v) and split_variant(v)[0] == name
+              if (p := strength.from_records(get, v)) is not None]
+    vanilla = strength.from_records(get, "vanilla")
+    chance = 1.0 / max(len(records.sizes), 2)
+    return strength.next_step(variant_title("cpd", name), vanilla, sorted(points, key=lambda item: item[0]), chance, rank)
 
 
 def _range_text(values: list[float]) -> str:

@@ -78,3 +78,35 @@ def test_the_audit_names_a_restart_in_the_details():
     assert text.startswith("restarted from the fair_mu fit's factors: from its own start it stopped at total relative error 0.10058")
     totals = result.records[result.records.metric == "total_rel_error"].set_index("variant")["value"]
     assert totals["vanilla"] <= totals["fair_mu"]
+
+
+# ============================================================================ CP
+def cp_data(seed: int) -> AuditData:
+    """A small 3-way tensor of two entity populations (tests/conftest.py's instance), sizes,
+    true rank, shift and noise drawn per data set."""
+    from .conftest import two_population_tensor
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(24, 41)), int(rng.integers(4, 7)), int(rng.integers(3, 6)))
+    X, groups = two_population_tensor(shape=shape, true_rank=int(rng.integers(2, 5)), shift=float(rng.uniform(0.5, 2.0)),
+                                      spread=float(rng.uniform(1.0, 3.0)), noise=float(rng.uniform(0.02, 0.3)), random_state=seed)
+    return AuditData.from_tensor(X, groups)
+
+
+CP_OPTIONS = {"n_lambdas": 3, "n_epochs": 40, "n_jobs": 1}
+
+
+@pytest.mark.parametrize("seed", range(DATA_SETS))
+def test_vanilla_cp_is_at_its_own_optimum(seed):
+    """Every rank: vanilla CP's residual fit ≤ every fair fit's of the same rank (the per-rank fits
+    and the sweep's points), the audit's formulation, its tolerance and epochs for all."""
+    from fairaudit.cpd.audit import EXACT, CPDAudit
+
+    data = cp_data(seed)
+    family = CPDAudit(data, AuditConfig(methods=("cpd",), ranks=(2, 3), random_state=seed, options={"cpd": CP_OPTIONS}), RecordSink("cpd"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fits = family.fit(np.arange(data.n_rows))
+    for (variant, rank), model in fits.models.items():
+        vanilla = fits.models[("vanilla", rank)].residual_fit_
+        assert vanilla <= model.residual_fit_ * (1 + TOLERANCE) + EXACT, (seed, variant, rank)
