@@ -68,6 +68,9 @@ AUTHORS_MAX_ITER = 1_000_000
 Disease the rule stopped multiplicative updates after 334 to 191,206 iterations over ranks 1–10
 and seeds 0–9, once after 300,000 or more (``docs/nmf.md``)."""
 
+EXACT_FIT = 1e-12
+"""A relative error at most this is an exact fit (:class:`StoppingRule` stops there)."""
+
 CHECK_EVERY = 100
 """The ``"window"`` rule compares the objective with its value ``CHECK_EVERY`` iterations
 earlier: multiplicative updates progress little per iteration and, for Fairer-NMF's c-weights,
@@ -162,6 +165,19 @@ def random_factors(X: np.ndarray, r: int, rng: np.random.Generator) -> tuple[np.
     scale = 2.0 * np.sqrt(max(float(X.mean()), TINY) / r)
     W = scale * rng.uniform(size=(X.shape[0], r))
     H = scale * rng.uniform(size=(r, X.shape[1]))
+    return W, H
+
+
+def exact_factors(X: np.ndarray, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """An exact non-negative factorisation ``X = WH`` of rank ``r ≥ min(rows, features)``: ``W = X``,
+    ``H = I`` (or ``W = I``, ``H = X`` for fewer rows than features), zero-padded to ``r`` parts —
+    the optimum of eq. (2) there, which multiplicative updates keep (``X ⊙ X / X``)."""
+    n, m = X.shape
+    W, H = np.zeros((n, r)), np.zeros((r, m))
+    if m <= n:
+        W[:, :m], H[:m, :] = X, np.eye(m)
+    else:
+        W[:, :n], H[:n, :] = np.eye(n), X
     return W, H
 
 
@@ -292,7 +308,12 @@ class StoppingRule:
     per iteration for hundreds of iterations and still have far to go; eq. (10) stops them there
     (``docs/nmf.md`` has the measured effect).
 
-    Either rule: reaching ``max_iter`` first emits a
+    Every rule also stops at an exact fit — the (worst group's) relative error at most
+    :data:`EXACT_FIT` at a window's check — where what is left of the error is rounding, whose
+    changes never settle (ours: at ``r ≥ min(rows, features)``, where the audit starts standard
+    NMF from an exact factorisation, eq. (10) and the window rule ran to the iteration cap).
+
+    Any rule: reaching ``max_iter`` first emits a
     :class:`~sklearn.exceptions.ConvergenceWarning`.
     """
 
@@ -324,9 +345,12 @@ class StoppingRule:
                 self.converged = True
                 return True
             self._previous = errors
+            if iteration % self.every == 0 and (scale() if callable(scale) else scale) <= EXACT_FIT:
+                self.converged = True  # an exact fit: what is left is rounding, whose changes never settle
+                return True
         elif iteration % self.every == 0:
             scale = scale() if callable(scale) else scale
-            if self._reference is not None and abs(self._reference - objective) <= self.tol * abs(scale):
+            if scale <= EXACT_FIT or (self._reference is not None and abs(self._reference - objective) <= self.tol * abs(scale)):
                 self.converged = True
                 return True
             self._reference = objective

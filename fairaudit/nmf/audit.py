@@ -35,7 +35,7 @@ from ..formatting import number
 from ..groups import check_groups
 from ..uncertainty import Disparity
 from ..vocabulary import term
-from ._core import FAIR_STOPPING_RULES, STOPPING_RULES, GroupedData, check_solver_parameters, group_errors
+from ._core import FAIR_STOPPING_RULES, STOPPING_RULES, GroupedData, check_solver_parameters, exact_factors, group_errors
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
 from .fair import MU_WEIGHTS, FairerNMF
@@ -316,8 +316,11 @@ class NMFAudit(FamilyAudit):
             found = {}
             # The vanilla NMF also starts the fair variants with init="nmf"; its warnings count only when it is audited.
             if "vanilla" in self.chosen or options["init"] == "nmf":
+                # At r ≥ min(rows, features) eq. (2)'s optimum is an exact factorisation: vanilla starts there
+                # (from a random start it only crawls towards it, to the iteration cap), as E_ℓ is 0 there.
+                exact = dict(zip("WH", exact_factors(X, rank), strict=True)) if rank >= min(X.shape) else {}
                 with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in self.chosen else ()) as caps:
-                    vanilla = NMF(rank, estimates=E, random_state=seed, **compared).fit(X, sensitive_features=sensitive)
+                    vanilla = NMF(rank, estimates=E, random_state=seed, **compared).fit(X, sensitive_features=sensitive, **exact)
                 found["vanilla"] = (vanilla, caps, vanilla.fit_seconds_)
             for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
                 if name in self.chosen:
