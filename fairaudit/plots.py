@@ -337,8 +337,9 @@ def frontier(
     title: str | None = None,
 ) -> go.Figure:
     """The trade-off frontier of a parameter sweep: ``x_metric`` against ``y_metric``, one line
-    per swept variant through its points in order of ``lam`` (the sweep variants ``name@i``), and
-    the vanilla fit at the same rank as a star (Kim & Gittens 2021, Figs. 2a and 3a).
+    per swept variant through its points in order of ``lam`` (the sweep variants ``name@i``), each
+    method's default λ at that rank ringed (the point its finding judges), and the vanilla fit at
+    the same rank as a star (Kim & Gittens 2021, Figs. 2a and 3a).
 
     ``rank`` defaults to the rank the sweep was run at (the largest, if several).
     """
@@ -375,6 +376,17 @@ def frontier(
                 f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
             )
         )
+        if base in table.index:  # the method's default λ at this rank: ringed (the findings' point)
+            chosen = table.loc[[base]]
+            fig.add_trace(
+                go.Scatter(
+                    x=chosen[x_metric], y=chosen[y_metric], mode="markers", name=safe(f"{variant_title(method, base)}: default λ"),
+                    legendgroup=safe(variant_title(method, base)), showlegend=False,
+                    marker=dict(symbol="circle-open", size=18, line=dict(width=2.5, color=colour)), customdata=chosen["lam"],
+                    hovertemplate=f"{safe(variant_title(method, base))}: its default λ = %{{customdata:.3g}}<br>"
+                    f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
+                )
+            )
     if "vanilla" in table.index:
         anchor = table.loc["vanilla"]
         fig.add_trace(
