@@ -656,7 +656,7 @@ def cpd_findings(result) -> list[Finding]:
         leak.text += (
             f" At its default λ = {number(point['lam'])}: residual fit {number(point['residual_fit'])} (vanilla "
             f"{number(vanilla['residual_fit'])}), normalised KHSIC {_span(nk, records)} (vanilla {number(nk0[0]) if nk0 else 'n/a'})."
-            f" The default λ: {strength.how_set(options, chosen)}."
+            f" The default λ was {strength.how_set(options, chosen)}."
         )
         if leak.verdict == "worse":
             leak.text += " " + _cp_next_step(records, name, rank)

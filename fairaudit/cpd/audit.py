@@ -583,9 +583,9 @@ class CPDAudit(FamilyAudit):
         """Vanilla CP at least as good as every fair fit of its rank in what it minimises, the
         residual fit: where a fair fit (a per-rank fit or a point of the sweep) fits better —
         vanilla stopped short (``tol``, ``n_epochs``) or in a poorer optimum — vanilla is refitted
-        from that fit's factors (ALS, or the paper's steps, which never raise the fit term at
-        λ = 0) and the better of the two kept; the audit's details say so. λ_ref and the fair fits'
-        warm starts stay those of vanilla's first fit."""
+        from that fit's factors (by ALS, which never raises the fit; under the paper's formulation by
+        its fixed steps) and kept where it then fits better; the audit's details say so. λ_ref and
+        the fair fits' warm starts stay those of vanilla's first fit."""
         measured = fits.shared.setdefault("measured", (replicate, {}))[1]
         for rank, vanilla in list(fits.shared["vanilla"].items()):
             others = {variant: model for (variant, r), model in fits.models.items() if r == rank and variant != "vanilla"}

@@ -197,7 +197,7 @@ def how_set(options: dict, chosen: str | None) -> str:
         rule = "paper" if options.get("formulation") == "paper" else "frontier"
     if rule == "frontier":
         if chosen:
-            return f"chosen on the frontier ({term('cpd_lambda', 'frontier')}): {chosen}"
+            return f"chosen on the frontier, {chosen}"
         return (f"the grid point nearest λ_ref: no sweep to choose on (run one with {term('cpd_sweep', True)}, "
                 f"or set λ with {term('cpd_lambda')})")
     if rule == "paper":
