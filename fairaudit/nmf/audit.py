@@ -14,11 +14,12 @@ and the leakage test's records (of the representation ``W``), ``n_iter``, ``seco
 bootstrap (:class:`NMFAudit` says how a replicate refits).
 
 Each rank's ``E_ℓ`` (Algorithm 1) is computed once and shared by every variant (and cached
-across audits). The defaults are the paper's method (``E_ℓ`` and standard NMF by multiplicative
-updates stopped by eq. (10), Algorithms 2–3 as printed) except two: the Fairer-NMF iterations
-stop by our ``"window"`` rule, because eq. (10) stops multiplicative updates on plateaus — far
-from the results the authors saved — and they start from the standard NMF of the same rank
-(``docs/nmf.md`` has the measurements). Every fit says which version ran (the ``method`` detail).
+across audits). The defaults are the paper's method (``E_ℓ`` by multiplicative updates stopped by
+eq. (10), Algorithms 2–3 as printed) except where ``docs/nmf.md`` measures why not: the Fairer-NMF
+iterations stop by our ``"window"`` rule, because eq. (10) stops multiplicative updates on
+plateaus — far from the results the authors saved —, they start from the standard NMF of the
+same rank, and that standard NMF is at its own optimum (:func:`vanilla_settings`,
+:func:`at_own_optimum`). Every fit says which version ran (the ``method`` detail).
 """
 
 from __future__ import annotations
@@ -246,7 +247,8 @@ class NMFAudit(FamilyAudit):
     (multiplicative updates; coordinate descent restarts at random, since scikit-learn's
     stopping rule is relative to its first iteration and a start at the solution never stops)
     and each Fairer-NMF variant from its own audit fit — the same settings
-    (:func:`standard_settings`, :func:`fairer_settings`). Held-out rows get their ``W`` by NNLS
+    (:func:`vanilla_settings`, :func:`fairer_settings`) and the same restart of standard NMF from
+    a Fairer-NMF fit with a lower total error (:func:`at_own_optimum`). Held-out rows get their ``W`` by NNLS
     against the fitted ``H`` and their own ``E_ℓ`` (Algorithm 1 on the held-out rows of each
     group).
     """
