@@ -3,8 +3,9 @@ the orthogonal Jacobi scheme (the audit's), against vanilla PCA and the Fair PCA
 
 Per data set and scheme: iterations, whether it converged or diverged, the JEVD criterion left
 (C(U)/C(I), eq. 4), seconds, and the worst-group loss (Samadi's; what JEVD-PCA targets, eq. 3) at
-each rank. Data: LSAC (race 1 vs 2, standardised — Pelegrina & Duarte's setup; and the JEVD
-paper's gender groups, unscaled), Default Credit (Samadi's education split, standardised).
+each rank. Data: LSAC (race 1 vs 2, standardised — Pelegrina & Duarte's setup; the JEVD paper's
+gender groups, unscaled, the gender column among the features; race and gender groups on the raw
+features without the gender column), Default Credit (Samadi's education split, standardised).
 Usage: python benchmarks/bench_pca_jevd.py
 """
 
@@ -28,6 +29,11 @@ def data_sets():
     if (SHARED / "lsac" / "lsac.csv").exists():
         yield "LSAC race (standardised)", *jevd_reproduction.lsac_race(SHARED)
         yield "LSAC gender (the JEVD paper's)", *jevd_reproduction.lsac_gender(SHARED)
+        # Raw features, no 0/1 column among them (columns 1–4 and 7–11): where Algorithm 1 as printed converges.
+        raw = jevd_reproduction._lsac(SHARED)
+        features = raw[:, [0, 1, 2, 3, 6, 7, 8, 9, 10]]
+        yield "LSAC race (raw, without the gender column)", features, np.where(raw[:, 5] == 1, "white", "black")
+        yield "LSAC gender (raw, without the gender column)", features, np.where(raw[:, 4] == 1, "gender=1", "gender=2")
     if (SHARED / "credit" / "default_degree.csv").exists():
         yield "Credit education (Samadi's)", *samadi.credit(SHARED)
 

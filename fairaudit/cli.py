@@ -277,8 +277,9 @@ def _add_pca_options(parser: argparse.ArgumentParser) -> None:
     pca = parser.add_argument_group("PCA (--methods pca)")
     pca.add_argument("--jevd-solver", choices=_Choices("pca.jevd.SOLVERS"), default=None,
                      help=_Help(lambda: f"JEVD-PCA's scheme (default {_constant('pca.audit.DEFAULT_OPTIONS')['jevd_solver']}: "
-                                        "orthogonal Jacobi, stable; paper: Algorithm 1 as printed, which diverges on most real "
-                                        "data; damped: Algorithm 1 with a backtracking step)"))
+                                        "orthogonal Jacobi, stable; paper: Algorithm 1 as printed, which diverges on standardised "
+                                        "data and converges slowly on raw features of unequal scales; damped: Algorithm 1 with a "
+                                        "backtracking step)"))
 
 
 def _pca_options(args) -> dict:
@@ -296,9 +297,11 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--nmf-solver", choices=_Choices("nmf._standard.SOLVERS"), default=None,
                      help="standard NMF and E_l solver: mu (default, the paper's) or cd (coordinate descent, tighter E_l)")
     nmf.add_argument("--nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
-                     help="stopping rule of standard NMF and E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
-    nmf.add_argument("--fair-nmf-stopping", choices=_Choices("nmf.audit.STOPPING_RULES"), default=None,
-                     help="stopping rule of Fairer-NMF: window (default; eq10 stops MU on plateaus) or eq10 (the paper's)")
+                     help="stopping rule of the group NMFs behind E_l with --nmf-solver mu: eq10 (default, the paper's) or window")
+    nmf.add_argument("--fair-nmf-stopping", choices=_Choices("nmf.audit.FAIR_STOPPING_RULES"), default=None,
+                     help="stopping rule of Fairer-NMF, and of the standard NMF it is compared with: window (default; eq10 "
+                     "stops MU on plateaus), eq10 (the paper's) or authors (the authors' code: the change of the relative "
+                     "losses, MU weights from 1/L; it reproduces their saved results, up to 1,000,000 iterations)")
     nmf.add_argument("--fair-nmf-weights", choices=_Choices("nmf.audit.MU_WEIGHTS"), default=None,
                      help="Fairer-NMF (MU) H-step weights: squared (default, Algorithm 3) or gradient (ours)")
     nmf.add_argument("--fair-nmf-init", choices=_Choices("nmf.audit.AUDIT_INITS"), default=None,
@@ -306,7 +309,7 @@ def _add_nmf_options(parser: argparse.ArgumentParser) -> None:
     nmf.add_argument("--fair-nmf-keep-best", action=argparse.BooleanOptionalAction, default=None,
                      help="return the Fairer-NMF iterate with the smallest largest loss (default: the last one, the paper's)")
     nmf.add_argument("--nmf-tol", type=float, default=None, help="stopping tolerance (default 1e-4, eq. (10)'s)")
-    nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 200 AM)")
+    nmf.add_argument("--nmf-max-iter", type=int, default=None, help="Fairer-NMF iteration cap (default 5000 MU, 1000000 MU with --fair-nmf-stopping authors, 200 AM)")
     nmf.add_argument("--am-max-cells", type=int, default=None, help="skip Fairer-NMF AM above rows x features (default 100000)")
 
 
@@ -398,9 +401,13 @@ def _add_cpd_options(audit) -> None:
                      "(Kim & Gittens' Algorithm 1 as printed, with the paper's λ values; slow)")
     cpd.add_argument("--cpd-classifier", default=None, choices=LEAKAGE_CLASSIFIERS,
                      help="leakage classifier for CP embeddings (default qda, fast; mlp = the paper's 1,500-unit network, 50–100× slower per fit)")
+    cpd.add_argument("--cpd-lambda", default=None, metavar="frontier|reference|paper|VALUE",
+                     help="each fair method's default λ: frontier (default for --cpd-formulation fairaudit: the smallest λ on the "
+                     "sweep that removes the leakage it can, keeping 90 %% of the fit), reference (λ_ref), paper (Kim & Gittens' "
+                     "Fig. 2b; default for --cpd-formulation paper) or a number")
     cpd.add_argument("--cpd-lambdas", default=None, help="λ values for every fair method, e.g. 0.1,1,10 (default: a 10-point grid scaled to the data)")
     cpd.add_argument("--cpd-points", type=int, default=None, help="points of the default λ grid (default 10)")
-    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the exact-fit rank)")
+    cpd.add_argument("--cpd-sweep-rank", type=int, default=None, help="CP rank of the λ sweep (default: the largest audited rank below the one from which CP can reproduce the data)")
     cpd.add_argument("--cpd-no-sweep", action="store_true", help="skip the λ sweep (fair methods at their default λ only)")
     cpd.add_argument("--cpd-epochs", type=int, default=None, help="largest number of epochs per fit (default 200)")
     cpd.add_argument("--cpd-khsic-max-rows", type=int, default=None, help="skip KHSIC above this many entities (default 5000)")
@@ -422,6 +429,7 @@ def _cpd_options(args) -> dict:
             raise ParameterError(f"{term('cpd_lambdas', args.cpd_lambdas)} is not a list of numbers such as 0.1,1,10.") from None
     options = {
         "formulation": args.cpd_formulation,
+        "lambda_choice": args.cpd_lambda,
         "leakage_classifier": args.cpd_classifier,
         "lambdas": lambdas,
         "n_lambdas": args.cpd_points,

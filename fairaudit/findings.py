@@ -657,6 +657,11 @@ def nmf_findings(result, reference: str | None = None) -> list[Finding]:
                 + ", ".join(f"{g} ({number(before[g][0])} → {number(after[g][0])})" for g in raised) + ".",
                 {"rank": rank, "rel_loss": {g: {"before": before[g][0], "after": after[g][0]} for g in raised}},
             ))
+    from .nmf.notes import negative_losses  # here: a PCA audit imports no other family (tests/test_cli.py)
+
+    below = negative_losses(rank, {(variant_title("nmf", v), g): est[0] for v in ["vanilla", *fair] for g, est in records.groups(v, rank, "rel_loss").items()})
+    if below:
+        found.append(records.finding(rank, None, "info", below))
     leak = leakage_finding(records, "vanilla", rank)
     if leak:
         found.append(leak)
@@ -686,7 +691,15 @@ def cpd_findings(result, reference: str | None = None) -> list[Finding]:
     fit = records.judge("vanilla", "residual_fit", ranks=[rank])
     if fit is not None:
         found.append(_disparity_finding(records, fit, "vanilla CP", "residual fit", headline=True))
+    from .cpd import strength  # here: a PCA audit imports no other family (tests/test_cli.py)
+
     vanilla = table.loc["vanilla"]
+    options = family_options(result.config, "cpd")
+    if rank in records.degenerate:
+        found.append(records.finding(rank, None, "info", (
+            f"Rank {rank} is degenerate ({records.degenerate[rank]}): the embedding has directions the data do not determine, "
+            f"so what the fair methods do there says little; sweep a rank below it ({term('cpd_sweep_rank')})."
+        )))
     for name in ("khsic", "hsic", "fatr"):
         if name not in table.index:
             continue
@@ -695,12 +708,16 @@ def cpd_findings(result, reference: str | None = None) -> list[Finding]:
         if leak is None:
             continue
         nk, nk0 = records.get(name, rank, "nkhsic"), records.get("vanilla", rank, "nkhsic")
+        chosen = result.details.get("cpd", {}).get(name, {}).get(str(rank), {}).get("lambda_choice")
         leak.text += (
             f" At its default λ = {number(point['lam'])}: residual fit {number(point['residual_fit'])} (vanilla "
             f"{number(vanilla['residual_fit'])}), normalised KHSIC {_span(nk, records)} (vanilla {number(nk0[0]) if nk0 else 'n/a'})."
+            f" The default λ was {strength.how_set(options, chosen)}."
         )
         leak.evidence.update(json_ready({"lam": point["lam"], "residual_fit": point["residual_fit"], "vanilla_residual_fit": vanilla["residual_fit"],
                                     "nkhsic": _estimate(nk), "vanilla_nkhsic": nk0[0] if nk0 else None}))
+        if leak.verdict == "worse":
+            leak.text += " " + _cp_next_step(records, name, rank)
         found.append(leak)
     points = table[[is_sweep_variant(v) and split_variant(v)[0] == "fatr" for v in table.index]]
     if not points.empty and vanilla["orthogonality"] > 0 and vanilla["unfairness_balanced"] > 0:
@@ -715,6 +732,21 @@ def cpd_findings(result, reference: str | None = None) -> list[Finding]:
                  "balanced_accuracy": flat["balanced_accuracy"], "year": 2021, "theorem": 1},
             ))
     return found
+
+
+def _cp_next_step(records: Records, name: str, rank: int) -> str:
+    """What a CP method less fair than vanilla could do instead, from its sweep's points at ``rank``
+    (:func:`fairaudit.cpd.strength.next_step`)."""
+    from .cpd import strength
+
+    def get(variant, metric):
+        return records.get(variant, rank, metric)
+
+    points = [(p.lam, p) for v in records.variants if is_sweep_variant(v) and split_variant(v)[0] == name
+              if (p := strength.from_records(get, v)) is not None]
+    vanilla = strength.from_records(get, "vanilla")
+    chance = 1.0 / max(len(records.sizes), 2)
+    return strength.next_step(variant_title("cpd", name), vanilla, sorted(points, key=lambda item: item[0]), chance, rank)
 
 
 def _range_text(values: list[float]) -> str:

@@ -1077,6 +1077,27 @@ def proportion_from_tables(tables: np.ndarray) -> np.ndarray:
     return found
 
 
+NEGATIVE_LOSS_METRICS = ("rel_loss", "max_rel_loss")
+"""NMF metrics that can fall below 0 (their held-out twins too): a relative loss is measured against
+``E_ℓ``, an estimate (Kassab, George, Needell et al., Def. 4.1, Remark 4.2, Algorithm 1)."""
+
+NEGATIVE_LOSS_NOTE = (
+    "A relative loss below 0 is no error: E_ℓ, the yardstick, is the mean error of a few NMFs of the group alone "
+    "(Algorithm 1, T runs, each stopped by eq. (10)) — an estimate of what an NMF of the group achieves, not the best it "
+    "could — so a group the shared model fits better than its own runs did on average gets a loss below 0."
+)
+"""Why a relative loss can be negative: said where one is shown (the charts' hover, the tables' note,
+the NMF findings)."""
+
+NEGATIVE_LOSS_HOVER = "below 0: fitted better than the mean of the group's own NMF runs (E_ℓ is an estimate)"
+""":data:`NEGATIVE_LOSS_NOTE` in a chart's hover, beside the point."""
+
+
+def can_be_negative(metric: str) -> bool:
+    """``metric`` (or its held-out twin) is one of :data:`NEGATIVE_LOSS_METRICS`."""
+    return metric.removeprefix(HELDOUT_PREFIX) in NEGATIVE_LOSS_METRICS
+
+
 # ---------------------------------------------------------------- plain-language definitions
 METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
     "error": {
@@ -1267,7 +1288,8 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "plain": "How much worse the shared NMF reconstructs a group than an NMF of that group alone "
         "would, relative to the group's size. 0 means the group is served as well as it can be; "
         "small or complex groups usually lose most under standard NMF. Fairer-NMF minimises the "
-        "largest value. Can be slightly negative because E_ℓ is an estimate.",
+        "largest value. Below 0 where the shared NMF fits a group better than the group's own runs "
+        "did: E_ℓ is an estimate (see the note under the table).",
         "source": "Kassab, George, Needell et al., Def. 4.1, Remark 4.2, Alg. 1",
     },
     "own_rel_error": {

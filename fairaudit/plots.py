@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
 from .formatting import OUTSIDE_MARK, OUTSIDE_WORDS, cell, number
-from .metrics import better, metric_definition
+from .metrics import NEGATIVE_LOSS_HOVER, NEGATIVE_LOSS_NOTE, better, can_be_negative, metric_definition
 
 # Okabe & Ito's colour-blind-safe palette (Okabe & Ito 2008, "Color Universal Design"), without its
 # black, which a dark theme would hide; every colour here reads on white and on a dark background.
@@ -238,7 +238,7 @@ def group_curves(
                     line=dict(color=colour, dash=GROUP_DASHES[index % len(GROUP_DASHES)]),
                     marker=dict(symbol=GROUP_SYMBOLS[index % len(GROUP_SYMBOLS)], size=9 - min(index, 3)),
                     error_y=None if bands else interval_bars(line, colour),
-                    text=hover_texts(line, safe(group)),
+                    text=hover_texts(line, safe(group), metric),
                     hovertemplate="%{text}<extra></extra>",
                 ),
                 row=1,
@@ -314,7 +314,7 @@ def variant_curves(
                 line=style,
                 marker=marker,
                 error_y=None if bands else interval_bars(line, style["color"]),
-                text=hover_texts(line, name),
+                text=hover_texts(line, name, metric),
                 hovertemplate="%{text}<extra></extra>",
             )
         )
@@ -337,8 +337,9 @@ def frontier(
     title: str | None = None,
 ) -> go.Figure:
     """The trade-off frontier of a parameter sweep: ``x_metric`` against ``y_metric``, one line
-    per swept variant through its points in order of ``lam`` (the sweep variants ``name@i``), and
-    the vanilla fit at the same rank as a star (Kim & Gittens 2021, Figs. 2a and 3a).
+    per swept variant through its points in order of ``lam`` (the sweep variants ``name@i``), each
+    method's default λ at that rank ringed (the point its finding judges), and the vanilla fit at
+    the same rank as a star (Kim & Gittens 2021, Figs. 2a and 3a).
 
     ``rank`` defaults to the rank the sweep was run at (the largest, if several).
     """
@@ -375,6 +376,17 @@ def frontier(
                 f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
             )
         )
+        if base in table.index:  # the method's default λ at this rank: ringed (the findings' point)
+            chosen = table.loc[[base]]
+            fig.add_trace(
+                go.Scatter(
+                    x=chosen[x_metric], y=chosen[y_metric], mode="markers", name=safe(f"{variant_title(method, base)}: default λ"),
+                    legendgroup=safe(variant_title(method, base)), showlegend=False,
+                    marker=dict(symbol="circle-open", size=18, line=dict(width=2.5, color=colour)), customdata=chosen["lam"],
+                    hovertemplate=f"{safe(variant_title(method, base))}: its default λ = %{{customdata:.3g}}<br>"
+                    f"{safe(metric_title(x_metric))} %{{x:.4g}}<br>{safe(metric_title(y_metric))} %{{y:.4g}}<extra></extra>",
+                )
+            )
     if "vanilla" in table.index:
         anchor = table.loc["vanilla"]
         fig.add_trace(
@@ -503,17 +515,30 @@ def interval_bars(line: pd.DataFrame, colour: str) -> dict | None:
     )
 
 
-def hover_texts(line: pd.DataFrame, name: str) -> list[str]:
+def hover_texts(line: pd.DataFrame, name: str, metric: str | None = None) -> list[str]:
     """Per point of ``line``: “name, rank 3: 0.412 (0.371–0.455)” (the interval where there is
     one; a value outside it says so), written by :mod:`fairaudit.formatting` like every other
-    number shown."""
+    number shown. A relative loss below 0 (``metric``, :func:`fairaudit.metrics.can_be_negative`)
+    says why it can be."""
     lows = line["ci_low"] if "ci_low" in line else pd.Series(np.nan, index=line.index)
     highs = line["ci_high"] if "ci_high" in line else pd.Series(np.nan, index=line.index)
+    negative = metric is not None and can_be_negative(metric)
     texts = []
     for rank, value, low, high in zip(line["rank"], line["value"], lows, highs, strict=True):
         text = f"{name}, rank {int(rank)}: {cell(value, low, high)}"
-        texts.append(text + f" outside its interval: {OUTSIDE_WORDS}" if text.endswith(OUTSIDE_MARK) else text)
+        text = text + f" outside its interval: {OUTSIDE_WORDS}" if text.endswith(OUTSIDE_MARK) else text
+        texts.append(text + f"<br>{NEGATIVE_LOSS_HOVER}" if negative and value < 0 else text)
     return texts
+
+
+def negative_loss_note(table: pd.DataFrame) -> str | None:
+    """:data:`fairaudit.metrics.NEGATIVE_LOSS_NOTE` when a column of ``table`` (a column per
+    metric, the values as numbers) is a relative loss with a value below 0 — the note a table
+    shows under it."""
+    for metric in table.columns:
+        if can_be_negative(str(metric)) and (pd.to_numeric(table[metric], errors="coerce") < 0).any():
+            return NEGATIVE_LOSS_NOTE
+    return None
 
 
 def _translucent(colour: str, opacity: float = INTERVAL_OPACITY) -> str:

@@ -25,7 +25,7 @@ from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
-from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, table_title, variant_title
+from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, negative_loss_note, table_title, variant_title
 from .verdicts import MIN_JUDGED_ROWS, Settings
 from .vocabulary import render, term
 
@@ -379,6 +379,7 @@ def _family_section(result: AuditResult, method: str, found: list[Finding], inte
             f"<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
             + _table(rows, header)
             + (f'<p class="note">{_e(OUTSIDE_NOTE)}</p>' if marked(rows) else "")
+            + (f'<p class="note">{_e(negative)}</p>' if (negative := negative_loss_note(summary_table(result, method))) else "")
         )
     parts.append(_details_html(result, method))
     return "".join(parts)

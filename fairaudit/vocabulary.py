@@ -267,7 +267,9 @@ register("nmf_max_iter", Option("nmf.max_iter", "--nmf-max-iter", "Iteration cap
 register("nmf_tol", Option("nmf.tol", "--nmf-tol", "Stopping tolerance", "NMF"))
 register("nmf_estimates", Option("nmf.n_estimates", "--nmf-estimates", "NMF runs per group for E_ℓ", "NMF"))
 _NMF_STOPPING = {"eq10": "eq. (10), as printed", "window": "window rule: change over 100 iterations (ours)"}
-register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices=_NMF_STOPPING))
+register("fair_nmf_stopping", Option("nmf.stopping", "--fair-nmf-stopping", "Fairer-NMF stopping rule", "NMF", choices={
+    **_NMF_STOPPING, "authors": "the authors' code: change of the relative losses (slow)",
+}))
 register("fair_nmf_init", Option(
     "nmf.init", "--fair-nmf-init", "Fairer-NMF start", "NMF",
     choices={"random": "a random start, as printed", "nmf": "the standard NMF of the same rank (ours)"},
@@ -294,7 +296,7 @@ register("nmf_solver", Option(
     choices={"mu": "multiplicative updates (the paper's)", "cd": "coordinate descent (tighter E_ℓ)"},
     dashboard=_cli_only("--nmf-solver"),
 ))
-register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "Standard NMF stopping rule", _NMF_CLI_ONLY,
+register("nmf_stopping", Option("nmf.nmf_stopping", "--nmf-stopping", "E_ℓ's NMF stopping rule", _NMF_CLI_ONLY,
                                 choices=_NMF_STOPPING, dashboard=_cli_only("--nmf-stopping")))
 register("fair_nmf_weights", Option(
     "nmf.mu_weights", "--fair-nmf-weights", "Fairer-NMF (MU) H-step weights", _NMF_CLI_ONLY,
@@ -317,6 +319,12 @@ register("cpd_khsic_max_rows", Option(
     dashboard=lambda v: "“Run KHSIC anyway” ticked (Tensor page)",
 ))
 register("cpd_points", Option("cpd.n_lambdas", "--cpd-points", "λ values in the sweep", "Tensor"))
+register("cpd_sweep", Option(
+    "cpd.sweep", "--cpd-no-sweep", "λ sweep (the fit–leakage frontier)", "Tensor",
+    cli=lambda v: "--cpd-no-sweep" if v == "false" else "the λ sweep (leave out --cpd-no-sweep)",
+    dashboard=lambda v: ("clear “λ sweep (the fit–leakage frontier)” (Tensor page)" if v == "false"
+                         else "“λ sweep (the fit–leakage frontier)” ticked (Tensor page)"),
+))
 register("cpd_sweep_rank", Option("cpd.sweep_rank", "--cpd-sweep-rank", "CP rank of the sweep", "Tensor"))
 register("cpd_lambdas", Option("cpd.lambdas", "--cpd-lambdas", "λ values in the sweep", "Tensor"))
 register("cpd_landmarks", Option("cpd.khsic_landmarks", "--cpd-landmarks", "KHSIC kernel", "Tensor",
@@ -326,6 +334,22 @@ register("cpd_tol", Option("cpd.tol", "--cpd-tol", "Largest number of epochs per
 register("cpd_jobs", Option(
     "cpd.n_jobs", "--cpd-jobs", "", "no dashboard control",
     dashboard=lambda v: "the number of worker threads (the library's or the CLI's --cpd-jobs; the Tensor page uses 2)",
+))
+_CPD_LAMBDA = {
+    "frontier": "chosen on the λ sweep (the smallest that removes the leakage, keeping the fit)",
+    "reference": "λ_ref, scaled to the data (the previous default)",
+    "paper": "the paper's (Kim & Gittens, Fig. 2b)",
+}
+
+
+def _cpd_lambda_dashboard(value: str) -> str:
+    if value in _CPD_LAMBDA:
+        return f"“Default λ” → “{_CPD_LAMBDA[value]}” (Tensor page)"
+    return f"“Default λ” → “a value of my own” and {value} in “λ” (Tensor page)"
+
+
+register("cpd_lambda", Option(
+    "cpd.lambda_choice", "--cpd-lambda", "Default λ", "Tensor", choices=_CPD_LAMBDA, dashboard=_cpd_lambda_dashboard,
 ))
 register("cpd_formulation", Option(
     "cpd.formulation", "--cpd-formulation", "Formulation", "Tensor",

@@ -36,10 +36,11 @@ from fairaudit.plots import (
     group_sizes_figure,
     metric_label,
     metric_line,
+    negative_loss_note,
     table_title,
     variant_title,
 )
-from fairaudit.report import details_rows_by_ranks, marked, summary_text
+from fairaudit.report import details_rows_by_ranks, marked, summary_table, summary_text
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED
 from fairaudit.verdicts import MIN_JUDGED_ROWS
@@ -579,6 +580,10 @@ def show_table(result: AuditResult, method: str) -> None:
         notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
     if marked(table[shown]):
         notes.append(OUTSIDE_NOTE)
+    values = summary_table(result, method)
+    negative = negative_loss_note(values[[c for c in values.columns if c.removeprefix(HELDOUT_PREFIX) in shown]])
+    if negative:
+        notes.append(negative)
     st.caption(" ".join(notes))
     show_missing_intervals(result, method)
 

@@ -39,7 +39,8 @@ def options(data, saved: dict) -> dict:
     solver = st.selectbox(
         "JEVD-PCA scheme", JEVD_SOLVERS, index=JEVD_SOLVERS.index(saved.get("jevd_solver", DEFAULT_OPTIONS["jevd_solver"])),
         format_func=OPTIONS["jevd_solver"].choices.get, key="pca-jevd-solver",
-        help="The paper's Algorithm 1 diverges on most real data; the report names the scheme that ran.",
+        help="The paper's Algorithm 1 diverges on standardised data (the default scaling) and converges slowly on raw "
+        "features of unequal scales; the report names the scheme that ran.",
     )
     return {"jevd_solver": solver}
 

@@ -7,6 +7,7 @@ import streamlit as st
 from fairaudit.cpd._kernels import NYSTROM_LANDMARKS, NYSTROM_ROWS
 from fairaudit.cpd.audit import DEFAULT_OPTIONS
 from fairaudit.cpd.estimator import FORMULATIONS, KERNELS, rank_limit
+from fairaudit.cpd.sweep import unfolding_rank
 from fairaudit.plots import VARIANT_TITLES
 from fairaudit.vocabulary import OPTIONS
 from pages.common import current_data, method_page
@@ -22,9 +23,19 @@ KERNEL_HELP = (
     f"O(n²) per step. **Nyström**: an approximation from {NYSTROM_LANDMARKS} landmark entities, faster on many entities."
 )
 
+OWN_LAMBDA = "own"
+"""The “Default λ” menu's entry for a number the user types."""
+
+
+def _default_rule(formulation: str) -> str:
+    """The default λ rule under ``formulation`` (the audit's ``lambda_choice=None``)."""
+    return "paper" if formulation == "paper" else "frontier"
+
+
 data = current_data()
 shape = data.tensor_shape or (data.n_rows, data.n_features)
 limit = rank_limit(shape)
+exact_rank = min(limit, unfolding_rank(data.tensor()))
 khsic_limit = DEFAULT_OPTIONS["khsic_max_rows"]
 heavy = {}
 if shape[0] > NYSTROM_ROWS:
@@ -43,8 +54,11 @@ def options(data, saved: dict) -> dict:
         points = int(st.number_input("λ values in the sweep", 2, 20, int(saved.get("n_lambdas", DEFAULT_OPTIONS["n_lambdas"])),
                                      key="cpd-points"))
     with middle:
-        sweep_rank = int(st.number_input("CP rank of the sweep", 1, limit, min(limit, int(saved.get("sweep_rank", 8))),
-                                         key="cpd-sweep-rank"))
+        sweep_rank = int(st.number_input(
+            "CP rank of the sweep", 0, limit, min(limit, int(saved.get("sweep_rank") or 0)), key="cpd-sweep-rank",
+            help=f"0: automatic — the largest audited rank below {exact_rank}, from which a CP model can reproduce these "
+            "data (there the embedding has directions the data do not determine).",
+        ))
         epochs = int(st.number_input("Largest number of epochs per fit", 1, 10_000, int(saved.get("n_epochs", DEFAULT_OPTIONS["n_epochs"])),
                                      key="cpd-epochs", help="A fit stops earlier when its objective settles."))
     with right:
@@ -61,8 +75,25 @@ def options(data, saved: dict) -> dict:
         "λ scaled to the data. paper: Kim & Gittens' Algorithm 1 as printed — fixed gradient steps, penalties on the "
         "factor A, γ = 1 and the paper's λ values; slow, and its step sizes diverge on most data (the skipped fits say so).",
     )
-    chosen = {"sweep": sweep, "n_lambdas": points, "sweep_rank": sweep_rank, "n_epochs": epochs, "khsic_kernel": kernel,
-              "formulation": formulation}
+    lambda_labels = {**OPTIONS["cpd_lambda"].choices, OWN_LAMBDA: "a value of my own"}
+    saved_rule = saved.get("lambda_choice")
+    rule = st.selectbox(
+        "Default λ", list(lambda_labels),
+        index=list(lambda_labels).index(OWN_LAMBDA if isinstance(saved_rule, float) else saved_rule or _default_rule(formulation)),
+        format_func=lambda_labels.get, key="cpd-lambda",
+        help="Each fair method's λ at every rank (and in the intervals' refits). On the λ sweep: the smallest λ that removes "
+        "(nearly) all the leakage the sweep removes while keeping 90 % of the fit vanilla explains — the weakest one when "
+        "no λ lowers the leakage beyond the intervals; the findings say which and why. λ_ref: the weight at which vanilla's "
+        "penalty costs as much as the signal it explains. The paper's: Kim & Gittens' Fig. 2b weights.",
+    )
+    if rule == OWN_LAMBDA:
+        rule = float(st.number_input("λ", 0.0, value=float(saved_rule) if isinstance(saved_rule, float) else 1.0,
+                                     format="%.6g", key="cpd-lambda-value", help="The same λ for every fair method and rank."))
+    chosen = {"sweep": sweep, "n_lambdas": points, "n_epochs": epochs, "khsic_kernel": kernel, "formulation": formulation}
+    if sweep_rank:
+        chosen["sweep_rank"] = sweep_rank
+    if rule != _default_rule(formulation):
+        chosen["lambda_choice"] = rule
     if shape[0] > khsic_limit and st.checkbox(
         f"Run KHSIC anyway ({shape[0]:,} entities, above the {khsic_limit:,} limit: expect minutes)",
         value="khsic_max_rows" in saved, key="cpd-khsic-anyway",

@@ -147,7 +147,7 @@ def test_help_lists_every_familys_options_with_the_familys_own_choices_and_defau
     from fairaudit.fs.audit import KMEANS_RUNS
     from fairaudit.fs.fufs import FORMULATIONS as FUFS_FORMULATIONS
     from fairaudit.nmf._standard import SOLVERS
-    from fairaudit.nmf.audit import AUDIT_INITS, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
+    from fairaudit.nmf.audit import AUDIT_INITS, FAIR_STOPPING_RULES, MU_WEIGHTS, NMF_SCALINGS, STOPPING_RULES, ZERO_ROW_POLICIES
     from fairaudit.pca.audit import DEFAULT_OPTIONS
     from fairaudit.pca.jevd import SOLVERS as JEVD_SOLVERS
 
@@ -157,7 +157,7 @@ def test_help_lists_every_familys_options_with_the_familys_own_choices_and_defau
     text = " ".join(capsys.readouterr().out.split())
     for flag, choices in (
         ("--jevd-solver", JEVD_SOLVERS), ("--zero-rows", ZERO_ROW_POLICIES), ("--nmf-scaling", NMF_SCALINGS),
-        ("--nmf-solver", SOLVERS), ("--nmf-stopping", STOPPING_RULES), ("--fair-nmf-stopping", STOPPING_RULES),
+        ("--nmf-solver", SOLVERS), ("--nmf-stopping", STOPPING_RULES), ("--fair-nmf-stopping", FAIR_STOPPING_RULES),
         ("--fair-nmf-weights", MU_WEIGHTS), ("--fair-nmf-init", AUDIT_INITS), ("--fufs-formulation", FUFS_FORMULATIONS),
         ("--cpd-formulation", CPD_FORMULATIONS), ("--cpd-kernel", KERNELS),
     ):
@@ -165,7 +165,8 @@ def test_help_lists_every_familys_options_with_the_familys_own_choices_and_defau
     assert f"(default {KMEANS_RUNS}, as the FUFS paper)" in text
     assert f"Nyström kernel (default {NYSTROM_LANDMARKS})" in text
     assert f"JEVD-PCA's scheme (default {DEFAULT_OPTIONS['jevd_solver']}:" in text
-    for flag in ("--fufs-alpha", "--nmf-estimates", "--am-max-cells", "--cpd-lambdas", "--cpd-jobs", "--clusters", "--kmeans-runs"):
+    for flag in ("--fufs-alpha", "--nmf-estimates", "--am-max-cells", "--cpd-lambda frontier|reference|paper|VALUE", "--cpd-lambdas",
+                 "--cpd-jobs", "--clusters", "--kmeans-runs"):
         assert flag in text, flag
     assert "(written when shown)" not in text  # every deferred help text was written
 

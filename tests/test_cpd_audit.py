@@ -72,9 +72,12 @@ def test_fair_variants_cost_fit_and_reduce_dependence(small_result):
 def test_frontier_figure_and_family_figures(small_result):
     fig = frontier(small_result.records, "cpd", "unfairness_balanced")
     names = [trace.name for trace in fig.data]
-    assert names[-1] == "CP (ALS)" and len(fig.data) == 4
+    assert names[-1] == "CP (ALS)" and len(fig.data) == 7  # a line and the default λ's ring per method, vanilla's star
     khsic = next(t for t in fig.data if t.name.startswith("KHSIC"))
     assert len(khsic.x) == 4 and np.all(np.diff(khsic.customdata) > 0)
+    ring = next(t for t in fig.data if t.name == "KHSIC-BCD (RBF kernel): default λ")
+    default = small_result.records.query("variant == 'khsic' and metric == 'lam' and rank == 2").value.item()
+    assert ring.marker.symbol == "circle-open" and list(ring.customdata) == [default] and default in list(khsic.customdata)
     figures = family_figures(small_result.records, "cpd")
     kinds = [metric for metric, _ in figures]
     assert kinds[:3] == ["balanced_accuracy", "nkhsic", "unfairness"]  # the leakage findings' quantity first

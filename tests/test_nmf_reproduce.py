@@ -33,7 +33,7 @@ def test_quick_run_puts_the_authors_numbers_beside_ours(tmp_path):
     records = json.loads(out.read_text())["records"]
     assert {r["experiment"] for r in records} == set(paper_module("fairer-nmf").EXPERIMENTS)
     heart = [r for r in records if r["experiment"] == "heart"]
-    assert {r["rank"] for r in heart} == {1, 4}
+    assert {r["rank"] for r in heart} == {1, 10}
     assert {r["group"] for r in heart} == {"female (sex 0)", "male (sex 1)"}
     assert all(r["paper_value"] is not None for r in heart)
     # Rank 1 has no randomness left: standard NMF and AM agree with the authors' saved losses.
@@ -41,5 +41,8 @@ def test_quick_run_puts_the_authors_numbers_beside_ours(tmp_path):
         for r in heart:
             if r["method"] == method and r["rank"] == 1 and r["metric"] == "rel_loss":
                 assert r["value"] == pytest.approx(r["paper_value"], abs=1e-4), r
+    band = {(r["method"], r["rank"]): r["value"] for r in records if r["experiment"] == "heart_band" and r["metric"] == "inside_2sd"}
+    assert band[("Fairer-NMF MU (authors' rule)", 1)] == band[("Fairer-NMF MU (authors' rule)", 10)] == 1.0
+    assert band[("Fairer-NMF MU (eq. (10))", 1)] == 0.0  # stops at 0.00399 where every trial of theirs is 0.003944
     table1 = [r for r in records if r["experiment"] == "table1"]
     assert table1 and all(r["paper_value"] is None for r in table1)

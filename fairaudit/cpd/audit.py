@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import queue
 import threading
 import time
@@ -63,6 +64,7 @@ import numpy as np
 from ..audit import SWEEP_SEPARATOR, AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options, split_variant
 from ..data import AuditData
 from ..errors import ParameterError
+from ..formatting import number
 from ..metrics import LEAKAGE_CLASSIFIERS
 from ..parallel import map_threads, worker_limits
 from ..uncertainty import Disparity
@@ -82,12 +84,14 @@ from .estimator import (
     rank_limit,
 )
 from .metrics import nkhsic, orthogonality
+from .strength import RULES, Choice, Point, choose
 
 VARIANTS = {"vanilla": "none", "fatr": "fatr", "hsic": "hsic", "khsic": "khsic"}
 """Variant name → :class:`FairCPD` method."""
 
 DEFAULT_OPTIONS = {
     "formulation": "fairaudit",
+    "lambda_choice": None,
     "leakage_classifier": "qda",
     "n_lambdas": _sweep.DEFAULT_POINTS,
     "lambdas": None,
@@ -102,7 +106,10 @@ DEFAULT_OPTIONS = {
     "khsic_landmarks": _kernels.NYSTROM_LANDMARKS,
     "n_jobs": 2,
 }
-"""The audit's defaults. ``formulation="fairaudit"`` is discussed in the module docstring; two
+"""The audit's defaults. ``formulation="fairaudit"`` is discussed in the module docstring;
+``lambda_choice`` (how each fair method's default λ is set, :data:`fairaudit.cpd.strength.RULES`
+or a number) is ``None``: ``"frontier"`` under our formulation (chosen on the sweep by
+:func:`fairaudit.cpd.strength.choose`), ``"paper"`` under the paper's (its Fig. 2b weights). Two
 more differ from :class:`FairCPD`'s and from the paper, for speed:
 
 * ``leakage_classifier="qda"``, not Kim & Gittens' 1,500-unit MLP. Cost: measured on a loaded
@@ -120,6 +127,19 @@ more differ from :class:`FairCPD`'s and from the paper, for speed:
   sample every metric stayed within 0.003 (residual fit), 0.0003 (nkhsic) and 0.035 (leakage) of
   fits run to ``tol=1e-8`` (and 3,000 epochs), at a ninth of the time.
 """
+
+RESTART_MARGIN, EXACT = 1e-9, 1e-10
+"""A fair fit must beat vanilla's residual fit by more than this share of it, and by more than
+``EXACT`` (a residual fit is relative to ``‖X‖``: below 10⁻¹⁰, two exact fits differ by rounding),
+before vanilla is refitted from it (:meth:`CPDAudit._at_own_optimum`)."""
+
+
+def _point(entries: list, lam: float) -> Point:
+    """A fit's place on the frontier from its measured records (:meth:`CPDAudit._measure_model`)."""
+    found = {metric: value for metric, value, group in entries if not group}
+    balanced = found.get("balanced_accuracy", (math.nan, math.nan, math.nan))
+    return Point(lam, float(found["residual_fit"]), balanced if isinstance(balanced, tuple) else (balanced, math.nan, math.nan))
+
 
 REPLICATE_STARTS = "procedure"
 """Where a bootstrap replicate's fits start under our formulation: ``"procedure"`` — as the audit's
@@ -165,7 +185,28 @@ def _options(config: AuditConfig) -> dict:
         raise ParameterError(
             f"cpd leakage_classifier must be one of {', '.join(LEAKAGE_CLASSIFIERS)}; got {options['leakage_classifier']!r}."
         )
+    options["lambda_choice"] = _lambda_choice(options["lambda_choice"], options["formulation"])
     return options
+
+
+def _lambda_choice(value, formulation: str):
+    """The ``lambda_choice`` option checked: a rule of :data:`fairaudit.cpd.strength.RULES` (``None``:
+    ``"frontier"`` for ours, ``"paper"`` for the paper's formulation) or a λ ≥ 0 (a number, or
+    its text as the command line gives it)."""
+    if value is None:
+        return "paper" if formulation == "paper" else "frontier"
+    if isinstance(value, str) and value in RULES:
+        return value
+    try:
+        lam = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        lam = math.nan
+    if not (math.isfinite(lam) and lam >= 0):
+        raise ParameterError(
+            f"{term('cpd_lambda')} must be {', '.join(RULES)} or a number >= 0; got {value!r} "
+            f"(choose {term('cpd_lambda', 'frontier')} to have it chosen on the λ sweep)."
+        )
+    return lam
 
 
 def _grid(options: dict, method: str, reference: float) -> np.ndarray:
@@ -184,19 +225,29 @@ def _grid(options: dict, method: str, reference: float) -> np.ndarray:
     return grid
 
 
-def _default_lambda(options: dict, method: str, reference: float) -> float:
-    """The per-rank λ: the paper's Fig. 2b weight, or the grid point nearest ``λ_ref`` (ours)."""
-    if options["formulation"] == "paper":
+def _default_lambda(options: dict, method: str, reference: float, choice: Choice | None = None) -> float:
+    """A fair method's λ at a rank whose ``λ_ref`` is ``reference``, by ``options["lambda_choice"]``:
+    a number as given; the paper's Fig. 2b weight; the sweep's position ``choice`` chose on the
+    frontier, on this rank's grid (the same multiple of ``λ_ref`` at every rank, the same value on
+    the paper's or a given grid); else (``"reference"``, or no choice: no sweep, or every point of
+    it diverged) the grid point nearest ``λ_ref`` — the paper's weight under its formulation."""
+    rule = options["lambda_choice"]
+    if not isinstance(rule, str):
+        return float(rule)
+    if rule == "paper" or (options["formulation"] == "paper" and choice is None):
         return PAPER_LAMBDA[method]
+    if rule == "frontier" and choice is not None:
+        return float(_grid(options, method, reference)[choice.index])
     return float(_sweep.lambda_grid(reference, options["n_lambdas"])[_sweep.default_index(options["n_lambdas"])])
 
 
 def default_sweep_rank(ranks, limit: int) -> int:
-    """The largest audited rank below ``limit``, where a CP model can fit the data exactly.
+    """The largest audited rank below ``limit``, from which a CP model may fit the data exactly
+    (the smaller of the largest useful rank and :func:`fairaudit.cpd.sweep.unfolding_rank`).
 
-    At ``limit`` (a matrix's number of columns, say) vanilla CP has residual fit 0, so a
-    frontier there only measures how much fit a penalty destroys from a perfect fit; the largest
-    rank is used only when every audited rank is at the limit.
+    There vanilla CP reproduces the data, so a frontier only measures how much fit a penalty
+    destroys from a perfect fit, and the embedding has directions the data do not determine;
+    the largest rank is used only when every audited rank is at the limit.
     """
     below = [r for r in ranks if r < limit]
     return max(below) if below else max(ranks)
@@ -304,26 +355,27 @@ def _run_chain(fitter: _Fitter, chain: _Chain, emit, stop: threading.Event) -> N
         emit(variants, method, lam, chain.rank, fitted)
 
 
-def _chains(options, fair, rank_list, ranks, sweep_rank, do_sweep, fitter, starts, references) -> list[_Chain]:
-    """The fair fits of the audit as chains, the longest first (so that two workers finish together):
-    the λ sweep at the sweep rank (a continuation, ours), and one fit per method and rank at the
-    default λ — at the sweep rank the sweep's point when the default λ is on the grid."""
+def _chains(fair, rank_list, starts, *, sweep: tuple[int, dict] | None = None, default=None) -> list[_Chain]:
+    """Fair fits as chains, the longest first (so that two workers finish together): the λ sweep
+    ``sweep = (rank, {method: grid})`` (a continuation, ours), and one fit per method and rank at
+    ``default(rank, method)`` (``None``: no such fit) — at the sweep rank the sweep's point when
+    that λ is on the grid."""
     chains = []
     for rank in rank_list:
         if rank not in starts:
             continue
         for name in fair:
-            default = _default_lambda(options, name, references[rank, name]) if rank in ranks else None
-            if do_sweep and rank == sweep_rank:
+            lam = default(rank, name) if default is not None else None
+            if sweep is not None and rank == sweep[0]:
                 steps = []
-                for index, lam in enumerate(_grid(options, name, references[rank, name])):
+                for index, point in enumerate(sweep[1][name]):
                     variants = (f"{name}{SWEEP_SEPARATOR}{index}",)
-                    if default is not None and np.isclose(lam, default, rtol=1e-12, atol=0.0):
-                        variants, default = (*variants, name), None
-                    steps.append((variants, name, float(lam)))
+                    if lam is not None and np.isclose(point, lam, rtol=1e-12, atol=0.0):
+                        variants, lam = (*variants, name), None
+                    steps.append((variants, name, float(point)))
                 chains.append(_Chain(rank, starts[rank], steps))
-            if default is not None:
-                chains.append(_Chain(rank, starts[rank], [((name,), name, default)]))
+            if lam is not None:
+                chains.append(_Chain(rank, starts[rank], [((name,), name, lam)]))
     cost = {"khsic": 100.0, "hsic": 1.0, "fatr": 1.0}
     return sorted(chains, key=lambda c: -sum(cost[m] for _, m, _ in c.steps) * c.rank)
 
@@ -358,7 +410,8 @@ class CPDAudit(FamilyAudit):
         self.codes, self.labels = data.groups.codes, tuple(data.groups.labels)
         limit = rank_limit(X.shape)
         self.ranks = config.resolved_ranks(data.n_features, limit=limit)
-        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, limit)
+        self.data_rank = _sweep.unfolding_rank(X)
+        self.sweep_rank = options["sweep_rank"] or default_sweep_rank(self.ranks, min(limit, max(self.data_rank, 1)))
         if options["sweep"] and not 1 <= self.sweep_rank <= limit:
             raise ParameterError(f"cpd sweep_rank {self.sweep_rank} must be between 1 and {limit}.")
         self.leak_config = dataclasses.replace(config, leakage_classifier=options["leakage_classifier"], methods=())
@@ -373,11 +426,16 @@ class CPDAudit(FamilyAudit):
         self.run_vanilla = config.wants("cpd", "vanilla")
         self.do_sweep = bool(options["sweep"] and self.fair)
         self.kernel = kernel_choice(options["khsic_kernel"], X.shape[0], options["khsic_landmarks"])
+        exact = limit if X.ndim > 2 else min(limit, max(self.data_rank, 1))  # a matrix: its rank (Eckart–Young)
+        what = "the exact-fit rank" if exact == limit else "the matrix's rank"
         self.replicate_ranks_skipped = {
-            rank: f"rank {rank} reaches the exact-fit rank {limit} (vanilla CP reproduces the data): not bootstrapped"
+            rank: f"rank {rank} reaches {what} {exact} (vanilla CP reproduces the data): not bootstrapped"
             for rank in self.ranks
-            if rank >= limit
+            if rank >= exact
         }
+        self.choices: dict[str, Choice] = {}
+        """Each fair method's default λ as chosen on the frontier by the audit's fit
+        (``lambda_choice="frontier"``): a position on the sweep's grid, kept for the replicates."""
         self.replicate_variants_skipped = {
             f"{name}{SWEEP_SEPARATOR}{i}": "the λ sweep is not bootstrapped (cost); its default-λ point is the variant "
             f"{name}, which has intervals"
@@ -451,9 +509,29 @@ class CPDAudit(FamilyAudit):
                     references[rank, name] = (
                         1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
                     )
-            chains = _chains(options, fair, rank_list, self.ranks, self.sweep_rank, self.do_sweep, fitter, starts, references)
-            _run_chains(fitter, chains, lambda variants, method, lam, rank, fitted: collect(
-                variants, method, lam, rank, fitter.account(method, lam, rank, fitted)), options["n_jobs"], tasks)
+
+            def record(variants, method, lam, rank, fitted):
+                return collect(variants, method, lam, rank, fitter.account(method, lam, rank, fitted))
+
+            sweep = None
+            if self.do_sweep and self.sweep_rank in starts:
+                sweep = (self.sweep_rank, {name: _grid(options, name, references[self.sweep_rank, name]) for name in fair})
+            self.choices = {}
+            if sweep is not None and options["lambda_choice"] == "frontier":
+                # The default λ comes from the sweep: the sweep (and its measurements) first, then the per-rank fits.
+                _run_chains(fitter, _chains(fair, rank_list, starts, sweep=sweep), record, options["n_jobs"], tasks)
+                tasks, sweep = [], None
+                self.choices = self._choose(fits, X, codes, fitter)
+                for name, choice in self.choices.items():
+                    self._adopt(fits, name, choice, described)
+
+            def default(rank: int, name: str) -> float | None:
+                if rank not in self.ranks or (name in self.choices and rank == self.sweep_rank):
+                    return None
+                return _default_lambda(options, name, references[rank, name], self.choices.get(name))
+
+            _run_chains(fitter, _chains(fair, rank_list, starts, sweep=sweep, default=default), record, options["n_jobs"], tasks)
+            self._at_own_optimum(fits, fitter, X, codes, replicate=False)
         _in_report_order(fits)
         fits.shared["metric_gammas"] = dict(fitter.metric_gammas)
         for method, bad in fitter.unconverged.items():
@@ -463,6 +541,74 @@ class CPDAudit(FamilyAudit):
                 f"> tol) at rank(s) {', '.join(map(str, sorted(bad)))}; raise {term('cpd_epochs')} for tighter fits."
             )
         return fits
+
+    def _choose(self, fits: Fits, X, codes, fitter: _Fitter) -> dict[str, Choice]:
+        """Each fair method's default λ on the frontier just swept (:func:`fairaudit.cpd.strength.choose`),
+        from the sweep's measured residual fit and leakage and vanilla's at the same rank."""
+        rank, measured = self.sweep_rank, fits.shared.setdefault("measured", (False, {}))[1]
+        vanilla = fits.shared["vanilla"].get(rank)
+        if vanilla is None:
+            return {}
+        if id(vanilla) not in measured:  # vanilla not audited: measured here for the choice only
+            measured[id(vanilla)] = self._measure_model(vanilla, rank, X, codes, fitter.metric_gammas, False, False)
+        anchor = _point(measured[id(vanilla)], 0.0)
+        choices = {}
+        for name in self.fair:
+            grid = _grid(self.options, name, 1.0)
+            points = []
+            for index in range(len(grid)):
+                model = fits.models.get((f"{name}{SWEEP_SEPARATOR}{index}", rank))
+                points.append(None if model is None else _point(measured[id(model)], fits.shared["lam"][(f"{name}{SWEEP_SEPARATOR}{index}", rank)]))
+            found = choose(anchor, points, 1.0 / len(self.labels), rank)
+            if found is not None:
+                choices[name] = found
+        return choices
+
+    def _adopt(self, fits: Fits, name: str, choice: Choice, described: set[str]) -> None:
+        """The sweep's chosen point becomes ``name``'s fit at the sweep rank (one model, two record
+        names), with the rule that chose it as its ``lambda_choice`` detail."""
+        rank, sink = self.sweep_rank, self.sink
+        sink.detail(name, rank, "lambda_choice", choice.text)
+        if rank not in self.ranks:
+            return
+        point = (f"{name}{SWEEP_SEPARATOR}{choice.index}", rank)
+        fits.models[(name, rank)], fits.seconds[(name, rank)] = fits.models[point], fits.seconds[point]
+        fits.shared["lam"][(name, rank)] = fits.shared["lam"][point]
+        if name not in described:
+            described.add(name)
+            sink.detail(name, rank, "formulation", FORMULATION_TEXT[self.options["formulation"]])
+        sink.progress(name, rank, fits.seconds[point])
+
+    def _at_own_optimum(self, fits: Fits, fitter: _Fitter, X, codes, replicate: bool) -> None:
+        """Vanilla CP at least as good as every fair fit of its rank in what it minimises, the
+        residual fit: where a fair fit (a per-rank fit or a point of the sweep) fits better —
+        vanilla stopped short (``tol``, ``n_epochs``) or in a poorer optimum — vanilla is refitted
+        from that fit's factors (by ALS, which never raises the fit; under the paper's formulation by
+        its fixed steps) and kept where it then fits better; the audit's details say so. λ_ref and
+        the fair fits' warm starts stay those of vanilla's first fit."""
+        measured = fits.shared.setdefault("measured", (replicate, {}))[1]
+        for rank, vanilla in list(fits.shared["vanilla"].items()):
+            others = {variant: model for (variant, r), model in fits.models.items() if r == rank and variant != "vanilla"}
+            lower = {v: m for v, m in others.items() if m.residual_fit_ < vanilla.residual_fit_ - max(RESTART_MARGIN * vanilla.residual_fit_, EXACT)}
+            if not lower:
+                continue
+            source = min(lower, key=lambda v: lower[v].residual_fit_)
+            refit = fitter.fit("none", 0.0, rank, [F.copy() for F in lower[source].factors_], warm=True)
+            if isinstance(refit, DivergenceError) or refit[0].residual_fit_ >= vanilla.residual_fit_:
+                continue
+            model, seconds = refit
+            fits.shared["vanilla"][rank] = model
+            if ("vanilla", rank) not in fits.models:
+                continue
+            fits.models[("vanilla", rank)] = model
+            fits.seconds[("vanilla", rank)] += seconds
+            measured[id(model)] = self._measure_model(model, rank, X, codes, fitter.metric_gammas, False, replicate)
+            if not replicate:
+                self.sink.detail("vanilla", rank, "restart", (
+                    f"restarted from the {source} fit's factors: from its own start it stopped at residual fit "
+                    f"{number(vanilla.residual_fit_, 5)}, above {source}'s {number(lower[source].residual_fit_, 5)}; "
+                    f"restarted there it reaches {number(model.residual_fit_, 5)}"
+                ))
 
     def _fit_replicate(self, rows, X, codes, warm: Fits, seed) -> Fits:
         """Vanilla and the default-λ fair fits on resampled entities; a fit that diverges (the
@@ -509,7 +655,7 @@ class CPDAudit(FamilyAudit):
                         continue
                     gamma = fitter.gamma(rank) if name == "khsic" else None
                     reference = 1.0 if fitter.paper else _sweep.lambda_reference(X, vanilla[0], codes, name, gamma, landmarks)
-                    lam = _default_lambda(options, name, reference)
+                    lam = _default_lambda(options, name, reference, self.choices.get(name))  # the audit's choice, fixed
                     # At the sweep rank the audit's default-λ fit is the sweep's point, reached by
                     # continuation: its replicate starts from it, in its basin (restarting from
                     # vanilla moved KHSIC's residual fit 0.0794 → 0.0832 on the credit table).
@@ -517,6 +663,9 @@ class CPDAudit(FamilyAudit):
                     start = resampled(warm.models[(name, rank)]) if from_audit or continued else vanilla[0].factors_
                     chains.append(_Chain(rank, start, [((name,), name, lam)], warm=from_audit or continued))
             _run_chains(fitter, chains, keep, self._replicate_jobs(), tasks)
+            if self.run_vanilla:
+                fits.shared["vanilla"] = {rank: model for (variant, rank), model in fits.models.items() if variant == "vanilla"}
+                self._at_own_optimum(fits, fitter, X, codes, replicate=True)
         _in_report_order(fits)
         return fits
 

@@ -43,6 +43,36 @@ PAPER_LAMBDA_RANGE = {"fatr": 0.1, "hsic": 0.01, "khsic": 0.4}
 [0, 0.1] (Fig. 1a), HSIC-BCD's λ over [0, 0.01] and KHSIC-BCD's over [0, 0.4] (Fig. 2a)."""
 
 
+EXACT_FIT = 1e-4
+"""A rank-``r`` approximation that leaves less than this share of the data's norm reproduces it
+(to four digits): :func:`unfolding_rank`."""
+
+
+def unfolding_rank(X: np.ndarray, tol: float = EXACT_FIT) -> int:
+    """The largest, over the modes, of the numerical rank of ``X``'s unfoldings: per mode the
+    smallest ``r`` whose best rank-``r`` approximation of the unfolding leaves at most ``tol`` of
+    ``‖X‖`` (Eckart–Young, from the unfolding's singular values).
+
+    A CP model of rank ``R`` has ``X_(m) = F_m (⊙ other factors)ᵀ`` of rank at most ``R`` for every
+    mode, so below this rank no CP model reproduces ``X``; from it on one may (for a matrix, the
+    truncated SVD does). There the entity embedding has directions the data do not determine — a
+    whitened or normalised one blows them up to unit size, and a fairness penalty can put anything
+    in them (the 397 × 8 salaries table of issue 24, one-hot columns making its rank 6: at rank 7
+    every fair method let the group be predicted perfectly)."""
+    total = float(np.sum(X * X))
+    if total == 0:
+        return 0
+    largest = 0
+    for mode in range(X.ndim):
+        unfolded = _tensor.unfold(X, mode)
+        small = unfolded @ unfolded.T if unfolded.shape[0] <= unfolded.shape[1] else unfolded.T @ unfolded
+        energies = np.sort(np.clip(np.linalg.eigvalsh(small), 0.0, None))[::-1]
+        left = total - np.cumsum(energies)  # left[r]: the energy outside the best rank-(r + 1) approximation
+        enough = np.flatnonzero(left <= tol**2 * total)
+        largest = max(largest, int(enough[0]) + 1 if enough.size else len(energies))
+    return largest
+
+
 def paper_grid(method: str, n_points: int = DEFAULT_POINTS) -> np.ndarray:
     """``n_points`` λ values evenly spaced over ``(0, PAPER_LAMBDA_RANGE[method]]`` (the paper's
     sweeps include 0, which is vanilla CP; the audit records that separately)."""

@@ -53,14 +53,19 @@ class NMFBase(TransformerMixin, BaseEstimator):
         if self._nmf_solver() not in SOLVERS:
             name = "nmf_solver" if hasattr(self, "nmf_solver") else "solver"
             raise FairAuditError(f"{name} must be one of {', '.join(SOLVERS)}; got {self._nmf_solver()!r}.")
-        for name, rule in (("stopping", self.stopping), ("nmf_stopping", self._nmf_stopping())):
-            if rule not in STOPPING_RULES:
-                raise FairAuditError(f"{name} must be 'eq10' (the paper's eq. (10)) or 'window' (ours); got {rule!r}.")
+        for name, rule, allowed in (("stopping", self.stopping, self._stopping_rules()), ("nmf_stopping", self._nmf_stopping(), STOPPING_RULES)):
+            if rule not in allowed:
+                authors = ", 'authors' (the authors' released code)" if "authors" in allowed else ""
+                raise FairAuditError(f"{name} must be 'eq10' (the paper's eq. (10)), 'window' (ours){authors}; got {rule!r}.")
         check_solver_parameters(self.tol, self._max_iter(), self.n_estimates)
         return check_nmf_rank(self.n_components, *X.shape)
 
     def _max_iter(self) -> int:
         return self.max_iter
+
+    def _stopping_rules(self) -> tuple[str, ...]:
+        """The values ``stopping`` may take."""
+        return STOPPING_RULES
 
     def _rng(self) -> np.random.Generator:
         return np.random.default_rng(self.random_state)

@@ -15,7 +15,9 @@ from ..errors import FairAuditError
 from ._am import HStep, nnls_rows
 from ._base import NMFBase
 from ._core import (
+    AUTHORS_MAX_ITER,
     CHECK_EVERY,
+    FAIR_STOPPING_RULES,
     NEAR_EXACT,
     GroupedData,
     StoppingRule,
@@ -63,7 +65,10 @@ class FairerNMF(NMFBase):
     objective never increases. See :mod:`fairaudit.nmf._am`.
 
     Both stop by eq. (10) (``stopping="eq10"``, ``tol=1e-4``): every group's error changed by
-    less than ``tol`` of its value in one iteration. ``E_ℓ`` comes from Algorithm 1 with ``T = 5``
+    less than ``tol`` of its value in one iteration. The authors' released code does otherwise
+    (``stopping="authors"``, named after them): it applies that test to every group's relative
+    *loss* and starts Algorithm 3's weights at ``c⁽⁰⁾ = 1/L``; with it our iteration reproduces
+    their saved Heart Disease results (``docs/nmf.md``). ``E_ℓ`` comes from Algorithm 1 with ``T = 5``
     runs of standard NMF by multiplicative updates, also stopped by eq. (10) (§6.1;
     ``nmf_solver="mu"``, ``nmf_stopping="eq10"``).
 
@@ -89,8 +94,10 @@ class FairerNMF(NMFBase):
     mu_weights : {"squared", "gradient"}, default="squared"
         The H-step weights of ``solver="mu"``: Algorithm 3's ``c_ℓ²/‖X_ℓ‖²`` with ``c⁽⁰⁾ = 0``,
         or ours (above).
-    stopping : {"eq10", "window"}, default="eq10"
-        Stopping rule (:class:`~fairaudit.nmf._core.StoppingRule`) of the Fairer-NMF iterations.
+    stopping : {"eq10", "window", "authors"}, default="eq10"
+        Stopping rule (:class:`~fairaudit.nmf._core.StoppingRule`) of the Fairer-NMF iterations:
+        eq. (10) as printed, our window rule, or the authors' released code's (eq. (10)'s test on
+        the relative losses; with ``solver="mu"`` also ``c⁽⁰⁾ = 1/L``).
     keep_best : bool, default=False
         Return the iterate with the smallest objective instead of the last one (ours; the
         objective of the min–max MU scheme need not fall monotonically).
@@ -105,7 +112,8 @@ class FairerNMF(NMFBase):
         Stopping rule of those standard NMFs with ``nmf_solver="mu"``.
     tol : float, default=1e-4
     max_iter : int or None, default=None
-        Iteration cap; ``None`` means 5000 for ``"mu"`` and 200 for ``"am"``.
+        Iteration cap; ``None`` means 5000 for ``"mu"`` (1,000,000 with ``stopping="authors"``,
+        :data:`~fairaudit.nmf._core.AUTHORS_MAX_ITER`: their code has no cap) and 200 for ``"am"``.
     random_state : int, Generator or None
 
     Attributes
@@ -192,7 +200,14 @@ class FairerNMF(NMFBase):
         return STANDARD_MAX_ITER
 
     def _max_iter(self) -> int:
-        return DEFAULT_MAX_ITER.get(self.solver, 1) if self.max_iter is None else self.max_iter
+        if self.max_iter is not None:
+            return self.max_iter
+        if self.solver == "mu" and self.stopping == "authors":
+            return AUTHORS_MAX_ITER
+        return DEFAULT_MAX_ITER.get(self.solver, 1)
+
+    def _stopping_rules(self) -> tuple[str, ...]:
+        return FAIR_STOPPING_RULES
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y=None, *, sensitive_features, W=None, H=None):
@@ -231,7 +246,8 @@ class FairerNMF(NMFBase):
         )
         start = time.perf_counter()
         if self.solver == "mu":
-            fit = _fit_mu(data, E, W_sorted, H0, weights=self.mu_weights, rule=rule, keep_best=self.keep_best)
+            fit = _fit_mu(data, E, W_sorted, H0, weights=self.mu_weights, rule=rule, keep_best=self.keep_best,
+                          uniform_start=self.stopping == "authors")
         else:
             fit = _fit_am(data, E, W_sorted, H0, rule=rule, has_H=self.init != "random", keep_best=self.keep_best)
         self.fit_seconds_ = time.perf_counter() - start
@@ -287,11 +303,17 @@ class _Fit:
 
 # ============================================================================ Algorithm 3
 def _fit_mu(
-    data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, *, weights: str, rule: StoppingRule, keep_best: bool
+    data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, *, weights: str, rule: StoppingRule, keep_best: bool,
+    uniform_start: bool = False,
 ) -> _Fit:
+    """Algorithm 3. ``uniform_start``: ``c⁽⁰⁾ = 1/L`` for every group (the authors' released
+    code) instead of line 3's 0 (or 1 for our ``"gradient"`` weights)."""
     X, slices, norms, squared = data.X, data.slices, data.norms, data.squared_norms
-    # Line 3: c⁽⁰⁾ = 0. Ours ("gradient"): every c_ℓ starts at 1.
-    c = np.zeros(data.n_groups) if weights == "squared" else np.ones(data.n_groups)
+    # Line 3: c⁽⁰⁾ = 0. Ours ("gradient"): every c_ℓ starts at 1. The authors' code: 1/L.
+    if uniform_start:
+        c = np.full(data.n_groups, 1.0 / data.n_groups)
+    else:
+        c = np.zeros(data.n_groups) if weights == "squared" else np.ones(data.n_groups)
     fit = _Fit(W.copy(), H.copy(), c, keep_best)
     W, H = fit.W, fit.H
     HHt = H @ H.T  # afterwards the W step's own HHᵀ (H does not change after it)
@@ -308,8 +330,9 @@ def _fit_mu(
             fit.weights = _shares(c)
         fit.record(objective)
         if iteration == 0:
-            rule.start(errors)
-        elif rule.done(iteration, errors=errors, objective=objective, scale=lambda errors=errors: float(np.max(errors / norms))):
+            rule.start(errors, losses)
+        elif rule.done(iteration, errors=errors, objective=objective, losses=losses,
+                       scale=lambda errors=errors: float(np.max(errors / norms))):
             break
         iteration += 1
         c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
@@ -380,7 +403,7 @@ def _fit_am(
         errors = group_errors(data, W, H)
         objective = float(np.max((errors - E) / norms))
         fit.record(objective)
-        rule.start(errors)
+        rule.start(errors, (errors - E) / norms)
     iteration = 0
     while True:
         iteration += 1
@@ -402,9 +425,10 @@ def _fit_am(
         if duals.sum() > 0:
             fit.weights = duals / duals.sum()
         errors = group_errors(data, fit.W, fit.H)
-        objective = float(np.max((errors - E) / norms))
+        losses = (errors - E) / norms
+        objective = float(np.max(losses))
         fit.record(objective)
-        if rule.done(iteration, errors=errors, objective=objective, scale=float(np.max(errors / norms))):
+        if rule.done(iteration, errors=errors, objective=objective, losses=losses, scale=float(np.max(errors / norms))):
             break
     if iteration >= rule.max_iter:
         rule.warn_if_capped(iteration, objective)

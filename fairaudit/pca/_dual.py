@@ -13,7 +13,8 @@ By the minimax theorem it equals the maximum over the simplex of the concave dua
 (Ky Fan's maximum principle: ``min_{P ∈ F_d} −⟨M, P⟩`` is minus that sum, attained at the
 projection ``V Vᵀ`` onto the top-``d`` eigenvectors). Each evaluation of ``g`` gives a
 *cut*: the loss vector ``ℓ(V Vᵀ)`` is a supergradient, and ``g(w') ≤ ⟨ℓ(V Vᵀ), w'⟩`` for all
-``w'``. Hidden convexity for two groups: Shen, Davis, Lu, Bai (2025).
+``w'``. Hidden convexity for two groups: Junhui Shen, Aaron J. Davis, Ding Lu, Zhaojun Bai (2025,
+"Hidden convexity of fair PCA and fast solver via eigenvalue optimization", EigOpt).
 
 Algorithm (a cutting-plane method that certifies its own gap):
 

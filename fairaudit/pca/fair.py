@@ -66,8 +66,8 @@ class FairPCA(GroupPCABase):
     ----------
     S. Samadi, U. Tantipongpipat, J. Morgenstern, M. Singh, S. Vempala. "The Price of Fair
     PCA: One Extra Dimension". NeurIPS 2018.
-    J. Shen, D. Davis, Z. Lu, Z. Bai. "Hidden convexity of fair PCA and fast solver via
-    eigenvalue optimization". 2025.
+    J. Shen, A. J. Davis, D. Lu, Z. Bai. "Hidden convexity of fair PCA and fast solver via
+    eigenvalue optimization" (EigOpt). 2025.
 
     Examples
     --------
