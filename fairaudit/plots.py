@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
+from .audit import HELDOUT_PREFIX, erased_base, is_sweep_variant, split_variant, whole_metrics
 from .formatting import OUTSIDE_MARK, OUTSIDE_WORDS, cell, number
 from .metrics import better, metric_definition
 
@@ -53,6 +53,8 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "fair_mw": "Fair PCA (multiplicative weights)",
         "jevd": "JEVD-PCA",
         "cov_fair": "covFairPCA",
+        "equal_means": "Fair PCA, equal means (Kleindessner Alg. 1)",
+        "equal_means_cov": "Fair PCA, equal means and covariances (Kleindessner Alg. 2)",
     },
     "nmf": {
         "vanilla": "NMF",
@@ -94,6 +96,9 @@ def panel_title(text: str, n_panels: int) -> str:
 
 
 def variant_title(method: str, variant: str) -> str:
+    erased = erased_base(variant)
+    if erased is not None:  # AuditConfig(leace=True): the variant's representation after LEACE
+        return f"{variant_title(method, erased)} + LEACE"
     base, index = split_variant(variant)
     title = VARIANT_TITLES.get(method, {}).get(base, base)
     return f"{title}, λ point {index}" if index is not None else title
@@ -393,6 +398,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "mmd2"),
         ("variant", "mmd2_rbf"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "nmf": [
@@ -402,6 +408,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "rel_loss_gap"),
         ("variant", "total_rel_error"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "cpd": [
@@ -413,6 +420,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("leakage", "balanced_accuracy"),
         ("variant", "nkhsic"),
         ("variant", "orthogonality"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "fs": [
@@ -423,6 +431,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "alignment_protected"),
         ("variant", "alignment_data"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
 }
