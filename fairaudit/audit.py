@@ -822,7 +822,17 @@ def erase_representations(family: FamilyAudit, fits: Fits, rows: np.ndarray, out
     values = dict(zip(order, metrics_of, strict=True))
     for variant, rank in keys:
         identity = id(found[(variant, rank)])
+        if erased[identity][0].shape[1] == 0:
+            family.sink.warn(emptied_note(family.method, erased_variant(variant), rank, len(family.labels)))
         out.add_all(erased_variant(variant), rank, {**values[identity], "leace_distortion": erased[identity][1]})
+
+
+def emptied_note(method: str, variant: str, rank: int, groups: int) -> str:
+    """The note for a representation LEACE left without a column (rank ≤ ``groups − 1``)."""
+    return (
+        f"{method}/{variant}: at rank {rank} LEACE erases every direction ({groups} groups: up to {groups - 1} of them), so "
+        "nothing is left to predict the group from; its leakage and RBF MMD² are not measured there."
+    )
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
@@ -1107,9 +1117,14 @@ def representations_metrics(
     )
     leakage: list = [None] * len(shaped)
     tasks = []  # (indices, callable giving their leakage estimates), the slowest first
-    single = set(range(len(shaped)))
+    empty = {i for i, Z in enumerate(shaped) if Z.shape[1] == 0}  # nothing to predict from (LEACE erased every column)
+    for i in empty:
+        leakage[i] = metrics.LeakageEstimate.missing(len(np.unique(groups)))
+    single = set(range(len(shaped))) - empty
     for lineage in dict.fromkeys(lineages):
-        members = [i for i, name in enumerate(lineages) if name == lineage]
+        members = [i for i, name in enumerate(lineages) if name == lineage and i not in empty]
+        if not members:
+            continue
         widest = max(members, key=lambda i: shaped[i].shape[1])
         nested = [i for i in members if _leading_columns(shaped[i], shaped[widest])]
         if len(nested) > 1 and config.leakage_classifier == "qda":
@@ -1119,7 +1134,8 @@ def representations_metrics(
     for i in sorted(single, key=lambda i: -shaped[i].shape[1]):
         tasks.append(([i], lambda Z=shaped[i]: [metrics.leakage_test(Z, groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
-    tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
+    tasks += [(None, (lambda: float("nan")) if Z.shape[1] == 0 else (lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)))
+              for Z in shaped]  # one value per representation, in order
     with metrics.shared_draws():  # every test of these groups draws the same folds and permutations: once
         results = map_threads(lambda task: task[1](), [(None, call) for call in alongside] + tasks, threads)[len(alongside):]
     tests = len(tasks) - len(shaped)

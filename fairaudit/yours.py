@@ -44,7 +44,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .audit import RECORD_COLUMNS, AuditConfig, AuditResult, Fits, RecordSink, erased_variant, representation_metrics, run_family
+from .audit import (
+    RECORD_COLUMNS,
+    AuditConfig,
+    AuditResult,
+    Fits,
+    RecordSink,
+    emptied_note,
+    erased_variant,
+    representation_metrics,
+    run_family,
+)
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
 from .erasure import LeaceEraser, leace
@@ -283,7 +293,8 @@ class _ComponentsFit:
 
     def __init__(self, rows: np.ndarray, problem: GroupProblem, d: int, before: np.ndarray | None = None, output_basis=None):
         self.rows = rows
-        basis = orthonormal_basis(rows.T) if rows.any() else np.zeros((rows.shape[1], 0))
+        spanning = rows.T if output_basis is None else rows.T @ output_basis  # erased: without the emptied directions
+        basis = orthonormal_basis(spanning) if spanning.any() else np.zeros((rows.shape[1], 0))
         self.map_ = LowRankMap(basis, np.ones(basis.shape[1]))
         self.n_components_ = basis.shape[1]
         self.group_errors_ = problem.errors(problem.reduce(self.map_))  # problem coordinates (the row space for wide data)
@@ -436,6 +447,8 @@ def audit_embedding(data: AuditData, embedding: Representation, config: AuditCon
             sink.add_all(name, embedding.rank, scores[classifier, name])
             if name != YOURS:
                 sink.add(name, embedding.rank, "leace_distortion", eraser.relative_distortion_)
+                if matrix.shape[1] == 0:
+                    sink.warn(emptied_note(method, name, embedding.rank, data.groups.n_groups))
             sink.progress(name, embedding.rank, time.perf_counter() - started)
         sinks.append(sink)
     describe = {"kind": "embedding", **embedding.source}

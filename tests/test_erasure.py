@@ -199,3 +199,40 @@ def test_pca_post_step_records(rng):
     assert np.isfinite(twin.loc[("a", "loss"), "ci_low"]) and np.isfinite(twin.loc[("", "leace_distortion"), "ci_high"])
     vanilla = records[(records.variant == "vanilla") & (records["rank"] == 3) & (records.metric == "variance_explained")].value.item()
     assert twin.loc[("", "variance_explained"), "value"] < vanilla  # the cost, in reconstruction
+
+
+def test_a_rank_that_leace_empties(rng):
+    """At rank 1 with two groups LEACE erases the only direction: the twin's reconstruction
+    records stand, its leakage is not measured (nothing to predict from), and a note says so."""
+    data = _data(rng)
+    result = run_audit(data, AuditConfig(methods=("pca", "nmf"), ranks=(1, 2), leace=True, bootstrap=0,
+                                         variants=("vanilla",)))
+    records = result.records.set_index(["method", "variant", "rank", "group", "metric"]).value
+    for method in ("pca", "nmf"):
+        assert np.isnan(records[(method, "vanilla+leace", 1, "", "balanced_accuracy")])
+        assert np.isfinite(records[(method, "vanilla+leace", 2, "", "balanced_accuracy")])
+        assert any(w.startswith(f"{method}/vanilla+leace: at rank 1 LEACE erases every direction") for w in result.warnings)
+    assert records[("pca", "vanilla+leace", 1, "", "effective_rank")] == 0
+    assert np.isfinite(records[("pca", "vanilla+leace", 1, "a", "error")])
+
+
+def test_your_representation_after_leace(rng):
+    """Your components after LEACE are audited like PCA + LEACE: scikit-learn's PCA components on the
+    same data give vanilla+leace's records; embeddings get their erased representation's metrics."""
+    from sklearn.decomposition import PCA as ScikitPCA
+
+    from fairaudit.yours import Representation, audit_components, audit_embedding
+
+    data = _data(rng)
+    config = AuditConfig(methods=("pca",), ranks=(2, 3), leace=True, bootstrap=0)
+    components = ScikitPCA(3).fit(data.X).components_
+    yours = audit_components(data, Representation("components", components, {"name": "c"}), config).records
+    ours = run_audit(data, config).records
+    key = ["rank", "group", "metric"]
+    merged = yours[yours.variant == "yours+leace"].merge(ours[ours.variant == "vanilla+leace"], on=key)
+    merged = merged[merged.metric.isin(["error", "loss", "variance_explained", "mmd2", "balanced_accuracy", "leace_distortion", "effective_rank"])]
+    assert len(merged) == 2 * 9  # two ranks: error and loss of two groups, five whole-data records
+    np.testing.assert_allclose(merged.value_x, merged.value_y, atol=1e-8)
+    embedded = audit_embedding(data, Representation("embedding", data.X @ components.T, {"name": "e"}), config).records
+    twin = embedded[embedded.variant == "yours+leace"].set_index("metric").value
+    assert twin["mmd2"] < 1e-20 and 0 < twin["leace_distortion"] < 1 and np.isfinite(twin["balanced_accuracy"])

@@ -40,6 +40,7 @@ from ..audit import (
     Fits,
     Recorder,
     RecordSink,
+    emptied_note,
     erased_base,
     erased_variant,
     merged_options,
@@ -367,6 +368,8 @@ class PCAAudit(FamilyAudit):
                     fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
                     if name == "jevd":
                         sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
+                    if isinstance(fitted, LeacePCA) and fitted.representation_.shape[1] == fitted.erased_dimensions_:
+                        sink.warn(emptied_note(self.method, name, rank, len(self.labels)))
                     if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
                         unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
                     sink.progress(name, rank, seconds)

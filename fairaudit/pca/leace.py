@@ -81,7 +81,8 @@ class LeacePCA(GroupPCABase):
         lift = (lambda M: M) if problem.basis is None else (lambda M: problem.basis @ M)
         self.representation_, self.base_representation_ = lift(erased), lift(coordinates)
         self.output_basis_ = eraser.output_basis()  # what the audit's leakage test reads: representation_ @ output_basis_
-        basis = orthonormal_basis(erased) if erased.size else erased
+        kept = erased @ self.output_basis_  # the same span without the r emptied columns (rounding there is no direction)
+        basis = orthonormal_basis(kept) if kept.size else kept
         return LowRankMap(basis, np.ones(basis.shape[1]))
 
     def _warm_state(self):
