@@ -144,11 +144,12 @@ class EqualMeansPCA(GroupPCABase):
         self.covariance_dimensions_ = min(kept, dim)
         if kept >= dim:
             return np.eye(dim)
-        covariances = np.stack([R.T @ C @ R for C in sample_covariances(problem)])
-        if problem.n_groups == 2:
-            values, vectors = np.linalg.eigh(covariances[0] - covariances[1])
+        covariances = sample_covariances(problem)
+        if problem.n_groups == 2:  # one product with R (LFW's 1,764 features: half the time of two)
+            values, vectors = np.linalg.eigh(R.T @ (covariances[0] - covariances[1]) @ R)
             order = np.argsort(np.abs(values), kind="stable")
         else:
+            covariances = np.stack([R.T @ C @ R for C in covariances])
             shares = problem.sizes / problem.sizes.sum()
             spread = covariances - np.tensordot(shares, covariances, axes=1)
             values, vectors = np.linalg.eigh(np.tensordot(shares, spread @ spread, axes=1))
