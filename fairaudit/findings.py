@@ -779,10 +779,12 @@ def erasure_findings(result, method: str, rank: int | None) -> list[Finding]:
     hiding = [(v, "vanilla") for v in HIDING_VARIANTS.get(method, ()) if v in records.variants]
     if not twins and not hiding:
         return []
-    if rank is None:
-        rank = max(records.ranks(twins[0][0] if twins else hiding[0][0], "balanced_accuracy"), default=None)
     found: list[Finding] = []
+    headline = rank
     for variant, against in hiding + twins:
+        rank = _measured_rank(records, variant, headline)
+        if rank is None:
+            continue
         base = leakage_finding(records, against, rank)
         own = _leakage_comparison(records, variant, rank, base, against=against)
         if own is None:
@@ -800,6 +802,18 @@ def erasure_findings(result, method: str, rank: int | None) -> list[Finding]:
             words = {"gap": "erasure leaves a gap in reconstruction", "no_evidence": "no evidence of a reconstruction gap", "info": "not tested (no intervals)"}
             found.append(records.finding(rank, variant, a.verdict, f"At rank {rank}, {sentence}: {words[a.verdict]}.", a.evidence()))
     return found
+
+
+def _measured_rank(records: Records, variant: str, rank: int | None) -> int | None:
+    """``rank`` if ``variant``'s leakage is measured there, else the next rank up where it is (at a
+    rank of at most ``k − 1`` LEACE may erase every direction, and the audit's note says so), else
+    the largest measured one."""
+    measured = [r for r in records.ranks(variant, "balanced_accuracy") if math.isfinite(records.value(variant, r, "balanced_accuracy"))]
+    if not measured:
+        return None
+    if rank is None:
+        return max(measured)
+    return min((r for r in measured if r >= rank), default=max(measured))
 
 
 def _erasure_cost(records: Records, variant: str, base: str, rank: int) -> str:

@@ -290,6 +290,15 @@ def series_style(variant: str, others: int, method: str | None = None) -> tuple[
     return line, dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
 
 
+def style_indices(records: pd.DataFrame, method: str, variants: Sequence[str] | None) -> dict[str, int]:
+    """Each variant's place among the family's non-reference variants (``variants``, else every
+    variant of ``method`` in ``records``): the index :func:`series_style` colours it by, the same in
+    every chart of a result — a variant absent from one chart (an NMF ``+leace`` twin has no loss)
+    does not shift the others' colours there."""
+    names = variants if variants is not None else dict.fromkeys(records[records.method == method].variant)
+    return {name: index for index, name in enumerate(v for v in names if not is_reference(method, v))}
+
+
 def variant_curves(
     records: pd.DataFrame,
     method: str,
@@ -302,13 +311,12 @@ def variant_curves(
     rows = _rows(records, method, metric, variants)
     rows = rows[rows.group == ""]
     fig = make_subplots(rows=1, cols=1)
-    others = 0
+    places = style_indices(records, method, variants)
     ordered = _ordered_variants(rows, variants)
     bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
     for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
-        style, marker = series_style(variant, others, method)
-        others += not is_reference(method, variant)
+        style, marker = series_style(variant, places.get(variant, 0), method)
         name = safe(variant_title(method, variant))
         if bands:
             add_interval_band(fig, line, style["color"], name)
@@ -604,11 +612,10 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
                     line=dict(width=0), mode="lines", hoverinfo="skip", name="chance (permuted groups)",
                 )
             )
-    others = 0
+    places = style_indices(records, method, variants)
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant].sort_values("rank")
-        style, marker = series_style(variant, others, method)
-        others += not is_reference(method, variant)
+        style, marker = series_style(variant, places.get(variant, 0), method)
         name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(

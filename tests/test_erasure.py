@@ -236,3 +236,26 @@ def test_your_representation_after_leace(rng):
     embedded = audit_embedding(data, Representation("embedding", data.X @ components.T, {"name": "e"}), config).records
     twin = embedded[embedded.variant == "yours+leace"].set_index("metric").value
     assert twin["mmd2"] < 1e-20 and 0 < twin["leace_distortion"] < 1 and np.isfinite(twin["balanced_accuracy"])
+
+
+def test_a_variant_keeps_its_colour_when_twins_join_some_charts(rng):
+    """NMF's ``+leace`` twins are in the leakage chart, not in the loss chart: the fair variants'
+    colours are the same in both."""
+    from fairaudit.plots import family_figures
+
+    result = run_audit(_data(rng), AuditConfig(methods=("nmf",), ranks=(2, 3), leace=True, bootstrap=0))
+    figures = dict(family_figures(result.records, "nmf"))
+    colours = [{trace.name: trace.line.color for trace in figures[metric].data if trace.mode == "lines+markers"}
+               for metric in ("max_rel_loss", "balanced_accuracy")]
+    shared = set(colours[0]) & set(colours[1])
+    assert len(shared) >= 3 and all(colours[0][name] == colours[1][name] for name in shared)
+
+
+def test_findings_move_to_a_rank_where_the_twin_is_measured(rng):
+    """When the family's headline rank is one LEACE empties, the twin's findings are at the next
+    rank up where its leakage is measured."""
+    from fairaudit.findings import erasure_findings
+
+    result = run_audit(_data(rng), AuditConfig(methods=("nmf",), ranks=(1, 2, 3), leace=True, bootstrap=0, variants=("vanilla",)))
+    said = erasure_findings(result, "nmf", 1)
+    assert said and {f.rank for f in said} == {2} and "rank-2 representation" in said[0].text
