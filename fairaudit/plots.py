@@ -89,8 +89,8 @@ def safe(text) -> str:
 
 def panel_title(text: str, n_panels: int) -> str:
     """A side-by-side panel's title, escaped and wrapped onto lines that fit the panel's width
-    (six panels in a report page leave room for about 20 characters each)."""
-    width = {1: 90, 2: 60, 3: 40, 4: 28, 5: 24}.get(n_panels, 20)
+    (six panels in a report page leave room for about 20 characters each, ten for about 12)."""
+    width = {1: 90, 2: 60, 3: 40, 4: 28, 5: 24, 6: 20, 7: 17, 8: 15}.get(n_panels, 12)  # LEACE twins double the panels
     lines = textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False) or [""]
     return "<br>".join(safe(line) for line in lines)
 
