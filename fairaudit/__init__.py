@@ -36,6 +36,7 @@ _PUBLIC = {
     "read_table": ".data",
     "scale_features": ".data",
     "tensor_from_arrays": ".data",
+    "LeaceEraser": ".erasure",
     "FairAuditError": ".errors",
     "FUFS": ".fs",
     "MCFS": ".fs",
@@ -53,6 +54,8 @@ _PUBLIC = {
     "JEVDPCA": ".pca",
     "PCA": ".pca",
     "CovFairPCA": ".pca",
+    "EqualMeansPCA": ".pca",
+    "LeacePCA": ".pca",
     "FairPCA": ".pca",
 }
 """Public name → the module that defines it."""

@@ -152,6 +152,15 @@ class AuditConfig:
         Permutations behind the leakage test's chance distribution (``None``: the classifier's
         default, :data:`fairaudit.metrics.LEAKAGE_PERMUTATIONS`; 0: none, the test then uses the
         cross-validation interval).
+    leace : bool
+        Also audit every variant's representation after LEACE (Belrose et al. 2023,
+        :mod:`fairaudit.erasure`: the least change after which no linear classifier predicts the
+        group), as the variant ``<name>+leace`` next to it, with the records of its leakage and of
+        what the erasure cost. The PCA family fits it exactly from its group moments
+        (:class:`~fairaudit.pca.LeacePCA`: reconstruction error and loss included); for the other
+        families the eraser is fitted on each fit's representation of the training rows and applied
+        to the rows measured (:func:`erase_representations`). Off by default: it doubles the leakage
+        tests.
     engine : str
         How the data reach the PCA family (:data:`fairaudit.engine.ENGINES`): ``"local"`` (the
         default, in-process) computes the group moments in one pass over the in-memory rows;
@@ -176,6 +185,7 @@ class AuditConfig:
     flag_ratio: float = 1.25
     keep_models: bool = False
     leakage_permutations: int | None = None
+    leace: bool = False
     engine: str = "local"
     reference: str | None = None
     min_judged_rows: int = verdicts.MIN_JUDGED_ROWS
@@ -206,6 +216,9 @@ class AuditConfig:
         if isinstance(self.min_judged_rows, bool) or not isinstance(self.min_judged_rows, int | np.integer) or self.min_judged_rows < 2:
             raise ParameterError(f"{term('min_judged_rows')} must be a whole number ≥ 2; got {self.min_judged_rows!r}.")
         self.min_judged_rows = int(self.min_judged_rows)
+        if not isinstance(self.leace, bool | np.bool_):
+            raise ParameterError(f"{term('leace')} must be True or False; got {self.leace!r}.")
+        self.leace = bool(self.leace)
         if self.leakage_permutations is not None and (
             isinstance(self.leakage_permutations, bool) or not isinstance(self.leakage_permutations, int) or self.leakage_permutations < 0
         ):
@@ -252,6 +265,11 @@ class AuditConfig:
         known = {method: family_variants(method) for method in self.methods}
         for name in self.variants:
             method, _, variant = name.rpartition(":")
+            if erased_base(variant) is not None:
+                raise ParameterError(
+                    f"{name!r} is a variant's representation after LEACE: name {erased_base(variant)!r} in "
+                    f"{term('variants')} and set {term('leace', True)}."
+                )
             if method:
                 if method not in known:
                     raise ParameterError(
@@ -427,6 +445,21 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
 SWEEP_SEPARATOR = "@"
 """A variant ``"name@i"`` is point ``i`` of a parameter sweep of ``name`` (the CP family's λ
 frontier); its parameter value is the record metric ``lam``."""
+
+
+ERASED_SUFFIX = "+leace"
+"""``"vanilla+leace"`` is the variant ``vanilla``'s representation after LEACE
+(``AuditConfig(leace=True)``)."""
+
+
+def erased_variant(variant: str) -> str:
+    """The name of ``variant``'s representation after LEACE."""
+    return variant + ERASED_SUFFIX
+
+
+def erased_base(variant: str) -> str | None:
+    """``"vanilla+leace"`` → ``"vanilla"``; ``None`` for a variant that is not an erasure."""
+    return variant.removesuffix(ERASED_SUFFIX) if variant.endswith(ERASED_SUFFIX) else None
 
 
 def split_variant(variant: str) -> tuple[str, int | None]:
@@ -714,6 +747,14 @@ class FamilyAudit:
     codes: np.ndarray
     labels: tuple[str, ...]
 
+    erases_itself: bool = False
+    """Whether the family fits the ``+leace`` twins of ``AuditConfig(leace=True)`` as variants of
+    its own (the PCA family, exactly from its group moments); otherwise the driver erases the
+    representations :meth:`representations_of` hands it (:func:`erase_representations`)."""
+    leak_config: AuditConfig | None = None
+    """The configuration of the family's leakage test when it is not :attr:`config` (the CP family
+    uses a classifier of its own)."""
+
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink):
         self.data, self.config, self.sink = data, config, sink
         self.pair_nulls = {}
@@ -789,6 +830,13 @@ class FamilyAudit:
     def models_of(self, fits: Fits) -> dict[tuple[str, int], object]:
         return dict(fits.models)
 
+    def representations_of(self, fits: Fits, rows: np.ndarray, *, heldout: bool) -> dict[tuple[str, int], np.ndarray] | None:
+        """Each fit's representation of ``rows`` (what its leakage test reads: one row per row of
+        ``rows``), for the LEACE post-step (:func:`erase_representations`); ``None`` when the family
+        erases itself or has no representation to erase. Fits that share a representation may share
+        the array (it is then erased and tested once)."""
+        return None
+
     def representation(self, Z: np.ndarray, codes: np.ndarray, *, replicate: bool, config: AuditConfig | None = None) -> dict[str, Value]:
         """The shared representation metrics of ``Z`` (see :func:`representation_metrics`); in a
         replicate only the cheap group-mean MMD²."""
@@ -808,6 +856,68 @@ class FamilyAudit:
         judged = verdicts.leakage_rows(codes, self.group_rows, self.config.min_judged_rows)
         return representations_metrics(Zs, codes, config or self.config, lineages=lineages, threads=threads, alongside=alongside,
                                        leakage_rows=judged)
+
+
+def erase_representations(family: FamilyAudit, fits: Fits, rows: np.ndarray, out: Recorder, *, heldout: bool = False,
+                          replicate: bool = False) -> None:
+    """The LEACE post-step of ``AuditConfig(leace=True)`` for a family that does not erase itself:
+    each fit's representation of ``rows`` (:meth:`FamilyAudit.representations_of`) after LEACE
+    (:class:`fairaudit.erasure.LeaceEraser`), recorded as the variant ``<name>+leace``: the shared
+    representation metrics (leakage, MMD², RBF MMD²) and ``leace_distortion``, the share of the
+    representation's variance the erasure changed (``E‖r(Z) − Z‖² / E‖Z − E Z‖²``: the quantity
+    LEACE minimises, Belrose et al. 2023, Theorem 4.2).
+
+    The metrics read the erased rows in an orthonormal basis of the subspace they lie in
+    (:meth:`fairaudit.erasure.Eraser.output_basis`: the same distances, without the ``k − 1``
+    directions LEACE emptied, in which QDA's covariance would be singular and its answer rounding
+    noise). On the fit's own rows the eraser is fitted on them (kept in ``fits.shared["erasers"]``): their
+    group means agree exactly afterwards, as a fair variant's own training rows are the rows it
+    was fitted to. On held-out rows the training rows' eraser is applied, which is where erasure is
+    really tested. The points of a λ sweep get no twin."""
+    if not family.config.leace or family.erases_itself:
+        return
+    found = family.representations_of(fits, rows, heldout=heldout)
+    if not found:
+        return
+    from .erasure import LeaceEraser
+
+    erasers = fits.shared.setdefault("erasers", {})
+    codes = family.codes[rows]
+    erased: dict[int, tuple[np.ndarray, float]] = {}  # by the representation's identity: shared ones once
+    fitted: dict[int, LeaceEraser] = {}
+    keys = [key for key in found if not is_sweep_variant(key[0])]
+    for key in keys:
+        Z = found[key]
+        if not heldout:
+            if id(Z) not in fitted:
+                fitted[id(Z)] = LeaceEraser().fit(Z, sensitive_features=codes)
+            erasers[key] = fitted[id(Z)]
+        if id(Z) in erased:
+            continue
+        eraser = erasers[key].eraser_
+        after = eraser.apply(Z)
+        spread = float(np.sum((Z - Z.mean(axis=0)) ** 2))
+        measured = (after - eraser.mean) @ eraser.output_basis()  # the erased rows, without the emptied directions
+        erased[id(Z)] = (measured, float(np.sum((after - Z) ** 2)) / spread if spread > 0 else 0.0)
+    order = list(erased)
+    metrics_of = family.representations(
+        [erased[i][0] for i in order], codes, replicate=replicate, config=family.leak_config or family.config,
+        lineages=[next(key[0] for key in keys if id(found[key]) == i) for i in order],
+    )
+    values = dict(zip(order, metrics_of, strict=True))
+    for variant, rank in keys:
+        identity = id(found[(variant, rank)])
+        if erased[identity][0].shape[1] == 0:
+            family.sink.warn(emptied_note(family.method, erased_variant(variant), rank, len(family.labels)))
+        out.add_all(erased_variant(variant), rank, {**values[identity], "leace_distortion": erased[identity][1]})
+
+
+def emptied_note(method: str, variant: str, rank: int, groups: int) -> str:
+    """The note for a representation LEACE left without a column (rank ≤ ``groups − 1``)."""
+    return (
+        f"{method}/{variant}: at rank {rank} LEACE erases every direction ({groups} groups: up to {groups - 1} of them), so "
+        "nothing is left to predict the group from; its leakage and RBF MMD² are not measured there."
+    )
 
 
 def _disparity_records(records: dict, family: FamilyAudit, out: Recorder, pairs: dict, prefix: str) -> None:
@@ -913,8 +1023,10 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     pairs: dict = {}
     collector = _Collector(sink)
     family.measure(fits, train, collector)
+    erase_representations(family, fits, train, collector)
     if test is not None:
         family.measure(fits, test, collector.prefixed(HELDOUT_PREFIX), heldout=True)
+        erase_representations(family, fits, test, collector.prefixed(HELDOUT_PREFIX), heldout=True)
     _disparity_records(collector.values, family, sink, pairs, "")
     if test is not None:
         _disparity_records(collector.values, family, sink, pairs, HELDOUT_PREFIX)
@@ -988,9 +1100,11 @@ def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replic
         warnings.simplefilter("always")
         refits = family.fit(rows, warm=fits, replicate=True, seed=seed)
         family.measure(refits, rows, collector, replicate=True)
+        erase_representations(family, refits, rows, collector, replicate=True)
         if test is not None:
             heldout = uncertainty.stratified_resample(family.codes, rng, test)
             family.measure(refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
+            erase_representations(family, refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
     out = _ReplicateRecorder(replicates, b)
     _disparity_records(collector.values, family, out, pairs, "")
     if test is not None:
@@ -1116,9 +1230,14 @@ def representations_metrics(
     )
     leakage: list = [None] * len(shaped)
     tasks = []  # (indices, callable giving their leakage estimates), the slowest first
-    single = set(range(len(shaped)))
+    empty = {i for i, Z in enumerate(shaped) if Z.shape[1] == 0}  # nothing to predict from (LEACE erased every column)
+    for i in empty:
+        leakage[i] = metrics.LeakageEstimate.missing(len(np.unique(groups)))
+    single = set(range(len(shaped))) - empty
     for lineage in dict.fromkeys(lineages):
-        members = [i for i, name in enumerate(lineages) if name == lineage]
+        members = [i for i, name in enumerate(lineages) if name == lineage and i not in empty]
+        if not members:
+            continue
         widest = max(members, key=lambda i: tested[i].shape[1])
         nested = [i for i in members if _leading_columns(tested[i], tested[widest])]
         if len(nested) > 1 and config.leakage_classifier == "qda":
@@ -1128,7 +1247,8 @@ def representations_metrics(
     for i in sorted(single, key=lambda i: -tested[i].shape[1]):
         tasks.append(([i], lambda Z=tested[i]: [metrics.leakage_test(Z, tested_groups, **settings)]))
     rbf = dict(max_rows_per_group=config.mmd_max_rows_per_group, random_state=config.random_state)
-    tasks += [(None, lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)) for Z in shaped]  # one value per representation, in order
+    tasks += [(None, (lambda: float("nan")) if Z.shape[1] == 0 else (lambda Z=Z: metrics.mmd2_rbf(Z, groups, **rbf)))
+              for Z in shaped]  # one value per representation, in order
     with metrics.shared_draws():  # every test of these groups draws the same folds and permutations: once
         results = map_threads(lambda task: task[1](), [(None, call) for call in alongside] + tasks, threads)[len(alongside):]
     tests = len(tasks) - len(shaped)
@@ -1154,6 +1274,12 @@ def _leading_columns(Z: np.ndarray, wide: np.ndarray) -> bool:
 def _family(method: str) -> type[FamilyAudit]:
     module_name, name = FAMILIES[method].split(":")
     return getattr(importlib.import_module(module_name), name)
+
+
+def erases_itself(method: str) -> bool:
+    """Whether ``method`` fits its ``+leace`` twins as estimators of its own
+    (:attr:`FamilyAudit.erases_itself`), which can then be exported as models."""
+    return _family(method).erases_itself
 
 
 def rank_count(method: str, config: AuditConfig, n_rows: int, n_features: int) -> int:

@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--seed", type=int, default=AuditConfig.random_state, help=f"random seed, 0 to {SEED_LIMIT - 1} (default 0)")
     runs.add_argument("--leakage-classifier", default=AuditConfig.leakage_classifier, choices=LEAKAGE_CLASSIFIERS,
                       help="classifier behind the unfairness (leakage) metrics (default qda)")
+    runs.add_argument("--leace", action="store_true",
+                      help="also audit every representation (yours too) after LEACE, which erases the group's linear "
+                      "information, as <variant>+leace: its leakage and what erasure cost")
     runs.add_argument("--sdp-max-features", type=int, default=AuditConfig.sdp_max_features,
                       help=f"skip the SDP (fair_sdp) above this many features (default {AuditConfig.sdp_max_features})")
     runs.add_argument("--mw-max-features", type=int, default=AuditConfig.mw_max_features,
@@ -497,6 +500,7 @@ def config_from_args(args) -> AuditConfig:
         variants=args.variants,
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
+        leace=args.leace,
         sdp_max_features=args.sdp_max_features,
         mw_max_features=args.mw_max_features,
         engine=args.engine,
@@ -661,7 +665,7 @@ def _print_summary(result, found: dict, out, verbose: bool = False) -> None:
             for c in (
                 "variant", "rank", "max_loss", "loss_gap", "loss_ratio", "variance_explained", "max_rel_loss", "rel_loss_gap",
                 "total_rel_error", "acc", "nmi", "balance", "relative_balance", "proportion", "alignment_protected", "lam",
-                "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "effective_rank", "seconds",
+                "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "leace_distortion", "effective_rank", "seconds",
             )
             if c in table.columns
         ]

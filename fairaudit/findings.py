@@ -39,6 +39,7 @@ import pandas as pd
 
 from .audit import (
     HELDOUT_PREFIX,
+    erased_base,
     family_options,
     family_run,
     is_sweep_variant,
@@ -545,22 +546,26 @@ def leakage_finding(records: Records, variant: str, rank: int, prefix: str = "")
                                                             "min_judged_rows": records.settings.min_judged_rows}, details)
 
 
-def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding | None) -> Finding | None:
-    """A fair variant's leakage against vanilla's: mitigated / worse / its own verdict."""
+def _leakage_comparison(records: Records, variant: str, rank: int, base: Finding | None, against: str = "vanilla") -> Finding | None:
+    """A fair variant's leakage against ``against``'s (vanilla's, or the variant a LEACE twin
+    erased): mitigated / worse / its own verdict."""
     own = leakage_finding(records, variant, rank)
     if own is None or base is None:
         return own
     mine = records.get(variant, rank, "balanced_accuracy")
-    theirs = records.get("vanilla", rank, "balanced_accuracy")
-    own.evidence["vanilla_balanced_accuracy"] = json_ready(_estimate(theirs))
+    theirs = records.get(against, rank, "balanced_accuracy")
+    own.evidence[f"{against}_balanced_accuracy"] = json_ready(_estimate(theirs))
+    name = "vanilla" if against == "vanilla" else variant_title(records.method, against)
+    whose = f"{name}'s"
     if _above(mine, theirs):
         own.verdict, own.rule = "worse", records.rules["worse"]
-        own.text += f" That is more leakage than vanilla's {_span(theirs, records)}: less fair, beyond the intervals."
+        own.text += f" That is more leakage than {whose} {_span(theirs, records)}: less fair, beyond the intervals."
     elif base.verdict == "gap" and own.verdict == "no_evidence":
         own.verdict, own.rule = "mitigated", records.rules["mitigated"]
-        own.text += f" Vanilla's leakage ({number(theirs[0])}) is gone: mitigated."
+        gone = "Vanilla's leakage" if against == "vanilla" else f"The leakage of {name}"
+        own.text += f" {gone} ({number(theirs[0])}) is gone: mitigated."
     elif _above(theirs, mine):
-        own.text += f" Less than vanilla's {_span(theirs, records)}, beyond the intervals."
+        own.text += f" Less than {whose} {_span(theirs, records)}, beyond the intervals."
     return own
 
 
@@ -594,7 +599,9 @@ def _price(before: float | None, after: float | None, what: str, extra: str = ""
 def pca_findings(result, reference: str | None = None) -> list[Finding]:
     """Vanilla PCA's loss gap (verdict), what each fair variant does there, and leakage."""
     records = Records(result, "pca", reference)
-    fair = [v for v in FAIR_PCA_PREFERENCE if v in records.variants][:1] + [v for v in ("jevd", "cov_fair", YOURS) if v in records.variants]
+    fair = [v for v in FAIR_PCA_PREFERENCE if v in records.variants][:1] + [
+        v for v in records.variants if v not in ("vanilla", *FAIR_PCA_PREFERENCE)
+    ]
 
     def cost(rank: int, variant: str) -> tuple[str, dict]:
         before, after = _total_error(records, "vanilla", rank, "error"), _total_error(records, variant, rank, "error")
@@ -893,12 +900,94 @@ def _fufs_findings(records: Records, table: pd.DataFrame, rank: int, baselines: 
 
 FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings, "fs": fs_findings, "cpd": cpd_findings}
 
+HIDING_VARIANTS = {"pca": ("equal_means", "equal_means_cov")}
+"""Variants built to hide the group from a classifier (Kleindessner et al. 2023: equal projected
+means): their leakage is judged against vanilla's, like a LEACE twin's against its base's."""
+
+
+def erasure_findings(result, method: str, rank: int | None, reference: str | None = None) -> list[Finding]:
+    """The leakage of every variant built to hide the group (:data:`HIDING_VARIANTS`) against
+    vanilla's, and of every ``+leace`` twin (``AuditConfig(leace=True)``) against the variant it
+    erased — with what the erasure cost (``leace_distortion``; for the PCA family the
+    reconstruction error, and the twin's own loss gap by the ``gap`` rule) and, with held-out rows,
+    its leakage on rows the eraser never saw. At ``rank``, the family's headline rank (the largest
+    audited rank when the family's findings have none)."""
+    records = Records(result, method, reference)
+    twins = [(v, erased_base(v)) for v in records.variants if erased_base(v) is not None]
+    hiding = [(v, "vanilla") for v in HIDING_VARIANTS.get(method, ()) if v in records.variants]
+    if not twins and not hiding:
+        return []
+    found: list[Finding] = []
+    headline = rank
+    for variant, against in hiding + twins:
+        rank = _measured_rank(records, variant, headline)
+        if rank is None:
+            continue
+        base = leakage_finding(records, against, rank)
+        own = _leakage_comparison(records, variant, rank, base, against=against)
+        if own is None:
+            continue
+        if variant in dict(twins):
+            own.text += " " + _erasure_cost(records, variant, against, rank)
+        found.append(own)
+        heldout = leakage_finding(records, variant, rank, prefix=HELDOUT_PREFIX)
+        if heldout is not None:
+            heldout.text += " These rows took no part in fitting the representation" + (" or its eraser." if variant in dict(twins) else ".")
+            found.append(heldout)
+        judged = records.judge(variant, "loss", ranks=[rank]) if method == "pca" and variant in dict(twins) else None
+        if judged is not None:
+            found.append(_disparity_finding(records, judged, variant_title(method, variant), "reconstruction loss"))
+    return found
+
+
+def _measured_rank(records: Records, variant: str, rank: int | None) -> int | None:
+    """``rank`` if ``variant``'s leakage is measured there, else the next rank up where it is (at a
+    rank of at most ``k − 1`` LEACE may erase every direction, and the audit's note says so), else
+    the largest measured one."""
+    measured = sorted({r for (v, r, _, m), est in records.table.items()
+                       if v == variant and m == "balanced_accuracy" and math.isfinite(est[0])})
+    if not measured:
+        return None
+    if rank is None:
+        return max(measured)
+    return min((r for r in measured if r >= rank), default=max(measured))
+
+
+def _erasure_cost(records: Records, variant: str, base: str, rank: int) -> str:
+    """What LEACE cost a twin at ``rank``: the share of the representation it changed and, where
+    the family reconstructs (PCA), the reconstruction error before and after."""
+    changed = records.get(variant, rank, "leace_distortion")
+    parts = []
+    if changed is not None and math.isfinite(changed[0]):
+        parts.append(f"LEACE changed {percent(changed[0])} of the representation's variance (the least any erasure of the "
+                     f"linear information changes, Belrose et al. 2023, Theorem 4.2)")
+    before, after = _total_error(records, base, rank, "error"), _total_error(records, variant, rank, "error")
+    if before and after is not None:
+        kept = records.value(variant, rank, "effective_rank")
+        parts.append(
+            f"total reconstruction error {number(before)} → {number(after)} ({percent((after - before) / before, sign=True)})"
+            + (f", {plural(int(kept), 'direction')} of {rank} kept" if kept is not None else "")
+        )
+    return ("Cost: " + "; ".join(parts) + ".") if parts else ""
+
 
 def findings(result, reference: str | Mapping[str, str | None] | None = None) -> dict[str, list[Finding]]:
     """Findings per method family present in ``result``. ``reference``: the group to compare
     every other group with (a label, or the value part of one), instead of the run's — for every
     family, or per family as ``{method: group}``; ``ParameterError`` when it is not a group large
-    enough to judge."""
+    enough to judge. A family's own finder reads its variants; ``+leace`` twins and the variants
+    built to hide the group get :func:`erasure_findings`."""
+    from dataclasses import replace
+
     methods = list(dict.fromkeys(result.records.method))
     chosen = reference if isinstance(reference, Mapping) else dict.fromkeys(methods, reference)
-    return {method: FINDERS[method](result, chosen.get(method)) for method in methods if method in FINDERS}
+    twins = result.records.variant.map(lambda v: erased_base(v) is not None)
+    own = replace(result, records=result.records[~twins]) if twins.any() else result
+    found = {}
+    for method in methods:
+        if method not in FINDERS:
+            continue
+        family = FINDERS[method](own, chosen.get(method))
+        headline = next((f.rank for f in family if f.rank is not None), None)
+        found[method] = family + erasure_findings(result, method, headline, chosen.get(method))
+    return found

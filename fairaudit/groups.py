@@ -112,7 +112,9 @@ def encode_groups(sensitive_features, n_rows: int | None = None) -> GroupCodes:
     if sensitive_features is None:
         raise FairAuditError(
             "sensitive_features is required: pass one group value per row "
-            "(a column such as sex, or several columns for intersections)."
+            "(a column such as sex, or several columns for intersections). In a scikit-learn Pipeline or "
+            "GridSearchCV, turn on metadata routing (sklearn.set_config(enable_metadata_routing=True)), call "
+            "set_fit_request(sensitive_features=True) on this step and pass sensitive_features= to fit."
         )
     fast = _encode_flat_array(sensitive_features, n_rows)
     if fast is not None:

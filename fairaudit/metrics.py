@@ -1262,6 +1262,14 @@ METRIC_DEFINITIONS: dict[str, dict[str, str]] = {
         "group large enough to judge against 1/flag_ratio.",
         "source": "derived from Xing et al. 2021, eq. 10 (per group)",
     },
+    "leace_distortion": {
+        "title": "Change made by LEACE",
+        "formula": "E‖r(Z) − Z‖² / E‖Z − E[Z]‖²",
+        "plain": "The share of the representation's variance that LEACE changed to erase the groups' linear "
+        "information (the variant named '+ LEACE'): the least any affine map that makes every group's mean "
+        "equal can change it. 0: nothing to erase; near 1: the representation was mostly the group.",
+        "source": "Belrose et al. 2023, LEACE, Theorem 4.2",
+    },
     "effective_rank": {
         "title": "Effective rank",
         "formula": "number of directions the map uses",
@@ -1443,7 +1451,7 @@ METRIC_BETTER: dict[str, str | None] = {
     "error": "lower", "loss": "lower", "max_loss": "lower", "loss_gap": "lower",
     "variance_explained": "higher", "mmd2": "lower", "mmd2_rbf": "lower",
     "unfairness": "lower", "unfairness_balanced": "lower",
-    "effective_rank": None, "dual_gap": "lower",
+    "effective_rank": None, "dual_gap": "lower", "leace_distortion": "lower",
     "rel_error": "lower", "rel_loss": "lower", "own_rel_error": None, "max_rel_loss": "lower",
     "rel_loss_gap": "lower", "total_rel_error": "lower", "n_iter": None, "estimate_seconds": "lower",
     "residual_fit": "lower", "orthogonality": "lower", "nkhsic": "lower", "lam": None, "epochs": None,

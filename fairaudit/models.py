@@ -27,7 +27,8 @@ their groups. Data whose columns do not match the manifest are refused with the 
 named.
 
 Kinds (``manifest["kind"]``): ``linear_map`` (the PCA family's ``P = U diag(w) Uᵀ``),
-``nmf`` (``H``), ``selection`` (kept columns, in selection order), ``cp`` (the non-entity CP
+``erased_map`` (a PCA-family map followed by LEACE, ``AuditConfig(leace=True)``'s ``+leace``
+variants), ``nmf`` (``H``), ``selection`` (kept columns, in selection order), ``cp`` (the non-entity CP
 factors and the entity embedding's normalisation).
 """
 
@@ -53,7 +54,18 @@ from sklearn.utils.metaestimators import available_if
 
 from ._version import __version__
 from .archive import read_npz
-from .audit import AuditConfig, AuditResult, family_options, family_run, is_sweep_variant, run_audit, split_variant, whole_metrics
+from .audit import (
+    AuditConfig,
+    AuditResult,
+    erased_base,
+    erases_itself,
+    family_options,
+    family_run,
+    is_sweep_variant,
+    run_audit,
+    split_variant,
+    whole_metrics,
+)
 from .cpd import _tensor
 from .cpd.estimator import FairCPD, normalised_embedding
 from .data import AuditData, FeatureRows, RawTable, feature_rows, scaling_parameters
@@ -81,6 +93,7 @@ from .nmf import NMF
 from .nmf._base import NMFBase
 from .nmf.audit import DEFAULT_OPTIONS as NMF_DEFAULTS
 from .pca._base import GroupPCABase
+from .pca.leace import LeacePCA
 from .plots import variant_title
 from .vocabulary import term
 
@@ -490,6 +503,36 @@ class LinearMapModel(_RestoredModel):
         return arrays, {"outputs": [f"pc{j + 1}" for j in range(estimator.components_.shape[0])]}
 
 
+class ErasedMapModel(_RestoredModel):
+    """A PCA-family map followed by LEACE (:class:`~fairaudit.pca.LeacePCA`, the variants
+    ``<name>+leace``): ``transform = (x − mean) T`` with ``T = U diag(w)(I − W Q (W⁺Q)ᵀ)`` the base
+    map's coordinates with the groups' linear information erased; ``inverse_transform = z T⁺ +
+    mean``, the best linear reconstruction from them (the audit's ``error``)."""
+
+    kind = "erased_map"
+    error_metric = "error"
+    note = (
+        "transform(x) = (preprocessed x − mean) T: the base map's coordinates after LEACE (the eraser fitted on the "
+        "training rows: no linear classifier predicts their group better than a constant); inverse_transform is the "
+        "best linear reconstruction from them, so on the training rows group_errors reproduces the audit's error."
+    )
+    required = ("representation", "mean")
+
+    def _estimator(self) -> LeacePCA:
+        estimator = LeacePCA(n_components=self.rank)
+        estimator.representation_ = self.arrays["representation"]
+        estimator.mean_ = self.arrays["mean"]
+        estimator.n_features_in_ = self.n_features_in_
+        return estimator
+
+    _group_error = staticmethod(LinearMapModel._group_error)
+
+    @classmethod
+    def arrays_of(cls, estimator):
+        arrays = {"representation": estimator.representation_, "mean": estimator.mean_}
+        return arrays, {"outputs": [f"pc{j + 1}" for j in range(estimator.representation_.shape[1])]}
+
+
 class NMFModel(_RestoredModel):
     """NMF's dictionary ``H``: ``transform`` is the non-negative least-squares ``W`` of each row
     (:meth:`fairaudit.nmf.NMF.transform`), ``inverse_transform`` is ``W H``."""
@@ -640,10 +683,12 @@ class CPModel(PortableModel):
         return arrays, {"outputs": [f"a{j + 1}" for j in range(factors[0].shape[1])], "n_factors": len(factors)}
 
 
-KINDS: dict[str, type[PortableModel]] = {cls.kind: cls for cls in (LinearMapModel, NMFModel, SelectionModel, CPModel)}
+KINDS: dict[str, type[PortableModel]] = {cls.kind: cls for cls in (LinearMapModel, ErasedMapModel, NMFModel, SelectionModel, CPModel)}
 
 
 def _kind_of(estimator) -> type[PortableModel]:
+    if isinstance(estimator, LeacePCA):
+        return ErasedMapModel
     if isinstance(estimator, GroupPCABase):
         return LinearMapModel
     if isinstance(estimator, NMFBase):
@@ -852,8 +897,9 @@ def refit_model(result: AuditResult, data: AuditData, method: str, variant: str,
         ranks = tuple(sorted(int(r) for r in set(audited[audited.variant == variant]["rank"]) if int(r) <= int(rank))) or ranks
     settings = {k: v for k, v in run.items() if k in fields}
     # bootstrap=0: replicates come after the fit and never change it; a model needs none of them
-    settings.update(methods=(method,), variants=(split_variant(variant)[0],), ranks=ranks, keep_models=True, options={method: options},
-                    bootstrap=0)
+    base = erased_base(variant)
+    settings.update(methods=(method,), variants=(split_variant(base or variant)[0],), ranks=ranks, keep_models=True,
+                    options={method: options}, bootstrap=0, leace=base is not None)
     refit = run_audit(data, AuditConfig(**settings), progress=progress)
     if key not in refit.models:
         reasons = "; ".join(s["reason"] for s in refit.skipped) or "the audit did not fit it"
@@ -880,12 +926,15 @@ GAP_METRICS = {"pca": "loss_gap", "nmf": "rel_loss_gap"}
 
 def exportable(result: AuditResult, method: str) -> dict[str, list[int]]:
     """The fits of ``method`` a model can be made of, as variant → audited ranks (audit order):
-    every variant but the λ-sweep points and a representation the user brought (``yours``)."""
+    every variant but the λ-sweep points, a representation the user brought (``yours``) and the
+    ``+leace`` records of families whose eraser is the audit's post-step on a representation
+    rather than a fitted estimator (all but the PCA family's)."""
     rows = result.records[result.records.method == method]
+    fitted_twins = erases_itself(method)
     return {
         variant: sorted(int(r) for r in set(rows[rows.variant == variant]["rank"]))
         for variant in dict.fromkeys(rows.variant)
-        if variant != "yours" and not is_sweep_variant(variant)
+        if (erased_base(variant) or variant) != "yours" and not is_sweep_variant(variant) and (fitted_twins or erased_base(variant) is None)
     }
 
 

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .audit import HELDOUT_PREFIX, is_sweep_variant, split_variant, whole_metrics
+from .audit import HELDOUT_PREFIX, erased_base, is_sweep_variant, split_variant, whole_metrics
 from .formatting import OUTSIDE_MARK, OUTSIDE_WORDS, cell, number
 from .metrics import NEGATIVE_LOSS_HOVER, NEGATIVE_LOSS_NOTE, better, can_be_negative, metric_definition
 
@@ -53,6 +53,8 @@ VARIANT_TITLES: dict[str, dict[str, str]] = {
         "fair_mw": "Fair PCA (multiplicative weights)",
         "jevd": "JEVD-PCA",
         "cov_fair": "covFairPCA",
+        "equal_means": "Mean-matched PCA (Kleindessner)",
+        "equal_means_cov": "Mean+cov.-matched PCA (Kleindessner)",
     },
     "nmf": {
         "vanilla": "NMF",
@@ -87,13 +89,16 @@ def safe(text) -> str:
 
 def panel_title(text: str, n_panels: int) -> str:
     """A side-by-side panel's title, escaped and wrapped onto lines that fit the panel's width
-    (six panels in a report page leave room for about 20 characters each)."""
-    width = {1: 90, 2: 60, 3: 40, 4: 28, 5: 24}.get(n_panels, 20)
+    (six panels in a report page leave room for about 20 characters each, ten for about 12)."""
+    width = {1: 90, 2: 60, 3: 40, 4: 28, 5: 24, 6: 20, 7: 17, 8: 15}.get(n_panels, 12)  # LEACE twins double the panels
     lines = textwrap.wrap(str(text), width, break_long_words=False, break_on_hyphens=False) or [""]
     return "<br>".join(safe(line) for line in lines)
 
 
 def variant_title(method: str, variant: str) -> str:
+    erased = erased_base(variant)
+    if erased is not None:  # AuditConfig(leace=True): the variant's representation after LEACE
+        return f"{variant_title(method, erased)} + LEACE"
     base, index = split_variant(variant)
     title = VARIANT_TITLES.get(method, {}).get(base, base)
     return f"{title}, λ point {index}" if index is not None else title
@@ -244,7 +249,9 @@ def group_curves(
                 row=1,
                 col=col,
             )
-        fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else None, dtick=1 if rows["rank"].nunique() <= 12 else None, row=1, col=col)
+        every_rank = rows["rank"].nunique() <= 12 and len(ordered) <= 6  # narrower panels (LEACE's twins too) label fewer ranks
+        fig.update_xaxes(title_text=safe(rank_title(method)) if col == 1 else None, dtick=1 if every_rank else None,
+                         nticks=None if every_rank else 4, row=1, col=col)
     if len(rows):  # one rank range in every panel: a variant audited at fewer ranks (e.g. yours) shows where it stops
         low, high = float(rows["rank"].min()), float(rows["rank"].max())
         fig.update_xaxes(range=[low - 0.5, high + 0.5])
@@ -283,6 +290,15 @@ def series_style(variant: str, others: int, method: str | None = None) -> tuple[
     return line, dict(symbol=GROUP_SYMBOLS[(others + 1) % len(GROUP_SYMBOLS)], size=max(5, 9 - others))
 
 
+def style_indices(records: pd.DataFrame, method: str, variants: Sequence[str] | None) -> dict[str, int]:
+    """Each variant's place among the family's non-reference variants (``variants``, else every
+    variant of ``method`` in ``records``): the index :func:`series_style` colours it by, the same in
+    every chart of a result — a variant absent from one chart (an NMF ``+leace`` twin has no loss)
+    does not shift the others' colours there."""
+    names = variants if variants is not None else dict.fromkeys(records[records.method == method].variant)
+    return {name: index for index, name in enumerate(v for v in names if not is_reference(method, v))}
+
+
 def variant_curves(
     records: pd.DataFrame,
     method: str,
@@ -295,13 +311,12 @@ def variant_curves(
     rows = _rows(records, method, metric, variants)
     rows = rows[rows.group == ""]
     fig = make_subplots(rows=1, cols=1)
-    others = 0
+    places = style_indices(records, method, variants)
     ordered = _ordered_variants(rows, variants)
     bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
     for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
-        style, marker = series_style(variant, others, method)
-        others += not is_reference(method, variant)
+        style, marker = series_style(variant, places.get(variant, 0), method)
         name = safe(variant_title(method, variant))
         if bands:
             add_interval_band(fig, line, style["color"], name)
@@ -417,6 +432,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "mmd2"),
         ("variant", "mmd2_rbf"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "nmf": [
@@ -426,6 +442,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "rel_loss_gap"),
         ("variant", "total_rel_error"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "cpd": [
@@ -437,6 +454,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("leakage", "balanced_accuracy"),
         ("variant", "nkhsic"),
         ("variant", "orthogonality"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
     "fs": [
@@ -447,6 +465,7 @@ FAMILY_FIGURES: dict[str, list[tuple[str, str]]] = {
         ("variant", "alignment_protected"),
         ("variant", "alignment_data"),
         ("leakage", "balanced_accuracy"),
+        ("variant", "leace_distortion"),
         ("variant", "seconds"),
     ],
 }
@@ -618,11 +637,10 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
                     line=dict(width=0), mode="lines", hoverinfo="skip", name="chance (permuted groups)",
                 )
             )
-    others = 0
+    places = style_indices(records, method, variants)
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant].sort_values("rank")
-        style, marker = series_style(variant, others, method)
-        others += not is_reference(method, variant)
+        style, marker = series_style(variant, places.get(variant, 0), method)
         name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(

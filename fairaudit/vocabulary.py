@@ -375,6 +375,10 @@ register("yours_ranks", Option(
     "ranks", "--ranks", "Ranks to sweep", "each method",
     dashboard=lambda v: f"the rank slider (on the PCA or NMF page: ranks {v.replace(':', ' to ')}), then “Run audit”",
 ))
+register("leace", Option(
+    "leace", "--leace", "Also audit each representation after LEACE", "each method",
+    dashboard=lambda v: "“Also audit each representation after LEACE” (on the method's page, or the Models page for yours)",
+))
 register("out", Option("out", "--out", "Download the transformed rows", "Models",
                        dashboard=lambda v: "“Download the transformed rows” (Models page)"))
 register("compare_names", Option("names", "--names", "Names of the two audits", "Compare",

@@ -51,11 +51,14 @@ from .audit import (
     Fits,
     RecordSink,
     comparisons_frame,
+    emptied_note,
+    erased_variant,
     representation_metrics,
     run_family,
 )
 from .cpd.audit import DEFAULT_OPTIONS as CPD_DEFAULTS
 from .data import DEFAULT_MAX_MB, AuditData, RawTable, feature_rows, read_bytes, read_table
+from .erasure import LeaceEraser, leace
 from .errors import FairAuditError, InputFileError, ParameterError, RankError
 from .formatting import number
 from .linalg import LowRankMap, orthonormal_basis
@@ -63,7 +66,7 @@ from .nmf import NMF
 from .nmf._core import GroupedData
 from .nmf.audit import REPLICATE_ESTIMATES, NMFAudit
 from .pca._problem import GroupProblem
-from .pca.audit import PCAAudit
+from .pca.audit import PCAAudit, measured_coordinates
 from .vocabulary import term
 
 YOURS = "yours"
@@ -290,15 +293,31 @@ def _component_ranks(config: AuditConfig, data: AuditData, available: int) -> tu
 
 class _ComponentsFit:
     """The first ``d`` rows of a components matrix as a fitted model of the PCA family: the
-    orthogonal projection onto their span (``map_``), measured on a problem's group moments."""
+    orthogonal projection onto their span (``map_``), measured on a problem's group moments.
+    ``before``: the rows a LEACE twin's rows were erased from (:func:`erased_rows`)."""
 
-    def __init__(self, rows: np.ndarray, problem: GroupProblem, d: int):
+    def __init__(self, rows: np.ndarray, problem: GroupProblem, d: int, before: np.ndarray | None = None, output_basis=None):
         self.rows = rows
-        basis = orthonormal_basis(rows.T)
+        spanning = rows.T if output_basis is None else rows.T @ output_basis  # erased: without the emptied directions
+        basis = orthonormal_basis(spanning) if spanning.any() else np.zeros((rows.shape[1], 0))
         self.map_ = LowRankMap(basis, np.ones(basis.shape[1]))
         self.n_components_ = basis.shape[1]
         self.group_errors_ = problem.errors(problem.reduce(self.map_))  # problem coordinates (the row space for wide data)
         self.group_losses_ = self.group_errors_ - problem.best_errors(d)
+        if before is not None:  # what erasure_distortion and measured_coordinates read
+            self.representation_, self.base_representation_ = rows.T, before.T
+            self.output_basis_ = output_basis
+
+
+def erased_rows(rows: np.ndarray, problem: GroupProblem) -> tuple[np.ndarray, np.ndarray]:
+    """The components whose representation is LEACE's output on the representation of ``rows``
+    (``z = (x − μ) rowsᵀ``; Belrose et al. 2023, eq. (1)), the eraser fitted on the problem's group
+    moments: ``z' = z − (z W Q)(W⁺Q)ᵀ = (x − μ) rows'ᵀ`` with ``rows' = rows − (W⁺Q)(W Q)ᵀ rows``;
+    and the basis of the subspace ``z'`` lies in (:meth:`fairaudit.erasure.Eraser.output_basis`)."""
+    inside = rows if problem.basis is None else rows @ problem.basis  # problem coordinates
+    covariance = inside @ problem.pooled @ inside.T
+    eraser = leace(covariance, problem.offsets @ inside.T, np.zeros(rows.shape[0]), scale=problem.value_scale)
+    return rows - eraser.write @ (eraser.read.T @ rows), eraser.output_basis()
 
 
 class YoursPCAAudit(PCAAudit):
@@ -311,23 +330,31 @@ class YoursPCAAudit(PCAAudit):
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink, matrix: np.ndarray, ranks: tuple[int, ...]):
         super().__init__(data, replace(config, variants=("vanilla",)), sink)
-        self.matrix, self.ranks, self.chosen = matrix, tuple(ranks), [YOURS]
+        self.matrix, self.ranks = matrix, tuple(ranks)
+        self.chosen = [YOURS, erased_variant(YOURS)] if config.leace else [YOURS]
 
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
         fits = self._new_fits(rows, replicate)
         problem = fits.shared["problem"]
         if not replicate:
-            self.sink.expect(len(self.ranks))
-        for d in self.ranks:
-            started = time.perf_counter()
-            fits.models[(YOURS, d)] = _ComponentsFit(self.matrix[:d], problem, d)
-            fits.seconds[(YOURS, d)] = time.perf_counter() - started
-            if not replicate:
-                self.sink.progress(YOURS, d, fits.seconds[(YOURS, d)])
+            self.sink.expect(len(self.ranks) * len(self.chosen))
+        for name in self.chosen:
+            for d in self.ranks:
+                started = time.perf_counter()
+                mine = self.matrix[:d]
+                if name == YOURS:
+                    fit = _ComponentsFit(mine, problem, d)
+                else:
+                    erased, basis = erased_rows(mine, problem)
+                    fit = _ComponentsFit(erased, problem, d, before=mine, output_basis=basis)
+                fits.models[(name, d)] = fit
+                fits.seconds[(name, d)] = time.perf_counter() - started
+                if not replicate:
+                    self.sink.progress(name, d, fits.seconds[(name, d)])
         return fits
 
     def coordinates(self, model: _ComponentsFit, centred: np.ndarray) -> np.ndarray:
-        return centred @ model.rows.T
+        return measured_coordinates(centred @ model.rows.T, model)
 
 
 def _pca_components(data: AuditData, matrix: np.ndarray, config: AuditConfig, sink: RecordSink) -> tuple[tuple[int, ...], dict]:
@@ -407,16 +434,27 @@ def audit_embedding(data: AuditData, embedding: Representation, config: AuditCon
     started = time.perf_counter()
     sinks = []
     scores = {}
+    codes = data.groups.codes
+    shown = {YOURS: embedding.matrix}
+    if config.leace:  # fitted on every row (an embedding's audit has no held-out rows): its means agree exactly
+        eraser = LeaceEraser().fit(embedding.matrix, sensitive_features=codes)
+        # measured in the subspace the erased rows lie in (Eraser.output_basis: same distances, no emptied column)
+        shown[erased_variant(YOURS)] = (eraser.transform(embedding.matrix) - eraser.mean_) @ eraser.eraser_.output_basis()
     for method in config.methods:
         sink = RecordSink(method, progress)
-        sink.expect(1)
+        sink.expect(len(shown))
         classifier = config.leakage_classifier
         if method == "cpd":  # the CP family's own classifier, as its variants use
             classifier = config.options.get("cpd", {}).get("leakage_classifier") or CPD_DEFAULTS["leakage_classifier"]
-        if classifier not in scores:
-            scores[classifier] = representation_metrics(embedding.matrix, data.groups.codes, replace(config, leakage_classifier=classifier))
-        sink.add_all(YOURS, embedding.rank, scores[classifier])
-        sink.progress(YOURS, embedding.rank, time.perf_counter() - started)
+        for name, matrix in shown.items():
+            if (classifier, name) not in scores:
+                scores[classifier, name] = representation_metrics(matrix, codes, replace(config, leakage_classifier=classifier))
+            sink.add_all(name, embedding.rank, scores[classifier, name])
+            if name != YOURS:
+                sink.add(name, embedding.rank, "leace_distortion", eraser.relative_distortion_)
+                if matrix.shape[1] == 0:
+                    sink.warn(emptied_note(method, name, embedding.rank, data.groups.n_groups))
+            sink.progress(name, embedding.rank, time.perf_counter() - started)
         sinks.append(sink)
     describe = {"kind": "embedding", **embedding.source}
     return _result([row for sink in sinks for row in sink.rows], sinks, data, config, describe, started)
@@ -433,7 +471,7 @@ def attach(result: AuditResult, yours: AuditResult) -> AuditResult:
     then show ``yours`` next to the other variants); ``config["yours"]`` says what was audited."""
     if (result.data.get("sha256"), result.data.get("rows")) != (yours.data.get("sha256"), yours.data.get("rows")):
         raise FairAuditError("your representation was audited on other data than this audit; audit both on the same data.")
-    clash = set(map(tuple, result.records[result.records.variant == YOURS][["method", "rank"]].to_numpy().tolist()))
+    clash = set(map(tuple, result.records[result.records.variant.isin((YOURS, erased_variant(YOURS)))][["method", "rank"]].to_numpy().tolist()))
     if clash:
         raise ParameterError("this audit already holds a 'yours' variant; audit one representation of your own at a time.")
     config = dict(result.config)

@@ -21,6 +21,7 @@ from fairaudit.audit import (
     AuditConfig,
     AuditResult,
     default_variants,
+    erased_variant,
     family_run,
     no_interval_warning,
 )
@@ -705,6 +706,18 @@ def replicates_text(counts: dict[str, int]) -> str:
     return "default: " + ", ".join(f"{FAMILY_TITLES.get(m, m)} {n}" for m, n in counts.items())
 
 
+def leace_control(key: str, saved: dict) -> bool:
+    """The checkbox of ``AuditConfig(leace=…)`` (a method page's form, and the Models page's audit
+    of your representation)."""
+    return st.checkbox(
+        "Also audit each representation after LEACE", value=bool(saved.get("leace", False)), key=key,
+        help="Runs every chosen variant's representation through LEACE (Belrose et al. 2023), the least change after "
+        "which no linear classifier predicts the group, and audits it beside it as “… + LEACE”: how much leakage is "
+        "left (a quadratic or nonlinear classifier may still find some) and what the erasure cost. It doubles the "
+        "leakage tests.",
+    )
+
+
 def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, str]]) -> dict:
     """The controls of a run's intervals, held-out rows and verdicts (the same on every method
     page and beside the Report page's run of every family); returns ``AuditConfig`` keyword
@@ -839,6 +852,7 @@ def method_page(
             "Random seed", 0, 2**32 - 1, int(saved.get("seed", AuditConfig.random_state)), key=f"{method}-seed",
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
+        leace = leace_control(f"{method}-leace", saved)
         counted = AuditConfig(methods=(method,), ranks=ranks or None)  # the ranks as the audit counts them
         trust = uncertainty_controls(
             method, saved, {method: default_count(method, counted, data.n_rows, data.n_features, data.groups.n_groups)}
@@ -859,6 +873,7 @@ def method_page(
                 variants=tuple(chosen),
                 random_state=seed,
                 leakage_classifier=leakage if not leakage_option else "qda",
+                leace=leace,
                 options={method: {**options, leakage_option: leakage} if leakage_option else options}
                 if (options or leakage_option) else {},
                 **trust,
@@ -884,7 +899,7 @@ def method_page(
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
             "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,
-            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed, **trust,
+            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed, "leace": leace, **trust,
         }
         start_run(FAMILY_TITLES.get(method, method), [(method, config)])
         running = reg.running_for(method, token)
@@ -901,5 +916,7 @@ def method_page(
     if running is not None and estimates is None:
         st.caption("Below: the previous result, until the run above finishes.")
     shown_variants = [v for v in variants if used.names(method, v) or (used.variants == "all" and used.wants(method, v))]
+    present = set(result.records.variant)  # each variant's representation after LEACE (AuditConfig.leace) beside it
+    shown_variants = [name for v in shown_variants for name in (v, erased_variant(v)) if name == v or name in present]
     show_result(result, method, shown_variants)
     return result

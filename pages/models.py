@@ -15,7 +15,7 @@ import json
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, family_options
+from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, erased_variant, family_options, family_run
 from fairaudit.data import read_table
 from fairaudit.findings import findings
 from fairaudit.models import (
@@ -36,6 +36,7 @@ from pages.common import (
     data_summary,
     data_token,
     kept_upload,
+    leace_control,
     plain,
     results_for,
     runs_panel,
@@ -212,11 +213,12 @@ with yours:
         options = [m for m in FAMILIES if m in results] or ["pca"]
         family = st.selectbox("Show it with", options, format_func=FAMILY_TITLES.get, key="models-yours-with")
         upload = kept_upload("Embeddings file (one row per data row)", "models-yours-embedding", ["csv", "txt", "npy"])
+    base = results.get(family)
+    leace = leace_control("models-yours-leace", {"leace": bool(base is not None and family_run(base.config, family).get("leace"))})
     if upload is not None:
-        base = results.get(family)
         name, raw = upload
         audit_id = None if base is None else (base.created, base.seconds, json.dumps(base.config, sort_keys=True, default=str))
-        key = ("components" if components else "embedding", family, hashlib.sha256(raw).hexdigest(), audit_id, token)
+        key = ("components" if components else "embedding", family, hashlib.sha256(raw).hexdigest(), audit_id, leace, token)
         collect(key, audited_yours)
         try:
             reader = read_components if components else read_embedding
@@ -226,10 +228,10 @@ with yours:
                 # that yours is judged next to vanilla by the same rules
                 config = AuditConfig(methods=(family,), ranks=base.config.get("ranks"), random_state=base.config.get("random_state", 0),
                                      leakage_classifier=base.config.get("leakage_classifier", AuditConfig.leakage_classifier),
-                                     options={family: family_options(base.config, family)},
+                                     options={family: family_options(base.config, family)}, leace=leace,
                                      **{name: base.config.get(name, getattr(AuditConfig, name)) for name in UNCERTAINTY_SETTINGS})
             else:
-                config = AuditConfig(methods=(family,))
+                config = AuditConfig(methods=(family,), leace=leace)
         except FairAuditError as exc:
             show_error(exc)
         else:
@@ -251,13 +253,13 @@ with yours:
                 runs_panel("page-models-yours", runs=[runs[key]])
             if key in audited_yours:
                 audited = audited_yours[key]
-                shown = attach(base, audited) if base is not None and YOURS not in set(base.records.variant) else audited
+                shown = attach(base, audited) if base is not None and not {YOURS, erased_variant(YOURS)} & set(base.records.variant) else audited
                 if base is None:
                     st.info(f"Audit {FAMILY_TITLES.get(family, family)} on its page to see vanilla and fair next to yours.")
                 for sentence in sentences(shown, family):
                     st.info(words(sentence))
                 # its verdict next to vanilla, with the rule
-                show_findings_list([f for f in findings(shown).get(family, []) if f.variant == YOURS])
+                show_findings_list([f for f in findings(shown).get(family, []) if f.variant in (YOURS, erased_variant(YOURS))])
                 show_notes(audited, family)
                 show_figures(shown, family)
                 st.subheader("Your representation's records")

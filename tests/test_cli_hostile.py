@@ -146,7 +146,7 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     lines = err.splitlines()
     assert lines[0].startswith("fairaudit: auditing data.csv (40 rows × 3 features): PCA, NMF")
     assert any(" s] pca: 1/" in line for line in lines) and any(" s] nmf: " in line for line in lines)
-    assert any(line.startswith("fairaudit: pca done: 8 fits in") for line in lines)
+    assert any(line.startswith("fairaudit: pca done: 12 fits in") for line in lines)  # 6 default variants × 2 ranks
     assert any(line.startswith("fairaudit: nmf done:") for line in lines)
     assert "finding (pca, " in out and "fairaudit:" not in out
     assert not any("point estimates done" in line for line in lines)  # no intervals here (the tests' default cap)
@@ -154,10 +154,10 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     lines = capsys.readouterr().err.splitlines()
     said = [line for line in lines if "point estimates done" in line]
     assert code == 0 and len(said) == 1
-    assert said[0].startswith("fairaudit: pca: 8 fits and their point estimates done in") and said[0].endswith("10 bootstrap replicates for the intervals follow")
+    assert said[0].startswith("fairaudit: pca: 12 fits and their point estimates done in") and said[0].endswith("10 bootstrap replicates for the intervals follow")
     assert lines.index(said[0]) < min(i for i, line in enumerate(lines) if "bootstrap replicate 1/10" in line)
     assert any(line.startswith("fairaudit: pca intervals done: 10 bootstrap replicates in") for line in lines)
-    assert not any(" done: 8 fits in" in line for line in lines)  # the family is done with its intervals, not its fits
+    assert not any(" done: 12 fits in" in line for line in lines)  # the family is done with its intervals, not its fits
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--quiet"])
     out, err = capsys.readouterr()
     assert code == 0 and out == "" and err == ""

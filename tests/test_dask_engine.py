@@ -29,7 +29,7 @@ from fairaudit.errors import (  # noqa: E402
 from fairaudit.metrics import stratified_quotas  # noqa: E402
 
 KEY = ["method", "variant", "rank", "group", "metric"]
-PCA_VARIANTS = ("vanilla", "fair_eig", "jevd", "cov_fair")
+PCA_VARIANTS = ("vanilla", "fair_eig", "jevd", "cov_fair", "equal_means", "equal_means_cov")  # the default set
 
 
 def table_frame(n: int = 3000, seed: int = 0) -> pd.DataFrame:

@@ -724,6 +724,18 @@ class CPDAudit(FamilyAudit):
             found = self.representation(A, codes, replicate=replicate, config=self.leak_config)
         return entries + [(metric, value, "") for metric, value in found.items()]
 
+    def representations_of(self, fits: Fits, rows, *, heldout: bool) -> dict:
+        """Each fit's embedding of the entities ``rows``: the fit's own, or new entities' by least
+        squares (:meth:`_heldout`); a model that answers to two variants shares one array."""
+        X, codes = self.X[rows], self.codes[rows]
+        embedded: dict[int, np.ndarray] = {}
+        found = {}
+        for key, model in fits.models.items():
+            if id(model) not in embedded:
+                embedded[id(model)] = self._heldout(model, X, codes)[0] if heldout else model.embedding_
+            found[key] = embedded[id(model)]
+        return found
+
     def _heldout(self, model: FairCPD, X: np.ndarray, codes: np.ndarray):
         """Embedding, residual fit and per-group residual fits of new entities ``X``: their factor
         rows by least squares given the fitted other factors, embedded as the fit's embedding

@@ -77,7 +77,8 @@ import numbers
 
 import numpy as np
 import pandas as pd
-from sklearn.base import BaseEstimator, TransformerMixin
+import scipy.sparse
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from ..errors import EmptyFileError, FairAuditError, MissingValueError, ParameterError
 from ..groups import check_groups, encode_groups
@@ -160,12 +161,20 @@ def _symmetric_inverse(Q: np.ndarray) -> np.ndarray:
 
 
 def check_tensor(X, what: str = "X") -> np.ndarray:
-    """``X`` as a finite float array with at least two modes, or a specific error."""
-    X = np.asarray(X, dtype=float)
+    """``X`` as a finite float array with at least two modes, or a specific error (for a sparse
+    or complex array, and a matrix without columns, in scikit-learn's words)."""
+    if scipy.sparse.issparse(X):
+        raise FairAuditError(f"{what} is a sparse matrix: sparse input is not supported; a tensor is a dense array (X.toarray()).")
+    X = np.asarray(X)
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise FairAuditError(f"Complex data not supported: {what} has complex values.")
+    X = X.astype(float, copy=False)
+    if X.ndim == 2 and X.shape[1] == 0:
+        raise EmptyFileError(f"{what} has 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     if X.ndim < 2:
         raise FairAuditError(
             f"{what} must have at least two modes (entities × …), got shape {X.shape}; "
-            "a data table is a 2-way array (rows × features)."
+            "a data table is a 2-way array (rows × features). Reshape your data, e.g. X.reshape(-1, 1) for one feature."
         )
     if X.size == 0:
         raise EmptyFileError(f"{what} is empty (shape {X.shape}).")
@@ -247,7 +256,7 @@ def rank_limit(shape: tuple[int, ...]) -> int:
 
 
 
-class FairCPD(TransformerMixin, BaseEstimator):
+class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """CP decomposition whose sensitive-mode factor is penalised for revealing the groups.
 
     The defaults are [Kim21] as printed: Algorithm 1 with the step sizes, kernel, initialisation
@@ -673,6 +682,7 @@ class FairCPD(TransformerMixin, BaseEstimator):
             Group of each entity (several columns: intersections).
         """
         X = check_tensor(X)
+        self.n_features_in_ = int(np.prod(X.shape[1:]))  # cells per entity (a matrix: its columns)
         rank = self._check_params(X.shape)
         groups = encode_groups(sensitive_features, n_rows=X.shape[0])
         check_groups(groups)
@@ -788,6 +798,11 @@ class FairCPD(TransformerMixin, BaseEstimator):
             return self.factors_[0].copy()
         return normalised_embedding(self.factors_[0], whiten=len(self.factors_) == 2)
 
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of the entity factor (``get_feature_names_out``: ``faircpd0 …``)."""
+        return self.factors_[0].shape[1]
+
     def fit_transform(self, X, y=None, *, sensitive_features=None):
         """Fit and return the fitted entity factor ``A``."""
         return self.fit(X, sensitive_features=sensitive_features).factors_[0].copy()
@@ -805,6 +820,8 @@ class FairCPD(TransformerMixin, BaseEstimator):
         X = check_tensor(X)
         expected = tuple(F.shape[0] for F in self.factors_[1:])
         if X.shape[1:] != expected:
+            if X.ndim == 2 and len(expected) == 1:  # a matrix: scikit-learn's words
+                raise ParameterError(f"X has {X.shape[1]} features, but FairCPD is expecting {expected[0]} features as input.")
             raise ParameterError(f"X has modes {X.shape[1:]} after the entities; the model was fitted on {expected}.")
         factors = [np.zeros((X.shape[0], self.factors_[0].shape[1]))] + list(self.factors_[1:])
         return _tensor.solve_right(_tensor.mttkrp(_tensor.unfold(X, 0), factors, 0), _tensor.gram(factors, 0))

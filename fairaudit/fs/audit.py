@@ -300,6 +300,17 @@ class FSAudit(FamilyAudit):
             if len(per_group[order]) == len(self.labels):  # every group among the rows (a resample's, the held-out part's)
                 out.add_groups(name, m, "cluster_share", self.labels, per_group[order])
 
+    def representations_of(self, fits: Fits, rows, *, heldout: bool) -> dict:
+        """Each selection's columns of ``rows`` (selectors that keep the same columns in the same
+        order share one array)."""
+        X = self.X[rows]
+        columns: dict[tuple, np.ndarray] = {}
+        found = {}
+        for key in fits.models:
+            order = tuple(int(j) for j in fits.shared["order"][key])
+            found[key] = columns.setdefault(order, X[:, list(order)])
+        return found
+
     def _aligner(self, alignment, X: np.ndarray, codes: np.ndarray, *, announce: bool):
         """``columns ↦ (alignment_data, alignment_protected)`` of a set of columns on the rows ``X``:
         the centred alignments of the selection's RBF kernel with the kernel of every feature and

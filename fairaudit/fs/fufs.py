@@ -389,8 +389,9 @@ class FUFS(FittedSelector):
         return np.argsort(self.ranking_, kind="stable")
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features):
-        """Select ``n_features_to_select`` columns of ``X`` given one group value per row."""
+    def fit(self, X, y=None, *, sensitive_features=None):
+        """Select ``n_features_to_select`` columns of ``X`` given one group value per row
+        (required: ``None`` is refused, saying how to route it through a ``Pipeline``)."""
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2)
         groups = encode_groups(sensitive_features, n_rows=X.shape[0])
         check_groups(groups, min_size=1)

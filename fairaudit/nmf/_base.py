@@ -4,7 +4,7 @@ attributes, ``transform``."""
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..errors import FairAuditError
@@ -24,7 +24,7 @@ from ._estimates import estimate_group_errors
 from ._standard import SOLVERS
 
 
-class NMFBase(TransformerMixin, BaseEstimator):
+class NMFBase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Shared parts of :class:`~fairaudit.nmf.NMF` and :class:`~fairaudit.nmf.FairerNMF`.
 
     Subclasses have the parameters ``n_components``, ``n_estimates``, ``estimates``, ``stopping``,
@@ -35,6 +35,11 @@ class NMFBase(TransformerMixin, BaseEstimator):
     def _nmf_solver(self) -> str:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of ``W`` (``get_feature_names_out``: ``<class>0 …``, so ``set_output`` works)."""
+        return self.components_.shape[0]
+
     def _nmf_stopping(self) -> str:
         """Stopping rule of the standard NMF runs behind ``E_ℓ``."""
         return self.stopping
@@ -44,8 +49,8 @@ class NMFBase(TransformerMixin, BaseEstimator):
         return self.max_iter
 
     # ------------------------------------------------------------------ input
-    def _validate_input(self, X, reset: bool = True) -> np.ndarray:
-        X = validate_data(self, X, dtype=np.float64, reset=reset, ensure_min_samples=1)
+    def _validate_input(self, X, reset: bool = True, min_samples: int = 1) -> np.ndarray:
+        X = validate_data(self, X, dtype=np.float64, reset=reset, ensure_min_samples=min_samples)
         check_nonnegative(X)
         return X
 

@@ -395,9 +395,7 @@ class NMFAudit(FamilyAudit):
         codes = self.codes[rows]
         if heldout:
             grouped = GroupedData.build(X, self._sensitive(rows))
-        representations = {}
-        for (name, rank), model in fits.models.items():
-            representations[name, rank] = model.transform(X) if heldout else model.W_
+        representations = self.representations_of(fits, rows, heldout=heldout)
         found = self.representations(list(representations.values()), codes, replicate=replicate, lineages=list(representations))
         shared = dict(zip(representations, found, strict=True))
         for (name, rank), model in fits.models.items():
@@ -415,6 +413,14 @@ class NMFAudit(FamilyAudit):
             out.add_groups(name, rank, "own_rel_error", self.labels, own)
             out.add(name, rank, "total_rel_error", total)
             out.add_all(name, rank, shared[name, rank])
+
+    def representations_of(self, fits: Fits, rows, *, heldout: bool) -> dict:
+        """Each fit's ``W`` of ``rows``: its own rows' (the fit's), or new rows' by non-negative
+        least squares against its ``H``."""
+        if heldout:
+            X = self.prepared.X[rows]
+            return {key: model.transform(X) for key, model in fits.models.items()}
+        return {key: model.W_ for key, model in fits.models.items()}
 
     def _heldout_E(self, rows, rank: int, replicate: bool) -> np.ndarray:
         """``E_ℓ`` of the held-out rows' groups (Algorithm 1 on those rows): computed once for the

@@ -210,7 +210,7 @@ class FairerNMF(NMFBase):
         return FAIR_STOPPING_RULES
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features, W=None, H=None):
+    def fit(self, X, y=None, *, sensitive_features=None, W=None, H=None):
         """Fit on ``X`` with one group value per row; ``W``, ``H`` for ``init="custom"``."""
         with blas_threads():
             return self._fit(X, sensitive_features, W, H)
@@ -231,7 +231,7 @@ class FairerNMF(NMFBase):
 
     def _fit(self, X, sensitive_features, W, H):
         self._check_options(W, H)
-        X = self._validate_input(X)
+        X = self._validate_input(X, min_samples=2)  # two groups need two rows
         r = self._check_common(X)
         data = GroupedData.build(X, sensitive_features)
         E, self.estimate_seconds_ = self._estimates(data, r)
@@ -260,7 +260,7 @@ class FairerNMF(NMFBase):
         self._set_group_attributes(data, fit.W, fit.H, E)
         return self
 
-    def fit_transform(self, X, y=None, *, sensitive_features, W=None, H=None):
+    def fit_transform(self, X, y=None, *, sensitive_features=None, W=None, H=None):
         return self.fit(X, sensitive_features=sensitive_features, W=W, H=H).W_
 
     def _initial_factors(self, X: np.ndarray, r: int, W, H) -> tuple[np.ndarray, np.ndarray]:

@@ -11,17 +11,21 @@ Every class follows scikit-learn's conventions (``fit(X, *, sensitive_features)`
 from ._base import GroupPCABase, rank_sweep, rank_sweep_problem
 from ._problem import GroupProblem
 from .covfair import CovFairPCA
+from .equal_means import EqualMeansPCA
 from .fair import FairPCA
 from .jevd import JEVDPCA
+from .leace import LeacePCA
 from .vanilla import PCA
 
 __all__ = [
     "JEVDPCA",
     "PCA",
     "CovFairPCA",
+    "EqualMeansPCA",
     "FairPCA",
     "GroupPCABase",
     "GroupProblem",
+    "LeacePCA",
     "rank_sweep",
     "rank_sweep_problem",
 ]

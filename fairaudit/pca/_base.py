@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Iterator
 
 import numpy as np
-from sklearn.base import BaseEstimator, TransformerMixin, clone
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..engine import GroupMoments
@@ -17,7 +17,7 @@ from ..validation import check_rank
 from ._problem import BLAS_THREADS, GroupProblem
 
 
-class GroupPCABase(TransformerMixin, BaseEstimator):
+class GroupPCABase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     """Base class: a linear map ``P = U diag(w) Uᵀ`` learned from centred data and groups.
 
     Subclasses implement ``_solve(problem, d) -> LowRankMap``. After ``fit``:
@@ -48,9 +48,11 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
         self.n_components = n_components
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features, sample_weight=None):
+    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Learn the map from ``X`` (rows = samples) and one group value per row.
 
+        ``sensitive_features`` is required (the default ``None`` is refused with a message that
+        says how to route it through a scikit-learn ``Pipeline``: ``docs/pipelines.md``).
         ``sample_weight`` (optional, non-negative) weights each row, e.g. the multinomial counts
         of a bootstrap resample.
         """
@@ -106,9 +108,19 @@ class GroupPCABase(TransformerMixin, BaseEstimator):
 
     def transform(self, X):
         """Coordinates ``(X − mean_) U diag(w)`` of the representation."""
-        check_is_fitted(self, "components_")
+        check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        return ((X - self.mean_) @ self.components_.T) * self.component_weights_
+        return (X - self.mean_) @ self._representation()
+
+    def _representation(self) -> np.ndarray:
+        """The ``n_features × outputs`` matrix ``T`` of the representation ``(x − mean_) T``:
+        ``U diag(w)`` (a map followed by an erasure overrides it, :class:`~fairaudit.pca.LeacePCA`)."""
+        return self.components_.T * self.component_weights_
+
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform` (``get_feature_names_out`` names them ``<class>0 …``)."""
+        return self._representation().shape[1]
 
     def inverse_transform(self, Z):
         """Back to feature space: ``Z Uᵀ + mean_`` (so ``inverse_transform(transform(X)) = (X − mean_) P + mean_``)."""

@@ -242,6 +242,12 @@ class GroupProblem:
         return self._cache["pooled"]
 
     @property
+    def value_scale(self) -> float:
+        """The size of the rows' values, ``‖mean‖ + √(tr C)``: what rounding in the group means is
+        relative to (:func:`fairaudit.erasure.mean_difference_basis`)."""
+        return float(np.linalg.norm(self.mean)) + float(np.sqrt(max(float(np.trace(self.pooled)), 0.0)))
+
+    @property
     def scale(self) -> float:
         """A natural size for losses: the largest group's total variance ``max_i tr C_i``."""
         return float(max(self.spectra.sum(axis=1).max(), np.finfo(float).tiny))

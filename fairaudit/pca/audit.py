@@ -41,6 +41,9 @@ from ..audit import (
     Fits,
     Recorder,
     RecordSink,
+    emptied_note,
+    erased_base,
+    erased_variant,
     merged_options,
 )
 from ..data import AuditData
@@ -54,9 +57,11 @@ from ..vocabulary import term
 from ._base import GroupPCABase, rank_sweep_problem
 from ._problem import BLAS_THREADS, GroupProblem
 from .covfair import CovFairPCA
+from .equal_means import EqualMeansPCA
 from .fair import FairPCA
 from .jevd import JEVDPCA
 from .jevd import SOLVERS as JEVD_SOLVERS
+from .leace import LeacePCA
 from .vanilla import PCA
 
 VARIANTS: dict[str, GroupPCABase] = {
@@ -66,8 +71,16 @@ VARIANTS: dict[str, GroupPCABase] = {
     "fair_mw": FairPCA(solver="mw"),
     "jevd": JEVDPCA(),
     "cov_fair": CovFairPCA(),
+    "equal_means": EqualMeansPCA(),
+    "equal_means_cov": EqualMeansPCA(match_covariance=True),
 }
-"""Variant name → unfitted estimator (display titles: ``fairaudit.plots.VARIANT_TITLES``)."""
+"""Variant name → unfitted estimator (display titles: ``fairaudit.plots.VARIANT_TITLES``). With
+``AuditConfig(leace=True)`` every chosen variant but those in :data:`MEANS_EQUAL` also runs as
+``<name>+leace`` (:class:`~fairaudit.pca.LeacePCA` around it)."""
+
+MEANS_EQUAL = ("equal_means", "equal_means_cov")
+"""Variants whose representation has equal group means by construction: LEACE would erase nothing
+(its ``+leace`` twin is not fitted)."""
 
 DEFAULT_OPTIONS = {"jevd_solver": "jacobi"}
 """``AuditConfig.options["pca"]`` keys and defaults.
@@ -92,7 +105,9 @@ NOT_REPLICATED = {
     "fair_mw": "fair_mw solves the same problem as fair_eig by multiplicative weights, 0.3 s per fit at most "
     "ranks: its intervals are fair_eig's and are not recomputed",
 }
-"""Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason."""
+NOT_REPLICATED.update({erased_variant(name): reason for name, reason in NOT_REPLICATED.items()})
+"""Variants left out of bootstrap replicates (their records keep ``ci_*`` NaN), with the reason
+(a ``+leace`` twin with its base)."""
 
 GAP_PERMUTATIONS = 200
 """Random regroupings behind the permutation test of every pair of groups (and
@@ -138,9 +153,41 @@ def _too_slow(name: str, n_features: int, config: AuditConfig) -> str | None:
 
 
 def _estimator(name: str, options: dict) -> GroupPCABase:
+    base = erased_base(name)
+    if base is not None:
+        return LeacePCA(base=_estimator(base, options))
     if name == "jevd":
         return clone(VARIANTS[name]).set_params(solver=options["jevd_solver"])
     return VARIANTS[name]
+
+
+def with_twins(chosen: list[str], config: AuditConfig) -> list[str]:
+    """``chosen`` with, under ``config.leace``, each variant's ``+leace`` twin right after it (none
+    for :data:`MEANS_EQUAL`)."""
+    if not config.leace:
+        return list(chosen)
+    return [twin for name in chosen for twin in (name, *(() if name in MEANS_EQUAL else (erased_variant(name),)))]
+
+
+def measured_coordinates(Z: np.ndarray, model) -> np.ndarray:
+    """``Z`` (a fit's representation of centred rows) as the representation metrics read it: in
+    the basis ``model.output_basis_`` of the subspace an erased representation lies in, where
+    the fit has one."""
+    basis = getattr(model, "output_basis_", None)
+    return Z if basis is None else Z @ basis
+
+
+def erasure_distortion(problem: GroupProblem, model) -> float:
+    """``E‖z' − z‖² / E‖z‖²`` of a fit after LEACE (a :class:`LeacePCA`, or your erased
+    components: ``representation_`` after, ``base_representation_`` before, features × outputs)
+    on the rows ``problem`` summarises (centred at the fit's mean): the share of the base
+    representation's second moment that LEACE changed."""
+    change = model.base_representation_ - model.representation_
+    base = model.base_representation_
+    if problem.basis is not None:
+        change, base = problem.basis.T @ change, problem.basis.T @ base
+    total = float(np.sum(base * (problem.pooled @ base)))
+    return float(np.sum(change * (problem.pooled @ change))) / total if total > 0 else 0.0
 
 
 def gap_test_cost(sample: RowSample, n_groups: int) -> float:
@@ -237,6 +284,7 @@ class PCAAudit(FamilyAudit):
     the module docstring."""
 
     method = "pca"
+    erases_itself = True
     disparities = (Disparity("loss", "max_loss", "loss_gap", "loss_ratio", error="error", error_ratio="error_ratio"),)
     replicate_variants_skipped = NOT_REPLICATED
 
@@ -248,7 +296,7 @@ class PCAAudit(FamilyAudit):
         self.codes = data.groups.codes
         self.labels = tuple(data.groups.labels)
         self.ranks = config.resolved_ranks(data.n_features)
-        self.chosen = self.chosen_variants(VARIANTS, lambda name: _too_slow(name, data.n_features, config))
+        self.chosen = with_twins(self.chosen_variants(VARIANTS, lambda name: _too_slow(name, data.n_features, config)), config)
 
     @property
     def active(self) -> bool:
@@ -351,6 +399,8 @@ class PCAAudit(FamilyAudit):
                     fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
                     if name == "jevd":
                         sink.detail(name, rank, "solver", JEVD_SOLVER_NOTES[fitted.solver])
+                    if isinstance(fitted, LeacePCA) and fitted.representation_.shape[1] == fitted.erased_dimensions_:
+                        sink.warn(emptied_note(self.method, name, rank, len(self.labels)))
                     if not getattr(fitted, "converged_", True) and getattr(fitted, "dual_gap_", None) is not None:
                         unconverged.append((rank, fitted.dual_gap_ / max(float(np.max(fitted.group_losses_)), 1e-300)))
                     sink.progress(name, rank, seconds)
@@ -394,6 +444,8 @@ class PCAAudit(FamilyAudit):
             out.add_groups(name, rank, "error", self.labels, errors)
             out.add_groups(name, rank, "loss", self.labels, losses)
             out.add(name, rank, "variance_explained", problem.variance_explained(in_problem))
+            if getattr(model, "base_representation_", None) is not None:  # after LEACE: what it changed
+                out.add(name, rank, "leace_distortion", erasure_distortion(problem, model))
             values = dict(shared.get((name, rank), {}))
             values["mmd2"] = problem.mean_discrepancy(in_problem)  # exact, from every row's moments
             out.add_all(name, rank, values)
@@ -424,8 +476,10 @@ class PCAAudit(FamilyAudit):
         return dict(zip(keys, found, strict=True))
 
     def coordinates(self, model, centred: np.ndarray) -> np.ndarray:
-        """The representation of centred rows that the leakage test and the RBF MMD² read."""
-        return model.map_.coordinates(centred)
+        """The representation of centred rows that the leakage test and the RBF MMD² read: what
+        ``transform`` returns — for a ``+leace`` twin LEACE's output, in an orthonormal basis of
+        the subspace it lies in (:meth:`fairaudit.erasure.Eraser.output_basis`)."""
+        return measured_coordinates(centred @ model._representation(), model)
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (name, rank), model in fits.models.items():

@@ -1,7 +1,8 @@
 """Screenshots of every dashboard page in the light and the dark theme (not a test: run it by hand
 after changing a page, and look at the images).
 
-    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca] [--data-only]
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca] [--leace pca,nmf]
+        [--data-only]
     .venv/bin/python tests/e2e/screenshots.py OUT_DIR --findings   # the findings of a file with a small third group
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
@@ -109,12 +110,14 @@ def _take_it_further(page, files: dict[str, Path]) -> None:
     _idle(page)
 
 
-def _run(page, bootstrap: str, holdout: bool) -> None:
-    """On a method page: the intervals' controls as asked, then Run audit."""
+def _run(page, bootstrap: str, holdout: bool, leace: bool = False) -> None:
+    """On a method page: the intervals' controls as asked (and LEACE's box), then Run audit."""
     if bootstrap:
         page.get_by_role("spinbutton", name="Bootstrap replicates").fill(bootstrap)
     if holdout:
         page.get_by_text("Evaluate on held-out rows").click()
+    if leace:
+        page.get_by_text("Also audit each representation after LEACE").click()
     page.get_by_role("button", name="Run audit").click()
 
 
@@ -260,6 +263,7 @@ def main() -> int:
     parser.add_argument("--families", default="pca,nmf,fs,cpd")
     parser.add_argument("--bootstrap", default="", help="replicates on every page (default: the library's per family)")
     parser.add_argument("--holdout", default="pca", help="families whose run evaluates on held-out rows")
+    parser.add_argument("--leace", default="", help="families whose run also audits each representation after LEACE")
     parser.add_argument("--height", type=int, default=3200, help="viewport height in pixels (a page taller than it is cut)")
     parser.add_argument("--data-only", action="store_true", help="only the Data page's states")
     parser.add_argument("--findings", action="store_true", help="only the PCA findings of a file with a small third group")
@@ -295,7 +299,7 @@ def main() -> int:
             for family in families:
                 _open(page, PAGES[family])
                 _idle(page)  # a page's own first-open audit, if it started one
-                _run(page, args.bootstrap, family in args.holdout.split(","))
+                _run(page, args.bootstrap, family in args.holdout.split(","), family in args.leace.split(","))
                 _idle(page)
             if "pca" in families:
                 _take_it_further(page, _inputs(args.out))
