@@ -205,11 +205,6 @@ class FSAudit(FamilyAudit):
             **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
         }
 
-    @classmethod
-    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
-        """The default sizes (:func:`default_ranks`), else ``config``'s."""
-        return len(default_ranks(n_features) if config.ranks is None else config.resolved_ranks(n_features))
-
     @property
     def active(self) -> bool:
         return bool(self.chosen)

@@ -273,12 +273,6 @@ class NMFAudit(FamilyAudit):
             if rank >= exact
         }
 
-    @classmethod
-    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
-        """:func:`nmf_ranks` before the input is prepared: up to the features and the rows (the
-        smallest group's rows, which also cap them, are not known here)."""
-        return len(config.resolved_ranks(min(n_features, n_rows)))
-
     @property
     def active(self) -> bool:
         return bool(self.chosen)
