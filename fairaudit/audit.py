@@ -27,7 +27,6 @@ import contextlib
 import copy
 import datetime as _dt
 import importlib
-import json
 import math
 import time
 import uuid
@@ -42,10 +41,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from . import metrics, uncertainty
 from ._version import __version__
-from .data import AuditData, worded
+from .data import AuditData
 from .errors import ParameterError, RankError
 from .linalg import blas_threads
-from .vocabulary import render, term
+from .vocabulary import term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
 """The tidy records' columns (contract 2). ``ci_low``/``ci_high``: the interval at
@@ -323,38 +322,6 @@ class AuditResult:
         rows = self.records[self.records.metric == metric]
         return rows if method is None else rows[rows.method == method]
 
-    def to_dict(self, found: dict | None = None) -> dict:
-        """The result as JSON-ready data; ``found`` — :func:`fairaudit.findings.findings` of this
-        result when the caller has them already (they are worked out otherwise)."""
-        from .findings import findings
-
-        found = findings(self) if found is None else found
-        return {
-            "fairaudit_version": self.fairaudit_version,
-            "created": self.created,
-            "seconds": self.seconds,
-            "expected_seconds": self.expected_seconds,
-            "config": self.config,
-            "data": worded(self.data),
-            "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
-            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for family in found.values() for f in family],
-            # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
-            "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
-            "warnings": [render(str(w)) for w in self.warnings],
-            "details": self.details,
-            "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
-        }
-
-    def to_json(self, indent: int | None = 1, found: dict | None = None) -> str:
-        return json.dumps(self.to_dict(found), indent=indent, ensure_ascii=False, allow_nan=False)
-
-    def to_csv(self) -> str:
-        """The records as CSV, text cells a spreadsheet would run as formulas neutralised
-        (:func:`fairaudit.report.records_csv`)."""
-        from .report import records_csv
-
-        return records_csv(self)
-
     @classmethod
     def from_dict(cls, payload: dict) -> AuditResult:
         records = pd.DataFrame(payload["records"], columns=RECORD_COLUMNS)
@@ -454,27 +421,6 @@ def family_run(config: dict, method: str) -> dict:
 def family_options(config: dict, method: str) -> dict:
     """The options ``config`` gave ``method`` (:func:`family_run`'s)."""
     return family_run(config, method).get("options", {}).get(method, {})
-
-
-def _worded_summary(summary: dict) -> dict:
-    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
-    return {
-        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
-        for key, value in summary.items()
-    }
-
-
-def _json_number(value) -> float | None:
-    """A JSON-safe number: ``None`` for NaN and ±∞ (``allow_nan=False``)."""
-    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
-
-
-def _json_safe_record(record: dict) -> dict:
-    record = dict(record)
-    record["rank"] = int(record["rank"])
-    for column in ("value", "ci_low", "ci_high"):
-        record[column] = _json_number(record.get(column))
-    return record
 
 
 # ============================================================================ collecting records
@@ -968,6 +914,7 @@ def replicate_context(stage: FamilyEstimates) -> ReplicateContext:
     warnings come back with its values)."""
     family = copy.copy(stage.family)
     family.sink = RecordSink(family.method)
+    family.config = replace(family.config, scheduler=None)  # a cluster's client does not travel to its own workers
     return ReplicateContext(family, stage.fits, stage.train, stage.test, dict(stage.pairs))
 
 

@@ -202,7 +202,7 @@ class DaskExecutor:
         shipped = self._shipped[token]
         jobs = list(jobs)
         futures = {self.client.submit(_dask_call, shipped, function, job, pure=False): job for job in jobs}
-        stream = as_completed(list(futures))
+        stream = as_completed(list(futures), loop=self.client.loop)
         try:
             for future in stream:
                 value, seconds = future.result()

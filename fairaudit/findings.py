@@ -120,6 +120,9 @@ class Finding:
     text: str
     rule: str = ""
     evidence: dict = field(default_factory=dict)
+    provisional: int | None = None
+    """While the family's replicates are still coming in: how many the verdict rests on (it may
+    change when the rest are in; the renderers say so). ``None`` for a final verdict."""
 
     def __str__(self) -> str:
         return self.text
@@ -133,6 +136,7 @@ class Finding:
             "text": self.text,
             "rule": self.rule,
             "evidence": {key: _json(value) for key, value in self.evidence.items()},
+            "provisional": self.provisional,
         }
 
 
@@ -759,4 +763,10 @@ FINDERS: dict[str, Callable] = {"pca": pca_findings, "nmf": nmf_findings, "fs": 
 def findings(result) -> dict[str, list[Finding]]:
     """Findings per method family present in ``result``."""
     methods = list(dict.fromkeys(result.records.method))
-    return {method: FINDERS[method](result) for method in methods if method in FINDERS}
+    found = {method: FINDERS[method](result) for method in methods if method in FINDERS}
+    for method, items in found.items():  # intervals of the replicates in so far: every verdict is provisional
+        summary = (result.uncertainty or {}).get(method, {})
+        if summary.get("provisional"):
+            for finding in items:
+                finding.provisional = int(summary["replicates_done"])
+    return found

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import io
+import json
+import math
 import os
 import platform
 import tempfile
@@ -21,6 +23,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
+from .data import worded
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
 from .metrics import metric_definition
@@ -518,6 +521,55 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def result_dict(result: AuditResult, found: dict[str, list[Finding]] | None = None) -> dict:
+    """The result as JSON-ready data (the JSON report; :meth:`AuditResult.from_dict` reads it
+    back); ``found`` — :func:`fairaudit.findings.findings` of this result when the caller has them
+    already (they are worked out otherwise). Notes and reasons are in the library's words; the time
+    the audit announced (``expected_seconds``) stands beside the time it took (``seconds``)."""
+    found = findings(result) if found is None else found
+    return {
+        "fairaudit_version": result.fairaudit_version,
+        "created": result.created,
+        "seconds": result.seconds,
+        "expected_seconds": result.expected_seconds,
+        "config": result.config,
+        "data": worded(result.data),
+        "uncertainty": {method: _worded_summary(summary) for method, summary in result.uncertainty.items()},
+        "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule)} for family in found.values() for f in family],
+        # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
+        "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in result.skipped],
+        "warnings": [render(str(w)) for w in result.warnings],
+        "details": result.details,
+        "records": [_json_safe_record(r) for r in result.records.to_dict(orient="records")],
+    }
+
+
+def result_json(result: AuditResult, found: dict[str, list[Finding]] | None = None, indent: int | None = 1) -> str:
+    """:func:`result_dict` as JSON text (no NaN: missing numbers are ``null``)."""
+    return json.dumps(result_dict(result, found), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def _worded_summary(summary: dict) -> dict:
+    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
+    return {
+        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
+        for key, value in summary.items()
+    }
+
+
+def _json_number(value) -> float | None:
+    """A JSON-safe number: ``None`` for NaN and ±∞ (``allow_nan=False``)."""
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
+
+def _json_safe_record(record: dict) -> dict:
+    record = dict(record)
+    record["rank"] = int(record["rank"])
+    for column in ("value", "ci_low", "ci_high"):
+        record[column] = _json_number(record.get(column))
+    return record
+
+
 def records_csv(result: AuditResult) -> str:
     """The tidy records as CSV, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
     return spreadsheet_safe(result.records).to_csv(index=False)
@@ -529,7 +581,7 @@ def report_files(result: AuditResult, found: dict[str, list[Finding]] | None = N
     found = findings(result) if found is None else found
     return {
         "report.html": render_html(result, found, interface),
-        "report.json": result.to_json(found=found),
+        "report.json": result_json(result, found),
         "records.csv": records_csv(result),
     }
 
@@ -558,7 +610,7 @@ def write_reports(
         found = findings(result)
     return write_outputs(
         result,
-        ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: r.to_json(found=found)), (csv_path, records_csv)),
+        ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: result_json(r, found)), (csv_path, records_csv)),
     )
 
 

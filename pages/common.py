@@ -349,7 +349,8 @@ def show_findings_list(items: Sequence[Finding]) -> None:
     with st.container(border=True):
         for finding in items:
             rule = words(finding.rule) if finding.rule and finding.verdict != "info" else None
-            st.markdown(f"{verdict_badge(finding.verdict)} {words(finding)}", help=rule)
+            early = "" if finding.provisional is None else f"*Provisional, from {plural(finding.provisional, 'replicate')}:* "
+            st.markdown(f"{verdict_badge(finding.verdict)} {early}{words(finding)}", help=rule)
         rules = {f.verdict: f.rule for f in items if f.rule and f.verdict != "info"}
         if rules:
             names = ", ".join(VERDICT_LABELS.get(v, v) for v in rules)
@@ -379,6 +380,15 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
         return
     chosen = family_run(result.config, method)
     why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
+    if summary.get("provisional"):
+        done = int(summary["replicates_done"])
+        st.info(
+            f"Provisional, {result.seconds:.1f} s in: the intervals and verdicts below come from the first "
+            f"{plural(done, 'bootstrap replicate')} of {replicates}; the rest are running (progress above) and the page "
+            "refines them as they come in. A verdict may still change until they are all in.",
+            icon=":material/hourglass_top:",
+        )
+        return
     if replicates:
         seconds = summary.get("seconds")
         st.caption(

@@ -22,6 +22,7 @@ from fairaudit.compare import (
 )
 from fairaudit.errors import ReportFileError
 from fairaudit.metrics import METRIC_DEFINITIONS, better
+from fairaudit.report import result_json
 
 
 def _result(rows, data=None, config=None) -> AuditResult:
@@ -98,8 +99,8 @@ def reports(tmp_path_factory):
     after = run_audit(AuditData.from_arrays(X[20:], groups[20:], name="after.csv"), config)
     folder = tmp_path_factory.mktemp("reports")
     paths = folder / "before.json", folder / "after.json"
-    paths[0].write_text(before.to_json())
-    paths[1].write_text(after.to_json())
+    paths[0].write_text(result_json(before))
+    paths[1].write_text(result_json(after))
     return before, after, paths
 
 

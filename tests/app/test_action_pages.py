@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from fairaudit import AuditConfig, run_audit
 from fairaudit.models import load_model
+from fairaudit.report import result_json
 from fairaudit.samples import DEFAULT_SAMPLE, load_sample
 from tests.app.test_app import wait_for_runs
 
@@ -141,8 +142,8 @@ def test_compare_two_reports():
     after = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3, 4), variants=("vanilla", "fair_eig"), random_state=1))
     at = _app()
     at.switch_page("pages/compare.py").run()
-    at.file_uploader(key="compare-a").set_value(("before.json", before.to_json().encode(), "application/json")).run()
-    at.file_uploader(key="compare-b").set_value(("after.json", after.to_json().encode(), "application/json")).run()
+    at.file_uploader(key="compare-a").set_value(("before.json", result_json(before).encode(), "application/json")).run()
+    at.file_uploader(key="compare-b").set_value(("after.json", result_json(after).encode(), "application/json")).run()
     assert not at.exception and not at.error
     text = " ".join(m.value for m in at.markdown).replace("\\", "")  # user text is Markdown-escaped
     assert "values in both audits" in text and "only in after.json" in text
