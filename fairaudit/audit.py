@@ -1175,11 +1175,6 @@ def _rows_with_intervals(family: FamilyAudit, replicates: uncertainty.Replicates
     return rows
 
 
-START_SPREAD_SHOWN = 50
-"""At most this many records whose spread between starts exceeds their interval are listed in the
-uncertainty summary (the count says how many there are)."""
-
-
 def start_spread(rows: Sequence[tuple], restarts: Sequence[dict], family: FamilyAudit) -> dict:
     """How far a record moves between random starts of the fit, against its interval.
 
@@ -1203,8 +1198,7 @@ def start_spread(rows: Sequence[tuple], restarts: Sequence[dict], family: Family
             larger.append({"variant": variant, "rank": int(rank), "group": group, "metric": metric,
                            "spread": float(spread), "width": float(width)})
     larger.sort(key=lambda item: -item["spread"] / max(item["width"], 1e-300))
-    return {"restarts": len(restarts), "checked": checked, "larger_count": len(larger), "larger": larger[:START_SPREAD_SHOWN],
-            "why": family.restart_reason}
+    return {"restarts": len(restarts), "checked": checked, "larger_count": len(larger), "larger": larger, "why": family.restart_reason}
 
 
 def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str, str]:

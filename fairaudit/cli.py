@@ -755,12 +755,16 @@ def _print_findings(result, found: dict, out) -> None:
     """Each finding with its verdict, how the intervals were made, and the verdict rules once."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
-    from .report import verdict_settings
+    from .report import start_spread_text, verdict_settings
 
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
         what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
-        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}", file=out)
+        took = (f"; {summary['seconds']:.1f} s, announced {summary['expected_seconds']:.1f} s, {summary.get('jobs', '')}"
+                if replicates and summary.get("expected_seconds") is not None else "")
+        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}{took}", file=out)
+        if summary.get("start_spread"):
+            print(f"between random starts ({method}): {render(start_spread_text(summary, marks=False), 'cli')}", file=out)
     for method, items in found.items():
         for finding in items:
             print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)

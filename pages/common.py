@@ -26,7 +26,7 @@ from fairaudit.audit import (
 )
 from fairaudit.executors import usable_cores
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
-from fairaudit.formatting import OUTSIDE_NOTE, duration, level, plural
+from fairaudit.formatting import duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
@@ -39,7 +39,7 @@ from fairaudit.plots import (
     table_title,
     variant_title,
 )
-from fairaudit.report import details_rows_by_ranks, marked, summary_text
+from fairaudit.report import details_rows_by_ranks, summary_text, table_notes
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.vocabulary import render
@@ -390,12 +390,17 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
         )
         return
     if replicates:
-        seconds = summary.get("seconds")
+        seconds, announced = summary.get("seconds"), summary.get("expected_seconds")
+        spread = summary.get("start_spread") or {}
         st.caption(
             f"Intervals: {level(summary.get('confidence', AuditConfig.confidence))} percentile intervals from "
             f"{plural(replicates, 'stratified bootstrap replicate')} ({why})"
             + (f", {seconds:.1f} s" if seconds is not None else "")
+            + (f" (announced {announced:.1f} s once the first replicates were timed)" if announced is not None else "")
             + " — shaded bands and error bars on the charts, “value (low–high)” in the table."
+            + (f" Fits from {plural(spread['restarts'], 'other random start')} moved {spread['larger_count']} of "
+               f"{spread['checked']} numbers by more than their interval is wide (‡ in the table)."
+               if spread.get("larger_count") else "")
         )
     else:
         why = "“Bootstrap replicates” was 0" if chosen.get("bootstrap") == 0 else words(summary.get("why", ""))
@@ -519,8 +524,7 @@ def show_table(result: AuditResult, method: str) -> None:
                      "interval (below: which, and why).")
     if heldout:
         notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
-    if marked(table[shown]):
-        notes.append(OUTSIDE_NOTE)
+    notes += table_notes(table[shown])
     st.caption(" ".join(notes))
     show_missing_intervals(result, method)
 
