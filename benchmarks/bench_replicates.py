@@ -136,7 +136,9 @@ def _measured(result):
     return records[~records.metric.isin(FACT_METRICS)].reset_index(drop=True)
 
 
-def part_parallel(args) -> None:
+def _cases(args, credit_families) -> list[tuple]:
+    """``(name, data, families)``: the default sample per family, and the credit table (unless
+    ``--quick`` or absent) with each of ``credit_families``."""
     cases = [("default sample", load_sample(DEFAULT_SAMPLE), family) for family in args.families]
     path = shared(CREDIT)
     if path is not None and not args.quick:
@@ -144,7 +146,12 @@ def part_parallel(args) -> None:
 
         text = credit_sample(path).to_csv(index=False, lineterminator="\n").encode()
         credit = prepare(read_table(text, name="credit_sex_4165x12.csv"), sensitive="SEX")
-        cases += [("credit 4,165 × 12", credit, family) for family in ("nmf", "cpd")]
+        cases += [("credit 4,165 × 12", credit, families) for families in credit_families]
+    return cases
+
+
+def part_parallel(args) -> None:
+    cases = _cases(args, ("nmf", "cpd"))
     run_audit(load_sample(DEFAULT_SAMPLE), AuditConfig(ranks=(1,), variants="vanilla", bootstrap=10, n_jobs=2))  # the workers started
     for name, data, family in cases:
         config = AuditConfig(methods=(family,), bootstrap=args.bootstrap)
@@ -163,14 +170,7 @@ def part_parallel(args) -> None:
 
 # ---------------------------------------------------------------------------- announced against taken
 def part_announce(args) -> None:
-    cases = [("default sample", load_sample(DEFAULT_SAMPLE), family) for family in args.families]
-    path = shared(CREDIT)
-    if path is not None and not args.quick:
-        from fairaudit import prepare, read_table
-
-        text = credit_sample(path).to_csv(index=False, lineterminator="\n").encode()
-        credit = prepare(read_table(text, name="credit_sex_4165x12.csv"), sensitive="SEX")
-        cases.append(("credit 4,165 × 12", credit, ",".join(FAMILIES)))
+    cases = _cases(args, (",".join(FAMILIES),))
     with busy_core(args.busy):
         for name, data, families in cases:
             result = run_audit(data, AuditConfig(methods=tuple(families.split(","))))
