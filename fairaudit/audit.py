@@ -1007,6 +1007,8 @@ class FamilyIntervals:
         self.expected_seconds: float | None = None
         self.stopped: str | None = None
         self.context = replicate_context(stage)
+        if executor.streams > 1:  # the replicates are the parallelism: one thread each (the same values on any number)
+            self.context.family.inner_threads = 1
         self.token = uuid.uuid4().hex
         self._shown = 0
         self._shown_at = -math.inf
@@ -1062,6 +1064,7 @@ class FamilyIntervals:
             self.stopped = self.stopped or "budget"
             return False
 
+        finished = False
         try:
             with blas_threads(1, user_api=None):  # many small refits; k-means' OpenMP threads thrashed a busy machine
                 for done in self.executor.run(run_replicate, self.context, todo, token=self.token, launch=launch):
@@ -1070,9 +1073,10 @@ class FamilyIntervals:
                     for done in self.executor.run(run_replicate, self.context, self.restart_jobs, token=self.token, launch=launch):
                         self.restart_values.append(done.value.values)
                         self._forward(done.value)
+            finished = count is not None and self.stopped is None
         finally:
             self.spent += time.perf_counter() - begun
-            if count is None or self.stopped:
+            if not finished:  # the last batch, a stop or an exception: the shipped context is not needed again
                 self.executor.release(self.token)
 
     def _forward(self, found: ReplicateValues) -> None:
