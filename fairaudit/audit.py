@@ -38,12 +38,12 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from . import metrics, uncertainty
 from ._version import __version__
 from .data import AuditData
 from .errors import ParameterError, RankError
-from .linalg import blas_threads
 from .vocabulary import term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
@@ -1066,7 +1066,10 @@ class FamilyIntervals:
 
         finished = False
         try:
-            with blas_threads(1, user_api=None):  # many small refits; k-means' OpenMP threads thrashed a busy machine
+            # One thread per pool: many small refits gain nothing from threads (k-means' OpenMP thrashed a
+            # busy machine), and the workers run so — a fresh look at the loaded libraries, so that one
+            # loaded after the cached controller was made is held too (the same rounding as a worker's).
+            with threadpool_limits(limits=1):
                 for done in self.executor.run(run_replicate, self.context, todo, token=self.token, launch=launch):
                     self._accept(done, begun)
                 if count is None and self.stopped is None and self.restart_jobs and not self.restart_values:

@@ -166,18 +166,6 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     assert code == 0 and out == "" and err == ""
 
 
-def test_allow_slow_states_the_expectation_instead_of_refusing(monkeypatch, tmp_path, capsys):
-    from fairaudit import cli
-
-    monkeypatch.setattr(cli, "run_audit", lambda data, config, progress=None: (_ for _ in ()).throw(KeyboardInterrupt))
-    path = tmp_path / "wide.csv"
-    path.write_text(_wide(), encoding="utf-8")
-    code = main(["audit", str(path), "--sensitive", "g", "--methods", "fs", "--allow-slow"])  # PCA is quick here
-    err = capsys.readouterr().err
-    assert code == 130
-    assert "fairaudit: expect roughly" in err and "Feature selection on 50 rows × 5,000 features" in err
-
-
 def test_the_json_names_the_default_variants_of_the_library(tmp_path, capsys):
     """One set of defaults: the CLI's `--variants all` is the dashboard's selection."""
     from fairaudit.audit import default_variants
@@ -231,7 +219,9 @@ def test_an_audit_measured_to_take_too_long_stops_unless_allowed(monkeypatch, tm
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "timed on this machine now" in err and "--allow-slow" in err, err
     assert "--time-budget" in err and sorted(p.name for p in tmp_path.iterdir()) == ["data.csv"]
-    assert main(argv + ["--allow-slow", "--quiet"]) == 0
+    assert main(argv + ["--allow-slow"]) == 0  # runs, and says what to expect once measured
+    err = capsys.readouterr().err
+    assert "fairaudit: expect about" in err and "timed on this machine now, in this process" in err, err
     assert json.loads((tmp_path / "r.json").read_text())["expected_seconds"] > 0
     assert duration(45) == "45 seconds" and duration(600) == "10 minutes" and duration(7 * 3600) == "7 hours"
     assert duration(0.8) == duration(1.4) == "a second" and duration(1.6) == "2 seconds"

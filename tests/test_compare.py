@@ -22,7 +22,7 @@ from fairaudit.compare import (
 )
 from fairaudit.errors import ReportFileError
 from fairaudit.metrics import METRIC_DEFINITIONS, better
-from fairaudit.report import result_json
+from fairaudit.report import result_dict, result_json
 
 
 def _result(rows, data=None, config=None) -> AuditResult:
@@ -146,7 +146,7 @@ def test_html_is_offline_and_escapes_user_text(reports, tmp_path):
 
 def test_intervals_saved_in_a_report_are_read_back(tmp_path):
     a = _result([("pca", "vanilla", 1, "", "max_loss", 1.0, 0.8, 1.2)])
-    payload = a.to_dict()
+    payload = result_dict(a)
     payload["records"] = [{**payload["records"][0], "ci_low": 0.8, "ci_high": 1.2}]
     payload["findings"] = [{"family": "pca", "text": "saved sentence", "verdict": "gap"}]
     path = tmp_path / "a.json"
