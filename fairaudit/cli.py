@@ -193,6 +193,16 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+    outputs.add_argument("--card", metavar="CARD.md",
+                         help="write an audit card here (Markdown: data hash, configuration, versions, verdicts, rules) and its "
+                              "JSON beside it (CARD.json), to sit beside a model card")
+    gate = audit.add_argument_group("a verdict a pipeline can act on")
+    gate.add_argument("--fail-on", metavar="WHAT", type=_fail_on,
+                      help=_Help(lambda: "exit with status " + str(_constant("card.GATE_EXIT")) + " (after writing every output) when "
+                                         "a finding of this kind is present: " + "; ".join(f"{k}: {v}" for k, v in _fail_choices().items())
+                                         + " (comma-separated)"))
+    gate.add_argument("--fail-variants", metavar="NAMES", type=_split,
+                      help="with --fail-on: only findings about these variants count (e.g. fair_eig, or yours); default every variant")
     _add_action_options(audit)
     _add_engine_options(audit)
 
@@ -489,7 +499,7 @@ def config_from_args(args) -> AuditConfig:
 
 
 # ---------------------------------------------------------------- inputs and outputs
-OUTPUT_FLAGS = (("html", "--html"), ("json", "--json"), ("csv", "--csv"))
+OUTPUT_FLAGS = (("html", "--html"), ("json", "--json"), ("csv", "--csv"), ("card", "--card"), ("card_json", "--card (its JSON)"))
 
 
 def check_input(path: str) -> None:
@@ -805,6 +815,7 @@ def _run_audit(args) -> int:
 def _audit(args, session) -> int:
     session.check(args)
     _check_action_inputs(args)
+    _check_card(args)
     outputs = dict(check_outputs(args))
     check_export_directory(args, outputs)
     config = config_from_args(args)
@@ -838,10 +849,10 @@ def _audit(args, session) -> int:
     if progress:
         progress.family_done()
     found = None
-    if not args.quiet or outputs.get("--html") or outputs.get("--json"):
+    if not args.quiet or outputs.get("--html") or outputs.get("--json") or args.card or args.fail_on:
         from .findings import findings
 
-        found = findings(result)  # once, for the printed summary and both reports
+        found = findings(result)  # once, for the printed summary, the reports, the card and the gate
     written, models = _write_audit_outputs(args, result, data, outputs, export_ranks, found)
     if not args.quiet:
         _print_summary(result, found, sys.stdout)
@@ -855,7 +866,52 @@ def _audit(args, session) -> int:
             print(f"wrote {path}")
         if models:
             print(f"wrote {len(models)} model(s) to {args.export_model} (index: {args.export_model}/models.json)")
-    return 0
+    return _audit_gate(args, found)
+
+
+def _fail_choices() -> dict[str, str]:
+    from .card import FAIL_ON
+
+    return FAIL_ON
+
+
+def _fail_on(text: str) -> list[str]:
+    chosen = _split(text) or []
+    unknown = [c for c in chosen if c not in _fail_choices()]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"choose among {', '.join(_fail_choices())} (comma-separated); got {text!r}")
+    return chosen
+
+
+def _check_card(args) -> None:
+    """``--card CARD.md`` also writes ``CARD.json``: both are outputs, checked like the others."""
+    args.card_json = None
+    if getattr(args, "card", None):
+        if not args.card.lower().endswith(".md"):
+            raise ParameterError(f"--card {args.card}: give a Markdown file name ending in .md (its JSON is written beside it).")
+        args.card_json = str(Path(args.card).with_suffix(".json"))
+
+
+def _audit_gate(args, found) -> int:
+    """``--fail-on``: the exit status of a pipeline's gate (0, or :data:`fairaudit.card.GATE_EXIT`
+    with one line per failing finding on stderr)."""
+    if not args.fail_on:
+        return 0
+    from .card import GATE_EXIT, gate_failures
+
+    variants = args.fail_variants
+    if variants:
+        run = set(found and {f.variant for items in found.values() for f in items} or ())
+        unknown = [v for v in variants if v not in run]
+        if unknown:
+            raise ParameterError(f"--fail-variants {','.join(unknown)}: no finding is about such a variant (findings are about "
+                                 f"{', '.join(sorted(map(str, run))) or 'none'}).")
+    failing = gate_failures(found or {}, args.fail_on, variants)
+    for finding in failing:
+        print(f"fairaudit: gate: {finding.verdict} ({finding.family} · {finding.variant}"
+              f"{f' · rank {finding.rank}' if finding.rank is not None else ''}): {' '.join(render(finding.text, 'cli').split())}",
+              file=sys.stderr)
+    return GATE_EXIT if failing else 0
 
 
 def _run_columns(args) -> int:
@@ -949,6 +1005,9 @@ def _add_action_commands(commands) -> None:
     compare.add_argument("--csv", help="write the matched values (one row per record key) as CSV here")
     compare.add_argument("--top", type=_count, default=10, help="changes to print (default 10)")
     compare.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
+    compare.add_argument("--fail-on", metavar="regression", choices=["regression"],
+                         help=_Help(lambda: "exit with status " + str(_constant("card.GATE_EXIT")) + " (after writing every output) "
+                                            "when a verdict got worse for the groups from the first audit to the second"))
 
 
 def _read_yours(args, data):
@@ -1016,6 +1075,8 @@ def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ra
             result, html_path=outputs.get("--html"), json_path=outputs.get("--json"), csv_path=outputs.get("--csv"),
             interface="cli", found=found,
         )
+        if outputs.get("--card"):
+            written += _write_card(result, found, outputs["--card"], outputs["--card (its JSON)"], written)
     except OSError as exc:  # e.g. the disk filled up during the audit: nothing half-written is left
         raise ParameterError(f"{exc.filename or 'an output'} could not be written ({exc.strerror}); nothing was written.") from None
     if not args.export_model:
@@ -1033,6 +1094,22 @@ def _write_audit_outputs(args, result, data, outputs: dict[str, Path], export_ra
             ) from None
         raise
     return written, models
+
+
+def _write_card(result, found, markdown: Path, as_json: Path, written: list[Path]) -> list[Path]:
+    """The audit card as Markdown and JSON (all or nothing with the reports already ``written``)."""
+    import json
+
+    from .card import audit_card, card_markdown
+    from .report import write_outputs
+
+    card = audit_card(result, found, interface="cli")
+    try:
+        return write_outputs(card, ((markdown, card_markdown), (as_json, lambda c: json.dumps(c, indent=1, ensure_ascii=False, default=str))))
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def _run_transform(args) -> int:
@@ -1087,6 +1164,8 @@ def _run_compare(args) -> int:
             print(line)
         for difference in comparison.differences[:12]:
             print(f"input {difference['what']}: {difference['a']} → {difference['b']}")
+        if len(comparison.differences) > 12:
+            print(f"… {len(comparison.differences) - 12} more input differences (all in --html or --json)")
         for row in comparison.largest_changes(args.top).itertuples(index=False):
             interval = {True: ", beyond the intervals", False: ", within the intervals"}.get(row.beyond, "")
             relative = f" ({100 * row.relative:+.1f} %)" if row.relative == row.relative else ""
@@ -1094,6 +1173,13 @@ def _run_compare(args) -> int:
                   f"{row.a:.4g} → {row.b:.4g}{relative}, {row.judged}{interval}")
         for path in written:
             print(f"wrote {path}")
+    if args.fail_on:
+        from .card import GATE_EXIT, regressions
+
+        worse = regressions(comparison)
+        for verdict in worse:
+            print(f"fairaudit: gate: regression: {verdict['sentence']}", file=sys.stderr)
+        return GATE_EXIT if worse else 0
     return 0
 
 

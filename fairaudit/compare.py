@@ -41,6 +41,8 @@ from plotly.subplots import make_subplots
 from ._version import __version__
 from .audit import FAMILY_TITLES, RECORD_COLUMNS, AuditResult, is_sweep_variant
 from .errors import ParameterError, ReportFileError
+from .findings import VERDICT_LABELS
+from .formatting import number
 from .metrics import HELDOUT_PREFIX, METRIC_DEFINITIONS, better
 from .plots import TICK_FORMAT, VANILLA_COLOUR, VARIANT_COLOURS, metric_label, panel_title, rank_title, safe, variant_title
 from .report import escape, figure_html, page_html, spreadsheet_safe, table_html, write_outputs
@@ -138,7 +140,22 @@ class Comparison:
     differences: list[dict] = field(default_factory=list)
     created: str = ""
     findings: tuple[dict, dict] = ({}, {})
-    """Each audit's findings as ``{family: [sentence, …]}``."""
+    """Each audit's findings as ``{family: [finding, …]}``, a finding as its JSON object
+    (``family, rank, variant, verdict, text, evidence``; :meth:`fairaudit.findings.Finding.to_dict`)."""
+
+    @property
+    def verdicts(self) -> list[dict]:
+        """Every verdict of either audit matched with the other's (:func:`verdict_changes`)."""
+        return verdict_changes(*self.findings)
+
+    @property
+    def verdicts_changed(self) -> list[dict]:
+        return [v for v in self.verdicts if v["changed"]]
+
+    @property
+    def data_note(self) -> str | None:
+        """A sentence when the two audits are of different data (:func:`data_note`)."""
+        return data_note(self.a, self.b)
 
     @property
     def changed(self) -> pd.DataFrame:
@@ -170,13 +187,24 @@ class Comparison:
         return rows if limit is None else rows.head(limit)
 
     def summary(self) -> list[str]:
-        """Sentences for the top of a report or a terminal."""
+        """Sentences for the top of a report or a terminal: the verdicts that changed first, then
+        whether the data differ, then the values."""
         c = self.counts()
         a, b = self.names
-        lines = [
+        verdicts = self.verdicts
+        changed = [v for v in verdicts if v["changed"]]
+        if changed:
+            lines = [f"{len(changed)} of {len(verdicts)} verdicts changed:"] + [f"  {v['sentence']}" for v in changed]
+        elif verdicts:
+            lines = [f"No verdict changed ({len(verdicts)} compared)."]
+        else:
+            lines = ["Neither audit has verdicts to compare."]
+        if self.data_note:
+            lines.append(self.data_note)
+        lines.append(
             f"{c['compared']} values in both audits: {c['changed']} changed ({c['better']} better, {c['worse']} worse by "
             f"their metric's direction), {c['same']} the same."
-        ]
+        )
         if c["with_interval"]:
             lines.append(f"{c['with_interval']} of them have an interval; {c['beyond_interval']} changes exceed the intervals.")
         else:
@@ -198,6 +226,8 @@ class Comparison:
             "sources": [_source(r) for r in (self.a, self.b)],
             "counts": self.counts(),
             "summary": self.summary(),
+            "verdicts": [_json_safe(v) for v in self.verdicts],
+            "data_note": self.data_note,
             "differences": [_json_safe(d) for d in self.differences],
             "rows": [_json_safe(r) for r in self.table.to_dict(orient="records")],
         }
@@ -271,7 +301,7 @@ def _judged(metric: str, change: float, status: str) -> str:
 
 def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B"), findings: tuple[dict, dict] | None = None) -> Comparison:
     """Match ``a``'s and ``b``'s records on their key and say what changed (module docstring).
-    ``findings``: each audit's ``{family: [sentence, …]}`` (default: computed from its records)."""
+    ``findings``: each audit's ``{family: [finding, …]}`` (default: computed from its records)."""
     names = tuple(str(n) for n in names)
     if len(names) != 2 or names[0] == names[1] or not all(n.strip() for n in names):
         raise ParameterError(
@@ -303,7 +333,7 @@ def compare(a: AuditResult, b: AuditResult, *, names: tuple[str, str] = ("A", "B
     order = ["method", "variant", "rank", "group", "metric", "a", "b", "change", "relative", "a_low", "a_high", "b_low", "b_high", "beyond", "status", "judged", "direction", "scale"]
     table = table[order].sort_values(["method", "variant", "rank", "metric", "group"], kind="stable").reset_index(drop=True)
     if findings is None:
-        findings = (finding_texts(a), finding_texts(b))
+        findings = (finding_objects(a), finding_objects(b))
     created = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
     return Comparison(a, b, tuple(names), table, input_differences(a, b), created, findings)
 
@@ -317,26 +347,120 @@ def _flatten(value, prefix: str) -> dict[str, object]:
     return {prefix: value}
 
 
+SETTINGS = {
+    "data.name": "data file", "data.sha256": "file contents (SHA-256)", "data.bytes": "file size (bytes)",
+    "data.format": "file format", "data.encoding": "encoding", "data.delimiter": "delimiter", "data.rows_read": "rows read",
+    "data.rows": "rows used", "data.n_features": "number of features", "data.feature_names": "features",
+    "data.sensitive": "sensitive columns", "data.label": "label column", "data.scaling": "scaling",
+    "data.preprocessing": "preprocessing", "data.warnings": "warnings about the data", "data.engine": "engine",
+    "config.methods": "families", "config.ranks": "ranks", "config.variants": "variants", "config.random_state": "random seed",
+    "config.bootstrap": "bootstrap replicates", "config.confidence": "confidence level", "config.holdout": "held-out share",
+    "config.flag_ratio": "gap tolerance (×)", "config.leakage_classifier": "leakage classifier",
+    "config.leakage_max_rows": "rows for the leakage test", "config.mmd_max_rows_per_group": "rows per group for the RBF MMD²",
+    "config.sdp_max_features": "largest SDP dimension", "config.mw_max_features": "largest multiplicative-weights dimension",
+    "config.leakage_permutations": "leakage permutations", "config.engine": "engine",
+}
+"""The inputs' settings in words (the rest: their key, with family options as ``PCA option x``)."""
+
+SKIPPED_SETTINGS = frozenset({"data.features", "data.tensor"})
+"""Settings another one already shows (``features`` is ``feature_names``)."""
+
+
+def setting_name(key: str) -> str:
+    """A setting of a report's ``data`` or ``config`` (a dotted key) in words."""
+    if key in SETTINGS:
+        return SETTINGS[key]
+    if key.startswith("data.group_sizes."):
+        return f"rows of group {key.removeprefix('data.group_sizes.')}"
+    if key.startswith("config.options."):
+        family, _, option = key.removeprefix("config.options.").partition(".")
+        return f"{FAMILY_TITLES.get(family, family)} option {option}" if option else f"{FAMILY_TITLES.get(family, family)} options"
+    return key.split(".", 1)[-1].replace("_", " ")
+
+
+def readable(value) -> str:
+    """A setting's value in words: ``—`` when not set, yes/no, numbers to three significant
+    figures, lists joined, mappings as ``key = value``."""
+    if value is None or value == "" or value == [] or value == {}:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:,}" if isinstance(value, int) else number(value)
+    if isinstance(value, list | tuple):
+        return _few([readable(v) for v in value])
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k} = {readable(v)}" for k, v in value.items())
+    return str(value)
+
+
+def _accounting_entries(data: Mapping) -> dict[str, str]:
+    """The per-group and per-column accounting of a report's data, one readable entry each."""
+    out = {}
+    for entry in data.get("groups") or []:
+        if isinstance(entry, Mapping) and "group" in entry:
+            dropped = ", ".join(f"{n:,} {why}" for why, n in (entry.get("dropped") or {}).items())
+            out[f"group {entry['group']}: rows used of read"] = (
+                f"{entry.get('rows_used', 0):,} of {entry.get('rows_read', 0):,}" + (f" (dropped: {dropped})" if dropped else ""))
+    for entry in data.get("excluded") or []:
+        if isinstance(entry, Mapping) and "column" in entry:
+            out[f"column {entry['column']} left out"] = str(entry.get("reason", ""))
+    return out
+
+
 def input_differences(a: AuditResult, b: AuditResult) -> list[dict]:
-    """What differs between the two audits' inputs: data fingerprint, configuration, version
-    (``{"what", "a", "b"}``; lists shortened to what was added and removed)."""
+    """What differs between the two audits' inputs: data fingerprint, configuration, version —
+    ``{"what", "key", "a", "b"}``, the setting (:func:`setting_name`) and both values in words
+    (:func:`readable`; long lists shortened to what was added and removed; the per-group and
+    per-column accounting one entry each)."""
     found = []
     if a.fairaudit_version != b.fairaudit_version:
-        found.append({"what": "fairaudit version", "a": a.fairaudit_version, "b": b.fairaudit_version})
+        found.append({"what": "fairaudit version", "key": "fairaudit_version", "a": str(a.fairaudit_version), "b": str(b.fairaudit_version)})
     for section, left, right in (("data", a.data, b.data), ("config", a.config, b.config)):
         flat_a, flat_b = _flatten(left, section), _flatten(right, section)
         for key in dict.fromkeys([*flat_a, *flat_b]):
             x, y = flat_a.get(key), flat_b.get(key)
-            if x == y:
+            if x == y or key in SKIPPED_SETTINGS or key in ("data.groups", "data.excluded"):
                 continue
-            if isinstance(x, list) and isinstance(y, list) and all(isinstance(v, str | int | float) for v in x + y):
+            if key == "data.sha256":
+                x, y = (v[:12] + "…" if isinstance(v, str) else v for v in (x, y))
+            if isinstance(x, list) and isinstance(y, list) and all(isinstance(v, str | int | float) for v in x + y) and len(x) + len(y) > 8:
                 removed = [v for v in x if v not in y]
                 added = [v for v in y if v not in x]
                 if removed or added:
-                    found.append({"what": key, "a": f"{len(x)} entries; only here: {_few(removed)}", "b": f"{len(y)} entries; only here: {_few(added)}"})
+                    found.append({"what": setting_name(key), "key": key, "a": f"{len(x)}; only here: {_few(removed)}",
+                                  "b": f"{len(y)}; only here: {_few(added)}"})
                     continue
-            found.append({"what": key, "a": x, "b": y})
+            found.append({"what": setting_name(key), "key": key, "a": readable(x), "b": readable(y)})
+        if section == "data":
+            entries_a, entries_b = _accounting_entries(left), _accounting_entries(right)
+            for what in dict.fromkeys([*entries_a, *entries_b]):
+                x, y = entries_a.get(what, "—"), entries_b.get(what, "—")
+                if x != y:
+                    found.append({"what": what, "key": f"data.accounting.{what}", "a": x, "b": y})
     return found
+
+
+def data_note(a: AuditResult, b: AuditResult) -> str | None:
+    """A sentence when the two audits are of different data — another file or other contents,
+    rows, groups or features —; None when they read the same file the same way."""
+    da, db = a.data or {}, b.data or {}
+    parts = []
+    if da.get("sha256") != db.get("sha256"):
+        parts.append("other file contents" if da.get("name") == db.get("name") else f"other files ({da.get('name')}, {db.get('name')})")
+    if da.get("rows") != db.get("rows"):
+        parts.append(f"rows {readable(da.get('rows'))} → {readable(db.get('rows'))}")
+    groups_a, groups_b = set(da.get("group_sizes") or {}), set(db.get("group_sizes") or {})
+    if groups_a != groups_b:
+        parts.append("groups " + "; ".join(
+            f"{_few(sorted(only))} only in the {which}" for only, which in ((groups_a - groups_b, "first"), (groups_b - groups_a, "second")) if only))
+    features_a, features_b = da.get("feature_names") or [], db.get("feature_names") or []
+    if features_a != features_b:
+        parts.append(f"features {len(features_a)} → {len(features_b)}" if set(features_a) != set(features_b) else "features in another order")
+    if not parts:
+        return None
+    return (f"These two audits are of different data ({', '.join(parts)}): their numbers differ partly because the data "
+            "do, not only because of what was fitted.")
 
 
 def _few(values: list, limit: int = 8) -> str:
@@ -346,47 +470,151 @@ def _few(values: list, limit: int = 8) -> str:
 
 
 def compare_files(path_a, path_b, *, names: tuple[str, str] | None = None) -> Comparison:
-    """:func:`compare` of two saved JSON reports, named by their file names (or ``names``)."""
+    """:func:`compare` of two saved JSON reports, named by their file names (or ``names``; two
+    files of the same name by :func:`default_names`)."""
     (a, found_a), (b, found_b) = report_with_findings(path_a), report_with_findings(path_b)
     if names is None:
-        names = (Path(str(path_a)).name, Path(str(path_b)).name)
-        if names[0] == names[1]:
-            names = (f"A ({names[0]})", f"B ({names[1]})")
+        names = default_names(a, b, (Path(str(path_a)).name, Path(str(path_b)).name))
     return compare(a, b, names=names, findings=(found_a, found_b))
 
 
-def report_with_findings(source, *, name: str | None = None) -> tuple[AuditResult, dict[str, list[str]]]:
-    """A saved report (:func:`read_report`) and its findings: as saved, or computed from its
-    records when it saved none."""
+def audit_name(result: AuditResult) -> str:
+    """``"survey.csv (2026-11-27 19:05)"``: an audit by its data file and when it was made."""
+    created = str(result.created or "")[:16].replace("T", " ")
+    data = str((result.data or {}).get("name") or "audit")
+    return f"{data} ({created})" if created else data
+
+
+def default_names(a: AuditResult, b: AuditResult, file_names: tuple[str, str] | None = None) -> tuple[str, str]:
+    """Names for two audits: their report files' names when these differ (``before.json``,
+    ``after.json``), else their data files and dates (:func:`audit_name`), else those marked
+    numbered."""
+    if file_names and file_names[0] != file_names[1] and all(n.strip() for n in file_names):
+        return tuple(file_names)
+    names = (audit_name(a), audit_name(b))
+    if names[0] == names[1]:
+        names = (f"1: {names[0]}", f"2: {names[1]}")
+    return names
+
+
+def report_with_findings(source, *, name: str | None = None) -> tuple[AuditResult, dict[str, list[dict]]]:
+    """A saved report (:func:`read_report`) and its findings (as objects, by family): as saved,
+    or computed from its records when it saved none."""
     result, payload = _read_report(source, name)
-    return result, saved_findings(payload) or finding_texts(result)
+    return result, saved_findings(payload) or finding_objects(result)
 
 
 # ============================================================================ findings
-def saved_findings(payload: Mapping) -> dict[str, list[str]]:
+def saved_findings(payload: Mapping) -> dict[str, list[dict]]:
     """The findings a saved report states (its top-level ``findings`` list of objects with
     ``family`` and ``text``), by family; empty when it has none."""
-    out: dict[str, list[str]] = {}
+    out: dict[str, list[dict]] = {}
     for item in payload.get("findings") or []:
         if isinstance(item, Mapping) and item.get("text"):
-            out.setdefault(str(item.get("family", "")), []).append(str(item["text"]))
+            out.setdefault(str(item.get("family", "")), []).append(dict(item))
     return out
 
 
-def finding_texts(result: AuditResult) -> dict[str, list[str]]:
-    """The findings of ``result`` computed from its records, by family (as sentences)."""
+def finding_objects(result: AuditResult) -> dict[str, list[dict]]:
+    """The findings of ``result`` computed from its records, by family (as JSON objects)."""
     from .findings import findings
 
     try:
-        return {family: [str(f) for f in found] for family, found in findings(result).items()}
+        return {family: [f.to_dict() for f in found] for family, found in findings(result).items()}
     except (KeyError, ValueError, IndexError, TypeError):  # a report from another version: its records may not fit
         return {}
 
 
+def finding_texts(result: AuditResult) -> dict[str, list[str]]:
+    """The findings of ``result`` as sentences, by family."""
+    return {family: [str(item["text"]) for item in found] for family, found in finding_objects(result).items()}
+
+
+VERDICT_SEVERITY = {"mitigated": 0, "no_evidence": 1, "gap": 2, "worse": 3}
+"""How bad a verdict is for the groups: a change up this scale is a regression (``worse``), down
+it an improvement; ``info`` is no verdict."""
+
+
+def finding_topic(item: Mapping) -> str:
+    """What a finding is about, so the same finding of two audits can be matched: its ``topic``
+    when the report names one, else told from its evidence (leakage, cluster balance, a disparity
+    between groups), on the held-out rows or not."""
+    if item.get("topic"):
+        return str(item["topic"])
+    evidence = item.get("evidence") or {}
+    if "balanced_accuracy" in evidence:
+        kind = "leakage"
+    elif "relative_balance" in evidence or "alignment_protected" in evidence:
+        kind = "cluster balance"
+    elif evidence:
+        kind = "disparity"
+    else:
+        kind = "statement"
+    held_out = evidence.get("heldout") or str(item.get("text", "")).startswith("Held-out rows")
+    return kind + (" on held-out rows" if held_out else "")
+
+
+def compared_groups(item: Mapping) -> str:
+    """``"race=black vs race=white"``: the groups a finding compares, where its evidence names them."""
+    evidence = item.get("evidence") or {}
+    pair = evidence.get("groups") or evidence.get("pair")
+    if isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(g, str) for g in pair):
+        return f"{pair[0]} vs {pair[1]}"
+    worst = evidence.get("worst_group") or evidence.get("group")
+    best = evidence.get("reference") or evidence.get("best_group")
+    return f"{worst} vs {best}" if isinstance(worst, str) and isinstance(best, str) else ""
+
+
+def verdict_changes(found_a: Mapping, found_b: Mapping) -> list[dict]:
+    """Every verdict of either audit matched with the other's on (family, variant, topic): per
+    match ``family, variant, topic, a, b`` (the verdicts; None where that audit has no such
+    finding), ``rank_a, rank_b, groups, changed``, ``direction`` (``regression`` when the verdict
+    got worse for the groups on :data:`VERDICT_SEVERITY`, ``improvement``, ``changed`` otherwise,
+    ``""`` unchanged) and ``sentence``. Statements without a verdict (``info``) are left out;
+    the changed come first, regressions before improvements."""
+    def index(found: Mapping) -> dict[tuple, Mapping]:
+        out = {}
+        for family, items in found.items():
+            for item in items:
+                if isinstance(item, Mapping) and item.get("verdict") in VERDICT_SEVERITY:
+                    out.setdefault((str(family), str(item.get("variant")), finding_topic(item)), item)
+        return out
+
+    left, right = index(found_a), index(found_b)
+    rows = []
+    for key in dict.fromkeys([*left, *right]):
+        family, variant, topic = key
+        x, y = left.get(key), right.get(key)
+        va, vb = (x or {}).get("verdict"), (y or {}).get("verdict")
+        changed = va != vb
+        if not changed:
+            way = ""
+        elif va is None or vb is None:
+            way = "changed"
+        else:
+            way = "regression" if VERDICT_SEVERITY[vb] > VERDICT_SEVERITY[va] else "improvement"
+        latest = y or x
+        rank = latest.get("rank")
+        groups = compared_groups(latest)
+        title = FAMILY_TITLES.get(family, family) + " · " + variant_title(family, variant) if variant not in ("None", "") else FAMILY_TITLES.get(family, family)
+        where = (f" at rank {rank}" if rank is not None else "") + (f", {groups}" if groups else "")
+        label = lambda v: VERDICT_LABELS.get(v, v).capitalize() if v else "not in this audit"  # noqa: E731
+        about = "" if topic == "disparity" else f" ({topic})"
+        sentence = (f"{title}{about}: {label(va)} → {label(vb)}{where}" if changed else f"{title}{about}: {label(vb)}{where}")
+        rows.append({"family": family, "variant": variant, "topic": topic, "a": va, "b": vb,
+                     "rank_a": (x or {}).get("rank"), "rank_b": (y or {}).get("rank"), "groups": groups,
+                     "changed": changed, "direction": way, "sentence": sentence})
+    order = {"regression": 0, "improvement": 1, "changed": 2, "": 3}
+    return sorted(rows, key=lambda r: order[r["direction"]])
+
+
 # ============================================================================ HTML
 _CSS = """
-.changed-better{background:#e6f4ea}.changed-worse{background:#fce8e6}
+.changed-better,.verdict-improvement{background:#e6f4ea}.changed-worse,.verdict-regression{background:#fce8e6}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:1rem}.cols h4{margin:.4rem 0}
+table.compare td{overflow-wrap:anywhere}.data-note{border-left:4px solid #E69F00;padding:.4rem .8rem;background:#fff8e6}
+@media (prefers-color-scheme: dark){.changed-better,.verdict-improvement{background:#1e3a28}
+.changed-worse,.verdict-regression{background:#44211e}.data-note{background:#3a2f14}}
 """
 
 
@@ -402,23 +630,55 @@ def _interval(low, high) -> str:
     return f"[{low:.3g}, {high:.3g}]"
 
 
+def change_cells(row, names: tuple[str, str]) -> dict[str, str]:
+    """One changed value as the page and the HTML show it, in five short columns that need no
+    scrolling: where (variant, rank, group), the metric, each audit's value with its interval,
+    and the change (relative, better or worse, beyond the intervals or not)."""
+    beyond = {True: "beyond the intervals", False: "within the intervals"}.get(row.beyond, "no interval")
+    relative = f" ({100 * row.relative:+.1f} %)" if np.isfinite(row.relative) else ""
+    change = f"{row.change:+.3g}{relative}" if np.isfinite(row.change) else "—"
+    where = f"{variant_title(row.method, row.variant)}, rank {row['rank'] if isinstance(row, pd.Series) else row.rank}, {row.group or 'all groups'}"
+    return {
+        "where": where,
+        "metric": metric_label(row.metric),
+        names[0]: _value(row.a) + (f" ({_interval(row.a_low, row.a_high)})" if _interval(row.a_low, row.a_high) else ""),
+        names[1]: _value(row.b) + (f" ({_interval(row.b_low, row.b_high)})" if _interval(row.b_low, row.b_high) else ""),
+        "change": f"{change}: {row.judged or 'not judged'}, {beyond}",
+    }
+
+
 def _change_rows(rows: pd.DataFrame, names: tuple[str, str]) -> str:
     if rows.empty:
         return '<p class="note">No value of a judged metric changed.</p>'
-    header = ("variant", "rank", "group", "metric", names[0], names[1], "change", "beyond the intervals?", "")
     body = []
     for r in rows.itertuples(index=False):
-        beyond = {True: "yes", False: "no"}.get(r.beyond, "no interval")
-        relative = f" ({100 * r.relative:+.1f} %)" if np.isfinite(r.relative) else ""
-        cells = [
-            escape(variant_title(r.method, r.variant)), escape(r.rank), escape(r.group or "all"), escape(metric_label(r.metric)),
-            escape(_value(r.a) + (" " + _interval(r.a_low, r.a_high) if _interval(r.a_low, r.a_high) else "")),
-            escape(_value(r.b) + (" " + _interval(r.b_low, r.b_high) if _interval(r.b_low, r.b_high) else "")),
-            escape(f"{r.change:+.3g}{relative}" if np.isfinite(r.change) else "—"), escape(beyond), escape(r.judged),
-        ]
+        cells = change_cells(r, names)
         css = f' class="changed-{r.judged}"' if r.judged else ""
-        body.append(f"<tr{css}>" + "".join(f"<td>{c}</td>" for c in cells[:4]) + "".join(f'<td class="num">{c}</td>' for c in cells[4:]) + "</tr>")
-    return "<table><thead><tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>" + "".join(body) + "</table>"
+        body.append(f"<tr{css}>" + "".join(f"<td>{escape(c)}</td>" for c in cells.values()) + "</tr>")
+    header = ("where", "metric", names[0], names[1], "change")
+    return '<table class="compare"><thead><tr>' + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr></thead>" + "".join(body) + "</table>"
+
+
+def beyond_intervals(comparison: Comparison, limit: int | None = 10) -> pd.DataFrame:
+    """Changed values of judged metrics whose change exceeds the intervals, largest first."""
+    rows = comparison.largest_changes(limit=None)
+    rows = rows[rows.beyond == True]  # noqa: E712 - object column with None
+    return rows if limit is None else rows.head(limit)
+
+
+def _verdicts_html(comparison: Comparison) -> str:
+    verdicts = comparison.verdicts
+    if not verdicts:
+        return "<h2>Verdicts</h2><p class=\"note\">Neither audit has verdicts to compare (intervals off, or no finding).</p>"
+    changed = [v for v in verdicts if v["changed"]]
+    head = (f"<p><strong>{len(changed)} of {len(verdicts)} verdicts changed.</strong></p>" if changed
+            else f"<p>No verdict changed ({len(verdicts)} compared).</p>")
+    rows = "".join(
+        f'<tr class="verdict-{v["direction"]}"><td>{escape(v["sentence"])}</td><td>{escape(v["direction"] or "unchanged")}</td></tr>'
+        for v in verdicts
+    )
+    return f'<h2>Verdicts</h2>{head}<table class="compare"><thead><tr><th>finding</th><th>change</th></tr></thead>{rows}</table>'
+
 
 
 def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
@@ -473,22 +733,21 @@ def comparison_figure(comparison: Comparison, method: str) -> go.Figure | None:
 
 def _differences_html(comparison: Comparison) -> str:
     if not comparison.differences:
-        return "<h3>What differs in the inputs</h3><p>Nothing: the same data and configuration.</p>"
-    rows = [(d["what"], _shorten(d["a"]), _shorten(d["b"])) for d in comparison.differences]
-    return "<h3>What differs in the inputs</h3>" + table_html(rows, ("what", *comparison.names))
+        return "<h2>What differs in the inputs</h2><p>Nothing: the same data and configuration.</p>"
+    rows = [(d["what"], d["a"], d["b"]) for d in comparison.differences]
+    return "<h2>What differs in the inputs</h2>" + table_html(rows, ("setting", *comparison.names))
 
 
-def _shorten(value, limit: int = 160) -> str:
-    text = "—" if value is None else json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _findings_html(found_a: list[str], found_b: list[str], names: tuple[str, str]) -> str:
+def _findings_html(found_a: list[dict], found_b: list[dict], names: tuple[str, str]) -> str:
     if not found_a and not found_b:
         return ""
-    column = lambda name, found: f"<div><h4>{escape(name)}</h4>" + (  # noqa: E731
-        "".join(f'<div class="finding">{escape(s)}</div>' for s in found) or '<p class="note">no finding</p>') + "</div>"
-    return "<h3>Findings</h3><div class=\"cols\">" + column(names[0], found_a) + column(names[1], found_b) + "</div>"
+    def column(name, found):
+        sentences = "".join(
+            f'<div class="finding"><strong>{escape(VERDICT_LABELS.get(f.get("verdict"), "") or "")}</strong> {escape(f.get("text", ""))}</div>'
+            for f in found)
+        return f"<div><h4>{escape(name)}</h4>" + (sentences or '<p class="note">no finding</p>') + "</div>"
+    return ("<details><summary>Every finding of both audits</summary><div class=\"cols\">" + column(names[0], found_a)
+            + column(names[1], found_b) + "</div></details>")
 
 
 def _family_html(comparison: Comparison, method: str, found_a, found_b) -> str:
@@ -528,14 +787,22 @@ def render_html(comparison: Comparison) -> str:
     a, b = comparison.names
     found_a, found_b = comparison.findings
     methods = list(dict.fromkeys(comparison.table.method))
-    top = comparison.largest_changes(limit=10)
+    moved = beyond_intervals(comparison)
+    c = comparison.counts()
+    note = comparison.data_note
     body = (
         f"<h1>Comparison of two audits: {escape(a)} → {escape(b)}</h1>"
-        f'<p class="note">Created {escape(comparison.created)} by fairaudit {escape(__version__)}. Values are matched on '
-        "(method, variant, rank, group, metric); “better” and “worse” follow each metric's direction (a loss, gap, error or "
-        "leakage is better lower); a change exceeds the intervals when the two intervals do not overlap.</p>"
-        "<h2>Summary</h2>" + "".join(f"<p>{escape(line)}</p>" for line in comparison.summary())
-        + ("<h3>Largest changes</h3>" + _change_rows(top, comparison.names) if not top.empty else "")
+        f'<p class="note">Created {escape(comparison.created)} by fairaudit {escape(__version__)}. Findings are matched on '
+        "(family, variant, what they judge) and values on (method, variant, rank, group, metric); “better” and “worse” follow "
+        "each metric's direction (a loss, gap, error or leakage is better lower); a change exceeds the intervals when the two "
+        "intervals do not overlap.</p>"
+        + (f'<p class="data-note">{escape(note)}</p>' if note else "")
+        + _verdicts_html(comparison)
+        + "<h2>Values that moved beyond their intervals</h2>"
+        + (_change_rows(moved, comparison.names) if not moved.empty else
+           f'<p class="note">{"None" if c["with_interval"] else "No interval in either report, so no change can be told from noise"}; '
+           f'{c["changed"]:,} of {c["compared"]:,} values changed ({c["better"]:,} better, {c["worse"]:,} worse by their '
+           "metric's direction), per family below.</p>")
         + _sources_html(comparison)
         + _differences_html(comparison)
         + "".join(_family_html(comparison, m, found_a.get(m, []), found_b.get(m, [])) for m in methods)

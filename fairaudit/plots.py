@@ -259,12 +259,24 @@ def group_curves(
     return fig
 
 
-def series_style(variant: str, others: int) -> tuple[dict, dict]:
-    """``(line, marker)`` of a variant's curve: vanilla a thick grey line; the ``others``-th other
-    variant a colour, dash and marker of its own — all three differ, so variants that coincide
-    stay visible, and once the colours repeat (feature selection has seven variants) the dash
-    cycle shifts, so the seventh curve is not the first one's twin."""
-    if variant == "vanilla":
+REFERENCE_VARIANTS = {"fs": "variance"}
+"""A family without ``vanilla``: the variant drawn as its neutral reference (feature selection's
+plainest baseline, the variance score), so its six other selectors get six colours of their own
+(FUFS and Variance shared one orange when seven selectors cycled six colours)."""
+
+
+def is_reference(method: str | None, variant: str) -> bool:
+    """``variant`` is drawn as ``method``'s neutral reference (thick grey): vanilla, or the
+    family's :data:`REFERENCE_VARIANTS` entry."""
+    return variant == "vanilla" or REFERENCE_VARIANTS.get(method) == variant
+
+
+def series_style(variant: str, others: int, method: str | None = None) -> tuple[dict, dict]:
+    """``(line, marker)`` of a variant's curve: the reference (:func:`is_reference`) a thick grey
+    line; the ``others``-th other variant a colour, dash and marker of its own — all three differ,
+    so variants that coincide stay visible, and once the colours repeat the dash cycle shifts, so
+    a seventh curve is not the first one's twin."""
+    if is_reference(method, variant):
         return dict(color=VANILLA_COLOUR, dash="solid", width=3), dict(symbol="circle", size=7)
     colours = len(VARIANT_COLOURS)
     line = dict(color=VARIANT_COLOURS[others % colours], dash=VARIANT_DASHES[(others + others // colours) % len(VARIANT_DASHES)])
@@ -288,8 +300,8 @@ def variant_curves(
     bands = len(ordered) <= INTERVAL_BANDS_MAX_SERIES
     for index, variant in enumerate(ordered):
         line = rows[rows.variant == variant]
-        style, marker = series_style(variant, others)
-        others += variant != "vanilla"
+        style, marker = series_style(variant, others, method)
+        others += not is_reference(method, variant)
         name = safe(variant_title(method, variant))
         if bands:
             add_interval_band(fig, line, style["color"], name)
@@ -584,8 +596,8 @@ def leakage_curves(records: pd.DataFrame, method: str, variants: Sequence[str] |
     others = 0
     for variant in _ordered_variants(rows, variants):
         line = rows[rows.variant == variant].sort_values("rank")
-        style, marker = series_style(variant, others)
-        others += variant != "vanilla"
+        style, marker = series_style(variant, others, method)
+        others += not is_reference(method, variant)
         name = safe(variant_title(method, variant))
         fig.add_trace(
             go.Scatter(

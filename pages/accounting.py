@@ -17,7 +17,7 @@ import streamlit as st
 
 from fairaudit.data import DROP_REASONS, NO_GROUP, unequal_drop_warning
 from fairaudit.vocabulary import OPTIONS, render, term
-from pages.common import plain, sentence, words
+from pages.common import TABLE_ROWS, plain, sentence, words
 from pages.widgets import choose_many
 
 SMALL_GROUP_WARNING = 30
@@ -67,10 +67,6 @@ def excluded_frame(accounting: dict) -> pd.DataFrame:
         ],
         columns=["column", "reason", "detail"],
     )
-
-
-TABLE_ROWS = 40
-"""Up to this many columns left out are a table with their whole detail (wrapped); more are a scrolling grid."""
 
 
 def column_warning(warning: str, columns: list[str]) -> bool:
@@ -165,10 +161,10 @@ def unequal_drop_panel(warning: str, accounting: dict, missing_by_column: dict[s
 def missing_policy_buttons(key: str) -> None:
     """Under “stop and list the missing cells”: the other choices of “Missing cells” as buttons, so
     the user sees at once what each keeps per group."""
-    columns = st.columns(len(MISSING.choices) - 1)
-    for column, policy in zip(columns, [p for p in MISSING.choices if p != "error"], strict=True):
-        column.button(f"{MISSING.widget} → {MISSING.choices[policy]}", key=f"roles-missing-to-{policy}", width="stretch",
-                      on_click=_set, args=(key, policy))
+    st.markdown(f"Or set **{MISSING.widget}** to:")
+    for policy in [p for p in MISSING.choices if p != "error"]:  # one per line: the choices differ in their last words
+        st.button(MISSING.choices[policy], key=f"roles-missing-to-{policy}", on_click=_set, args=(key, policy),
+                  help=f"Sets “{MISSING.widget}” to “{MISSING.choices[policy]}”; the table above shows what each group keeps.")
 
 
 def _set(key: str, value) -> None:

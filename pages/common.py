@@ -548,14 +548,21 @@ def show_missing_intervals(result: AuditResult, method: str) -> None:
         )
 
 
+TABLE_ROWS = 40
+"""Up to this many rows, a table shows its whole text (wrapped: columns left out with their detail,
+the details per fit); more are a scrolling grid."""
+
+
 def show_details(result: AuditResult, method: str) -> None:
     """What a family attached to its fits (e.g. the selected columns), as a table."""
     rows = details_rows_by_ranks(result, method)
     if rows:
         st.subheader("Details per fit")
-        st.dataframe(
-            pd.DataFrame(rows, columns=["variant", "ranks", "what", "value"]), hide_index=True, width="stretch"
-        )
+        table = pd.DataFrame(rows, columns=["variant", "ranks", "what", "value"])
+        if len(table) <= TABLE_ROWS:  # st.table wraps a long value (a list of selected columns); its cells render Markdown
+            st.table(table.astype(str).map(plain).set_index("variant"), border="horizontal")
+        else:
+            st.dataframe(table, hide_index=True, width="stretch", column_config={"value": st.column_config.TextColumn(width="large")})
 
 
 def show_notes(result: AuditResult, method: str | None = None) -> None:

@@ -1,47 +1,57 @@
-"""Compare page: two saved JSON reports (before/after a data change, two models) side by side —
-what changed per metric and group, with the intervals when the reports have them. A thin view
-over :mod:`fairaudit.compare` (the same comparison as ``python -m fairaudit compare``); reading
-and matching two reports takes well under a second, so nothing here is a background run."""
+"""Compare page: two saved JSON reports (before/after a data change, two models) and the story
+between them — first the verdicts that changed, then whether the data differ, then the values that
+moved beyond their intervals; the inputs' differences, every changed value and the charts one
+click away. A thin view over :mod:`fairaudit.compare` (the same comparison as ``python -m
+fairaudit compare``); reading and matching two reports takes well under a second, so nothing here
+is a background run."""
 
 from __future__ import annotations
+
+import re
 
 import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILY_TITLES
-from fairaudit.compare import Comparison, compare, comparison_figure, render_html, report_with_findings
+from fairaudit.compare import (
+    Comparison,
+    beyond_intervals,
+    change_cells,
+    compare,
+    comparison_figure,
+    default_names,
+    render_html,
+    report_with_findings,
+)
 from fairaudit.errors import ParameterError
-from fairaudit.plots import metric_label, variant_title
+from fairaudit.findings import VERDICT_LABELS
 from fairaudit.vocabulary import term
-from pages.common import kept_upload, plain, show_error, words
+from pages.common import TABLE_ROWS, kept_upload, plain, show_error, words
 
 st.title("Compare two audits")
-st.markdown(
-    "Upload two JSON reports (the Report page's JSON download, or the command line's `--json`). Values are matched "
-    "on (method, variant, rank, group, metric); *better* and *worse* follow each metric's direction (↓ better for a "
-    "loss, gap, error or leakage; ↑ better for variance explained, balance, accuracy), and a change exceeds the "
-    "intervals when the two intervals do not overlap."
+st.caption(
+    "Upload two JSON reports (the Report page's JSON download, or the command line's `--json`): before and after a "
+    "data change, two models, two releases."
 )
 
+DIRECTIONS = {"regression": ("error", ":material/trending_down:"), "improvement": ("success", ":material/trending_up:"),
+              "changed": ("info", ":material/swap_horiz:")}
+"""How a changed verdict is shown: a regression (worse for the groups) red, an improvement green."""
 
-def changes_view(comparison: Comparison, method: str, limit: int | None = None) -> pd.DataFrame:
-    """The family's changed values of judged metrics as the page shows them: titles for variants,
-    metrics with their better direction, the two audits' values under their names."""
-    changes = comparison.largest_changes(limit=limit, method=method)
-    a, b = comparison.names
-    return pd.DataFrame({
-        "variant": [variant_title(method, v) for v in changes.variant],
-        "rank": changes["rank"].astype("Int64"),
-        "group": changes.group.replace("", "all"),
-        "metric": [metric_label(m) for m in changes.metric],
-        a: changes.a,
-        b: changes.b,
-        "change": changes.change,
-        "relative change": changes.relative,
-        "judged": changes.judged,
-        "beyond the intervals": changes.beyond.map({True: "yes", False: "no"}).fillna("no interval"),
-    })
+
+def changes_table(comparison: Comparison, rows: pd.DataFrame) -> None:
+    """Changed values in five short columns (:func:`fairaudit.compare.change_cells`): a table that
+    wraps (nothing cut) up to :data:`TABLE_ROWS` rows, a grid beyond."""
+    view = pd.DataFrame([change_cells(row, comparison.names) for _, row in rows.iterrows()])
+    if len(view) <= TABLE_ROWS:
+        st.table(view.map(plain).set_index("where"), border="horizontal")
+    else:
+        st.dataframe(view, hide_index=True, width="stretch", column_config={"change": st.column_config.TextColumn(width="large")})
+
+
+def file_stem(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:60] or "audit"
 
 
 left, right = st.columns(2)
@@ -53,59 +63,91 @@ if first is None or second is None:
     st.info("Upload both reports to compare them.")
     st.stop()
 
-first_name, second_name = first[0], second[0]
-default = f"{first_name}, {second_name}" if first_name != second_name and "," not in first_name + second_name else "A, B"
-names_text = st.text_input("Names of the two audits", default, key="compare-names",
+try:
+    (a, found_a), (b, found_b) = (report_with_findings(raw, name=name) for name, raw in (first, second))
+except FairAuditError as exc:
+    show_error(exc)
+    st.stop()
+default = ", ".join(default_names(a, b, (first[0], second[0])))
+if st.session_state.get("compare-names-default") != default:  # new files: names from them, not the last pair's
+    st.session_state["compare-names-default"] = default
+    st.session_state["compare-names"] = default if default.count(",") == 1 else "first, second"
+names_text = st.text_input("Names of the two audits", key="compare-names",
                            help="Two names separated by a comma, e.g. before, after; they label the values everywhere below.")
 try:
     names = tuple(part.strip() for part in names_text.split(",") if part.strip())
     if len(names) != 2:
         raise ParameterError(f"give two names separated by a comma, e.g. {term('compare_names', 'before,after')}.")
-    (a, found_a), (b, found_b) = (report_with_findings(raw, name=name) for name, raw in (first, second))
     comparison = compare(a, b, names=names, findings=(found_a, found_b))
 except FairAuditError as exc:
     show_error(exc)
     st.stop()
 
-for line in comparison.summary():
-    st.markdown(plain(line))
+# ---------------------------------------------------------------- the story: verdicts first
+if comparison.data_note:
+    st.warning(plain(comparison.data_note), icon=":material/difference:")
+verdicts = comparison.verdicts
+changed = [v for v in verdicts if v["changed"]]
+st.subheader("Verdicts")
+if not verdicts:
+    st.info("Neither audit has verdicts to compare: their intervals were off, or they hold no finding.")
+elif not changed:
+    st.success(f"No verdict changed ({len(verdicts)} compared).", icon=":material/check:")
+else:
+    st.markdown(f"**{len(changed)} of {len(verdicts)} verdicts changed**, regressions first:")
+    for verdict in changed:
+        kind, icon = DIRECTIONS[verdict["direction"]]
+        getattr(st, kind)(plain(verdict["sentence"]), icon=icon)
+unchanged = [v for v in verdicts if not v["changed"]]
+if unchanged:
+    with st.expander(f"Unchanged verdicts ({len(unchanged)})"):
+        for verdict in unchanged:
+            st.markdown("- " + plain(verdict["sentence"]))
+
+st.subheader("Values that moved beyond their intervals")
+moved = beyond_intervals(comparison, limit=None)
 counts = comparison.counts()
-cols = st.columns(4)
-cols[0].metric("Values compared", f"{counts['compared']:,}")
-cols[1].metric("Changed", f"{counts['changed']:,}")
-cols[2].metric("Better / worse", f"{counts['better']:,} / {counts['worse']:,}")
-cols[3].metric("Beyond the intervals", f"{counts['beyond_interval']:,}" if counts["with_interval"] else "no intervals")
+if len(moved):
+    changes_table(comparison, moved.head(TABLE_ROWS))
+    st.caption(f"{len(moved):,} of {counts['changed']:,} changed values exceed their intervals; largest relative change first.")
+elif counts["with_interval"]:
+    st.markdown(f"None: of {counts['changed']:,} changed values, no change exceeds the intervals.")
+else:
+    st.markdown("Neither report has intervals (bootstrap), so no change can be told apart from noise here.")
+st.caption(plain(
+    f"{counts['compared']:,} values in both audits: {counts['changed']:,} changed ({counts['better']:,} better, "
+    f"{counts['worse']:,} worse by their metric's direction — ↓ better for a loss, gap, error or leakage; ↑ for variance "
+    f"explained, balance, accuracy); {counts['only_a']:,} only in {names[0]}, {counts['only_b']:,} only in {names[1]}."
+))
+
+stem = f"comparison-{file_stem(names[0])}-vs-{file_stem(names[1])}"
 downloads = st.columns(2)
-downloads[0].download_button("Download the comparison (HTML)", render_html(comparison).encode("utf-8"), file_name="comparison.html",
+downloads[0].download_button("Download the comparison (HTML)", render_html(comparison).encode("utf-8"), file_name=f"{stem}.html",
                              mime="text/html", key="compare-download-html", type="primary", on_click="ignore")
-downloads[1].download_button("Download the matched values (CSV)", comparison.to_csv().encode("utf-8"), file_name="comparison.csv",
+downloads[1].download_button("Download the matched values (CSV)", comparison.to_csv().encode("utf-8"), file_name=f"{stem}.csv",
                              mime="text/csv", key="compare-download-csv", on_click="ignore",
                              help="One row per record key; text cells a spreadsheet would run as a formula get a leading '.")
-if comparison.differences:
-    st.subheader("What differs in the inputs")
-    st.dataframe(
-        pd.DataFrame([{"what": d["what"], names[0]: str(d["a"]), names[1]: str(d["b"])} for d in comparison.differences]),
-        hide_index=True, width="stretch",
-    )
+
+# ---------------------------------------------------------------- one click away
+with st.expander(f"What differs in the inputs ({len(comparison.differences)})" if comparison.differences
+                 else "What differs in the inputs: nothing (the same data and configuration)"):
+    if comparison.differences:
+        table = pd.DataFrame([{"setting": d["what"], names[0]: d["a"], names[1]: d["b"]} for d in comparison.differences])
+        if len(table) <= TABLE_ROWS:
+            st.table(table.map(plain).set_index("setting"), border="horizontal")
+        else:
+            st.dataframe(table, hide_index=True, width="stretch")
 for method in dict.fromkeys(comparison.table.method):
-    st.subheader(FAMILY_TITLES.get(method, method))
-    for side, sentences in zip(names, comparison.findings, strict=True):
-        for sentence in sentences.get(method, []):
-            st.info(f"**{plain(side)}** — {words(sentence)}")
-    figure = comparison_figure(comparison, method)
-    if figure is not None:
-        st.plotly_chart(figure, key=f"compare-figure-{method}", width="stretch")
-        st.caption("Each headline metric over rank: the first audit dashed with open markers, the second solid; "
-                   "bars are the intervals where the reports have them.")
-    view = changes_view(comparison, method)
-    st.caption(f"{len(view):,} changed values of judged metrics, largest relative change first.")
-    if len(view):
-        st.dataframe(
-            view, hide_index=True, width="stretch",
-            column_config={
-                names[0]: st.column_config.NumberColumn(names[0], format="%.4g"),
-                names[1]: st.column_config.NumberColumn(names[1], format="%.4g"),
-                "change": st.column_config.NumberColumn("change", format="%+.3g"),
-                "relative change": st.column_config.NumberColumn("relative change", format="percent"),
-            },
-        )
+    changes = comparison.largest_changes(limit=None, method=method)
+    with st.expander(f"{FAMILY_TITLES.get(method, method)}: the charts, every finding and {len(changes):,} changed values"):
+        figure = comparison_figure(comparison, method)
+        if figure is not None:
+            st.plotly_chart(figure, key=f"compare-figure-{method}", width="stretch")
+            st.caption("Each headline metric over rank: the first audit dashed with open markers, the second solid; "
+                       "bars are the intervals where the reports have them.")
+        for side, found in zip(names, comparison.findings, strict=True):
+            for item in found.get(method, []):
+                label = VERDICT_LABELS.get(item.get("verdict"), "")
+                st.markdown(f"**{plain(side)}** · *{plain(label)}* — {words(str(item.get('text', '')))}")
+        if len(changes):
+            changes_table(comparison, changes)

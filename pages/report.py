@@ -7,11 +7,14 @@ default audit of the families not audited yet, with one overall progress bar."""
 
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.card import audit_card, card_markdown
 from fairaudit.findings import findings, verdict_rules
 from fairaudit.formatting import level, number
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
@@ -106,12 +109,19 @@ if built is None or built[0] != identity:  # build once per set of results, not 
     st.session_state["report-built"] = built
 _, combined, found, files, zipped = built
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
+stem += "-" + "".join(ch for ch in str(combined.created or "")[:16] if ch.isdigit() or ch == "T").replace("T", "-")  # two downloads: two names
 html = files["report.html"]
 columns = st.columns(4)
 columns[0].download_button("HTML report", html, file_name=f"fairaudit-{stem}.html", mime="text/html", on_click="ignore", type="primary")
 columns[1].download_button("JSON", files["report.json"], file_name=f"fairaudit-{stem}.json", mime="application/json", on_click="ignore")
 columns[2].download_button("CSV records", files["records.csv"], file_name=f"fairaudit-{stem}-records.csv", mime="text/csv", on_click="ignore")
 columns[3].download_button("ZIP of all three", zipped, file_name=f"fairaudit-{stem}.zip", mime="application/zip", on_click="ignore")
+card = audit_card(combined, found, interface="dashboard")
+cards = st.columns(4)
+cards[0].download_button("Audit card (Markdown)", card_markdown(card), file_name=f"fairaudit-{stem}-card.md", mime="text/markdown",
+                         on_click="ignore", help="Data hash, configuration, versions, every verdict and the rules: to sit beside a model card.")
+cards[1].download_button("Audit card (JSON)", json.dumps(card, indent=1, ensure_ascii=False, default=str), file_name=f"fairaudit-{stem}-card.json",
+                         mime="application/json", on_click="ignore")
 st.caption(
     f"{len(combined.records):,} records from {', '.join(FAMILY_TITLES.get(m, m) for m in results)} on "
     f"{plain(combined.data.get('name'))}; HTML {len(html) / 1e6:.1f} MB. Every download carries the same "

@@ -110,7 +110,7 @@ def test_rows_without_a_group_small_groups_and_labels_are_accounted_for():
     assert sum(e["rows_read"] for e in groups.values()) == 9 == data.accounting["rows_read"]
     assert data.accounting["rows_used"] == data.n_rows == 6
     warnings = " ".join(data.accounting["warnings"])
-    assert "g=c (1 rows kept) is not in the audit" in warnings and "1 rows have no value in a sensitive column" in warnings
+    assert "group g=c is not in the audit: its 1 row is fewer than the minimum group size, 2" in warnings and "1 rows have no value in a sensitive column" in warnings
     lines = accounting_lines(data.fingerprint())
     assert lines[0] == "rows: 6 used of 9 read" and "  g=c: 0 of 1 used (dropped: 1 small group)" in lines
 
@@ -136,11 +136,13 @@ def _with(column: str, values, n: int = 300) -> bytes:
     "column,values,why",
     [
         ("ID", np.random.default_rng(0).permutation(300) * 1.5, "its name"),
-        ("rownum", np.random.default_rng(0).permutation(300) + 1, "with few gaps"),
+        ("seqnum", np.random.default_rng(0).permutation(300) + 1, "with few gaps"),
         ("serial", np.arange(300) * 17 + 4, "in increasing order"),
         ("school", np.random.default_rng(0).integers(1, 121, 300), "its name suggests codes"),
         ("c7", np.repeat(np.random.default_rng(0).permutation(100) + 1000, 3), "stored together"),
         ("schoolID", np.random.default_rng(1).integers(1, 101, 300), "its name suggests codes"),
+        ("schidkn", np.random.default_rng(2).choice(np.arange(1000, 9999, 37)[:25], 300), "a name that marks an identifier"),
+        ("hhid", np.random.default_rng(2).integers(1, 31, 300) * 1009, "a name that marks an identifier"),
     ],
 )
 def test_identifiers_are_left_out_with_the_reason(column, values, why):
@@ -203,10 +205,32 @@ def test_value_counts_are_the_values_merge_names():
         ("age", np.random.default_rng(0).integers(18, 90, 300)),  # few levels
         ("amount", np.where(np.arange(300) % 3 == 0, 0, np.random.default_rng(0).integers(1, 200, 300))),  # a dominant 0
         ("cholesterol", np.random.default_rng(0).integers(126, 400, 300)),  # many levels, no hint, not sorted
+        ("paid", np.random.default_rng(0).integers(100, 200, 300)),  # words that hold "id" are not identifiers
+        ("width", np.random.default_rng(0).integers(10, 90, 300)),
+        ("valid", np.random.default_rng(0).integers(0, 60, 300)),
     ],
 )
 def test_measurements_are_not_taken_for_identifiers(column, values):
     assert prepare(read_table(_with(column, values)), sensitive="g").feature_names == (column, "x")
+
+
+def test_a_coded_school_identifier_is_left_out_and_one_choice_keeps_it():
+    """Issue 25: a survey's school identifier (``schidkn``: 79 integer codes of about 73 pupils each,
+    rows not sorted by school) was kept as a feature, and feature selection then named it the
+    feature most aligned with race."""
+    rng = np.random.default_rng(7)
+    n = 5_748
+    schools = rng.choice(np.sort(rng.choice(np.arange(1_000, 99_999), 79, replace=False)), n)
+    frame = pd.DataFrame({"race": rng.choice(["white", "black", "other"], n, p=[0.67, 0.32, 0.01]), "schidkn": schools,
+                          "math": rng.normal(50, 10, n).round(2), "read": rng.normal(50, 10, n).round(2)})
+    table = read_table(frame.to_csv(index=False).encode(), name="nels.csv")
+    data = prepare(table, sensitive="race")
+    assert data.feature_names == ("math", "read")
+    [entry] = [e for e in data.accounting["excluded"] if e["column"] == "schidkn"]
+    assert entry["reason"] == "id_like" and "79 whole-number codes, about 73 rows each" in entry["detail"]
+    assert render(entry["detail"], "cli").endswith("use it (--features with schidkn among the other features)")
+    kept = prepare(table, sensitive="race", use_id_like=["schidkn"])
+    assert kept.feature_names == ("schidkn", "math", "read")
 
 
 @pytest.mark.shared_data
@@ -409,3 +433,19 @@ def test_the_json_carries_the_librarys_words(tmp_path, capsys):
                  "--json", str(report), "--quiet"]) == 0
     text = report.read_text()
     assert "\u27e6" not in text and "missing='median'" in text and "one_hot=True" in text
+
+
+def test_a_large_drop_is_cautioned_even_when_every_group_loses_alike():
+    """Issue 25: 46 % of the rows dropped, about equally from both groups, raised no word."""
+    rng = np.random.default_rng(4)
+    n = 1_000
+    x = rng.normal(size=n)
+    x[rng.random(n) < 0.46] = np.nan
+    frame = pd.DataFrame({"sex": ["F", "M"] * (n // 2), "x": x, "y": rng.normal(size=n)})
+    data = prepare(read_table(frame.to_csv(index=False).encode()), sensitive="sex", missing="drop")
+    [warning] = [w for w in data.accounting["warnings"] if "removed" in w]
+    lost = n - data.n_rows
+    assert f"removed {100 * lost / n:.1f} % of them ({lost:,} of {n:,}; sex=F" in warning
+    assert "the audit describes the rows kept" in warning and "--missing median" in render(warning, "cli")
+    few = frame.assign(x=np.where(rng.random(n) < 0.1, np.nan, rng.normal(size=n)))
+    assert not prepare(read_table(few.to_csv(index=False).encode()), sensitive="sex", missing="drop").accounting["warnings"]

@@ -107,18 +107,25 @@ def reports(tmp_path_factory):
 def test_same_report_twice_changes_nothing(reports):
     _, _, (path, _) = reports
     c = compare_files(path, path)
-    assert c.names == ("A (before.json)", "B (before.json)")
+    created = read_report(path).created[:16].replace("T", " ")
+    assert c.names == (f"1: before.csv ({created})", f"2: before.csv ({created})")  # by data file and date
     counts = c.counts()
     assert counts["changed"] == 0 and counts["same"] == counts["compared"] == len(read_report(path).records)
     assert c.differences == []
     assert "the same data and configuration" in " ".join(c.summary())
+    assert c.data_note is None and not c.verdicts_changed and c.summary()[0].startswith("No verdict changed")
 
 
 def test_a_data_change_is_named_with_the_values_that_moved(reports):
     before, after, paths = reports
     c = compare_files(*paths)
-    whats = {d["what"] for d in c.differences}
-    assert {"data.name", "data.rows", "data.group_sizes.<b>x</b>"} <= whats
+    keys = {d["key"] for d in c.differences}
+    assert {"data.name", "data.rows", "data.group_sizes.<b>x</b>"} <= keys
+    shown = {d["what"]: (d["a"], d["b"]) for d in c.differences}
+    assert shown["rows used"] == ("200", "180") and shown["rows of group <b>x</b>"] == ("60", "40")
+    assert shown["group <b>x</b>: rows used of read"] == ("60 of 60", "40 of 40")
+    assert not any(text.startswith(("[", "{")) or text == "None" for pair in shown.values() for text in pair)  # words, not raw JSON
+    assert c.data_note.startswith("These two audits are of different data (other files (before.csv, after.csv), rows 200 → 180")
     changed = c.changed
     assert len(changed) > 0 and set(changed.judged) <= {"better", "worse", ""}
     worst = c.largest_changes(1).iloc[0]
@@ -154,7 +161,7 @@ def test_intervals_saved_in_a_report_are_read_back(tmp_path):
     read = read_report(path)
     assert read.records[["ci_low", "ci_high"]].iloc[0].tolist() == [0.8, 1.2]
     c = compare_files(path, path)
-    assert c.findings[0] == {"pca": ["saved sentence"]}
+    assert [f["text"] for f in c.findings[0]["pca"]] == ["saved sentence"]
     assert c.table.beyond.iloc[0] is False
 
 
@@ -176,7 +183,7 @@ def test_compare_command(reports, tmp_path, capsys):
     code = main(["compare", str(paths[0]), str(paths[1]), "--html", str(html), "--json", str(out_json), "--csv", str(out_csv),
                  "--names", "before,after"])
     printed = capsys.readouterr().out
-    assert code == 0 and "changed" in printed and "input data.rows: 200 → 180" in printed and f"wrote {html}" in printed
+    assert code == 0 and "changed" in printed and "input rows used: 200 → 180" in printed and f"wrote {html}" in printed
     assert json.loads(out_json.read_text())["compared"] == ["before", "after"]
     assert len(pd.read_csv(out_csv)) == len(json.loads(out_json.read_text())["rows"])
     assert main(["compare", str(paths[0]), str(paths[1]), "--html", str(paths[0])]) == 2
@@ -185,3 +192,37 @@ def test_compare_command(reports, tmp_path, capsys):
     assert "nope.json: no such file" in capsys.readouterr().err
     assert main(["compare", str(paths[0]), str(paths[1]), "--names", "one"]) == 2
     assert "--names before,after" in capsys.readouterr().err
+
+
+def _finding(variant, verdict, rank=2, topic=None, **evidence):
+    return {"family": "pca", "variant": variant, "rank": rank, "verdict": verdict, "text": f"{variant} {verdict}",
+            "evidence": evidence or {"worst_group": "race=black", "best_group": "race=white"}, **({"topic": topic} if topic else {})}
+
+
+def test_the_verdicts_that_changed_come_first_with_their_groups():
+    """Issue 25: Compare must say first that PCA went from No evidence to Gap at rank 2, race=black
+    vs race=white; regressions before improvements, unchanged verdicts last, statements left out."""
+    a = {"pca": [_finding("vanilla", "no_evidence", rank=3), _finding("fair_eig", "mitigated"), _finding("jevd", "gap"),
+                 _finding("vanilla", "no_evidence", balanced_accuracy=[0.5, 0.4, 0.6]), _finding("vanilla", "info")]}
+    b = {"pca": [_finding("vanilla", "gap"), _finding("fair_eig", "mitigated"), _finding("jevd", "no_evidence"),
+                 _finding("vanilla", "gap", balanced_accuracy=[0.7, 0.6, 0.8])]}
+    rows = compare(_result([("pca", "vanilla", 2, "", "max_loss", 1.0)]), _result([("pca", "vanilla", 2, "", "max_loss", 1.0)]),
+                   findings=(a, b)).verdicts
+    assert [(r["variant"], r["topic"], r["direction"]) for r in rows] == [
+        ("vanilla", "disparity", "regression"), ("vanilla", "leakage", "regression"), ("jevd", "disparity", "improvement"),
+        ("fair_eig", "disparity", ""),
+    ]
+    assert rows[0]["sentence"] == "PCA · PCA: No evidence → Gap at rank 2, race=black vs race=white"
+    assert rows[1]["sentence"].startswith("PCA · PCA (leakage): No evidence → Gap")
+    assert rows[3]["sentence"] == "PCA · Fair PCA (exact eigen-solver): Mitigated at rank 2, race=black vs race=white"
+
+
+def test_a_comparison_of_two_data_sets_says_so_and_leads_with_the_verdicts(reports, tmp_path):
+    before, after, paths = reports
+    c = compare_files(*paths)
+    summary = c.summary()
+    assert summary[0].startswith(("No verdict changed", "Neither audit")) or "verdicts changed" in summary[0]
+    assert any(line.startswith("These two audits are of different data") for line in summary)
+    page = render_html(c)
+    assert page.index("<h2>Verdicts</h2>") < page.index("<h2>What differs in the inputs</h2>")
+    assert 'class="data-note"' in page and "different data" in page

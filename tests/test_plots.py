@@ -133,6 +133,21 @@ def test_seven_variants_get_seven_distinct_styles():
     assert len({(line["color"], line["dash"]) for line, _ in styles}) == 7  # even without the markers
 
 
+def test_feature_selection_draws_every_selector_in_a_colour_of_its_own():
+    """Issue 25: Variance and FUFS (fair) shared one orange. Variance is the family's grey
+    reference; the six other selectors get six different colours."""
+    from fairaudit.plots import VARIANT_TITLES, is_reference, series_style
+
+    others, colours = 0, []
+    for variant in VARIANT_TITLES["fs"]:
+        if variant == "yours":
+            continue
+        line, _ = series_style(variant, others, "fs")
+        others += not is_reference("fs", variant)
+        colours.append(line["color"])
+    assert len(set(colours)) == len(colours) == 7
+
+
 def test_the_frontier_draws_balanced_accuracy_with_its_interval_and_chance():
     import pandas as pd
 

@@ -1,5 +1,5 @@
-"""Every command the README shows runs as written on a fresh clone (the embedded samples only;
-examples that need ../shared are marked optional in the README and skipped here).
+"""Every command the README and the user guide (docs/guide.md) show runs as written on a fresh clone
+(the embedded samples only; examples that need ../shared are marked optional and skipped here).
 
 A ```bash block is a script: its commands run in order in one fresh folder (a later command may
 read what an earlier one wrote, e.g. ``transform`` the model an ``audit --export-model`` wrote).
@@ -25,9 +25,12 @@ PYTHON = ".venv/bin/python "
 PREFIX = PYTHON + "-m fairaudit "
 
 
+DOCUMENTS = ("README.md", "docs/guide.md")
+
+
 def readme_blocks() -> list[list[str]]:
-    """The commands of each ```bash block that call the checkout's Python, in order."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The commands of each ```bash block of :data:`DOCUMENTS` that call the checkout's Python, in order."""
+    text = "\n".join((REPO / name).read_text(encoding="utf-8") for name in DOCUMENTS)
     blocks = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         commands = [line.strip() for line in block.replace("\\\n", " ").splitlines()]

@@ -35,6 +35,7 @@ from ._accounting import (
     EXCLUSION_REASONS,
     NO_GROUP,
     accounting_lines,
+    large_drop_warning,
     unequal_drop_warning,
     worded,
 )
@@ -95,6 +96,7 @@ __all__ = [
     "scale_features",
     "scaling_parameters",
     "tensor_from_arrays",
+    "large_drop_warning",
     "unequal_drop_warning",
     "value_counts",
     "worded",

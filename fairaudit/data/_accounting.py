@@ -52,6 +52,9 @@ EXCLUSION_REASONS = {
 }
 DROP_GAP_POINTS = 10.0
 DROP_RATIO = 1.5
+LARGE_DROP_SHARE = 20.0
+"""Percent of the rows (of the groups in the audit) whose loss is cautioned even when every group
+loses alike: the audit then describes the rows kept, not the file (issue 25: 46 % dropped, no word)."""
 
 
 def group_entries(read_codes: np.ndarray, read_labels: list[str], reasons: np.ndarray, weights: np.ndarray | None = None) -> list[dict]:
@@ -101,6 +104,23 @@ def unequal_drop_warning(entries: list[dict], unit: str = "rows") -> str | None:
         f"but {low[0]:.1f} % of {low[2]['group']} ({low[1]} of {low[2]['rows_read']}) — the shares differ by "
         f"{gap:.1f} percentage points{factor} (the warning's rule: at least {DROP_GAP_POINTS:g} points and a factor of "
         f"{DROP_RATIO:g}). The {unit} kept may not represent {high[2]['group']}; consider imputing feature cells "
+        f"({term('missing', 'median')}) or leaving out the columns with the most missing cells."
+    )
+
+
+def large_drop_warning(entries: list[dict], unit: str = "rows") -> str | None:
+    """The caution when dropping removed at least :data:`LARGE_DROP_SHARE` % of the rows of the
+    groups (however evenly); None otherwise. Rows without a group value and groups dropped as too
+    small are reported on their own."""
+    kept = [e for e in entries if e["group"] != NO_GROUP and not e["dropped"].get("small group")]
+    read = sum(e["rows_read"] for e in kept)
+    lost = sum(e["rows_read"] - e["rows_used"] for e in kept)
+    if not read or 100.0 * lost / read < LARGE_DROP_SHARE:
+        return None
+    shares = ", ".join(f"{e['group']} {100.0 * (e['rows_read'] - e['rows_used']) / e['rows_read']:.1f} %" for e in kept[:6])
+    return (
+        f"dropping {unit} removed {100.0 * lost / read:.1f} % of them ({lost:,} of {read:,}; {shares}): the audit describes "
+        f"the {unit} kept, which may differ from the file as a whole; consider imputing feature cells "
         f"({term('missing', 'median')}) or leaving out the columns with the most missing cells."
     )
 

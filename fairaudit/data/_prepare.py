@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
 from ..errors import (
     MissingValueError,
@@ -18,7 +20,7 @@ from ..errors import (
 )
 from ..groups import GroupCodes, check_groups, encode_groups
 from ..vocabulary import term
-from ._accounting import DROP_REASONS, group_entries, unequal_drop_warning
+from ._accounting import DROP_REASONS, group_entries, large_drop_warning, unequal_drop_warning
 from ._audit_data import AuditData
 from ._cells import format_number
 from ._memory import read_only
@@ -50,6 +52,23 @@ def require_columns(table: RawTable, names: Iterable[str], role: str) -> None:
             )
 
 
+SENSITIVE_WORDS = ("sex", "gender", "race", "ethnicity", "ethnic", "religion", "nationality", "disability", "age", "marital")
+
+
+def likely_sensitive(table: RawTable) -> str | None:
+    """A column of ``table`` a user would likely audit by, for an example in a message: one whose
+    name is a protected attribute's (``sex``, ``race``, …), else the first text column with 2–10
+    values; None when neither exists (a message never names a column the file does not have)."""
+    for word in SENSITIVE_WORDS:
+        for column in table.columns:
+            if word in re.findall(r"[a-z]+", column.lower()):
+                return column
+    for column in table.columns:
+        if not table.is_numeric(column) and 2 <= pc.count_distinct(table.strings(column)).as_py() <= 10:
+            return column
+    return None
+
+
 def check_group_options(
     table: RawTable, sensitive, binarize, bins, merge, min_group_size, small_groups
 ) -> tuple[list[str], dict, dict, dict]:
@@ -57,7 +76,11 @@ def check_group_options(
     :func:`prepare` and :func:`~fairaudit.data.prepare_tensor`)."""
     sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive)
     if not sensitive:
-        raise SensitiveColumnError(f"choose at least one sensitive column (e.g. {term('sensitive', 'sex')}).")
+        example = likely_sensitive(table)
+        raise SensitiveColumnError(
+            "choose at least one sensitive column: the column whose values are the groups"
+            + (f" (e.g. {term('sensitive', example)})." if example else f" ({term('sensitive')}).")
+        )
     binarize, bins, merge = dict(binarize or {}), dict(bins or {}), normalise_merge(merge)
     require_columns(table, sensitive, "sensitive")
     require_columns(table, list(binarize) + list(bins) + list(merge), "binarised/binned/merged")
@@ -205,19 +228,31 @@ def drop_small_groups(
         log.append(f"dropped groups below {min_size} {unit}: {dropped}")
 
 
+def _count(n: int, unit: str) -> str:
+    """``"1 row"``, ``"27 rows"``, ``"1 entity"``."""
+    return f"{n:,} {unit}" if n != 1 else f"1 {ONE.get(unit, unit)}"
+
+
+ONE = {"rows": "row", "entities": "entity"}
+
+
 def group_warnings(entries: list[dict], min_size: int, unit: str) -> list[str]:
     """Warnings about groups: a much larger share dropped from one, groups gone from the audit."""
     warnings = []
     unequal = unequal_drop_warning(entries, unit)
     if unequal:
         warnings.append(unequal)
+    elif large := large_drop_warning(entries, unit):
+        warnings.append(large)
     for entry in entries:
         if entry["group"] == "(no group value)":
             warnings.append(f"{entry['rows_read']:,} {unit} have no value in a sensitive column and are not in the audit.")
         elif entry["rows_used"] == 0 and entry["dropped"].get("small group"):
             warnings.append(
-                f"group {entry['group']} ({entry['dropped']['small group']:,} {unit} kept) is not in the audit: it has fewer "
-                f"than {min_size} {unit} ({term('min_group_size')})."
+                f"group {entry['group']} is not in the audit: its {_count(entry['dropped']['small group'], unit)} "
+                f"{'is' if entry['dropped']['small group'] == 1 else 'are'} fewer than "
+                f"the minimum group size, {min_size} ({term('min_group_size')}), and groups below it are dropped "
+                f"({term('small_groups', 'drop')})."
             )
         elif entry["rows_used"] == 0:
             warnings.append(f"group {entry['group']} is not in the audit: every one of its {entry['rows_read']:,} {unit} was dropped.")

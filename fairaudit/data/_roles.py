@@ -16,7 +16,13 @@ on request. Constant columns are found later, on the rows kept (:mod:`._prepare`
   average (1.5–50 rows per level) with no dominant level (the largest at most 10× the median
   count, which keeps money amounts with many zeros out), and either its name speaks of an
   identifier or a unit such as a school or household, or the rows of each code are stored
-  together (the file is sorted by it).
+  together (the file is sorted by it);
+* its name marks an identifier outright (``schid``, ``schidkn``, ``hhid``, ``pid``, ``caseno``,
+  ``idkn``: a unit or its abbreviation joined to ``id``/``no``/``nr``/``num``, or ``id`` with a
+  survey suffix such as NELS's ``kn``) and it holds whole-number codes: at least 20 levels, each
+  on 1.5 rows or more on average, none dominant — a school identifier with 79 codes of about 70
+  pupils each (issue 25: it was kept, and feature selection then called it the feature most
+  aligned with race).
 
 These rules left every feature of the papers' data sets in place (credit, heart, crime, LSAC,
 German, bank, adult, recidivism, COMPAS) and flagged their ID columns. A flagged column that is
@@ -49,7 +55,30 @@ UNIT_WORDS = frozenset({
     "village", "cluster", "tract", "region", "area", "entity", "item", "product", "order", "visit", "sample",
 })
 MIN_CODE_LEVELS = 50
+MIN_NAMED_CODE_LEVELS = 20
 MIN_DISTINCT_ROWS = 1000
+UNIT_ABBREVIATIONS = frozenset({
+    "sch", "schl", "scl", "stu", "std", "pup", "tch", "tchr", "cls", "hh", "fam", "per", "pers", "resp", "part", "subj",
+    "pat", "pt", "emp", "cust", "acc", "acct", "mem", "rec", "prod", "ord", "vis", "samp", "dist", "cty", "hosp", "p",
+    "c", "h", "s", "u", "r", "case", "unit", "grp", "org", "firm", "co", "plant", "loc", "geo",
+})
+ID_SUFFIXES = ("", "kn", "no", "nr", "num", "n", "x", "s", "code", "cd")
+"""What may follow ``id`` in a compact identifier name (``schidkn``, ``idno``): survey codebooks'
+suffixes (NELS's ``kn``), numbers and codes."""
+
+
+def _compact_id_name(compact: str) -> bool:
+    """``schidkn``, ``hhid``, ``pid``, ``caseno``, ``idkn``: an identifier spelt as one word."""
+    for suffix in ID_SUFFIXES:
+        if not compact.endswith("id" + suffix):
+            continue
+        prefix = compact[: len(compact) - len("id" + suffix)]
+        if prefix in UNIT_ABBREVIATIONS or prefix in UNIT_WORDS or (prefix == "" and suffix):
+            return True
+    for mark in ("no", "nr", "num"):
+        if compact.endswith(mark) and compact[: -len(mark)] in UNIT_ABBREVIATIONS | UNIT_WORDS and len(compact) > len(mark) + 1:
+            return True
+    return False
 
 
 def _tokens(name: str) -> list[str]:
@@ -64,7 +93,7 @@ def id_name(name: str) -> bool:
     if any(t in ("id", "ids", "idx", "uuid", "guid") for t in _tokens(name)):
         return True
     compact = re.sub(r"[^a-z]", "", lowered)
-    return any(compact in (unit + "id", unit + "no", unit + "nr", unit + "number") for unit in UNIT_WORDS)
+    return any(compact in (unit + "id", unit + "no", unit + "nr", unit + "number") for unit in UNIT_WORDS) or _compact_id_name(compact)
 
 
 def code_name(name: str) -> bool:
@@ -99,7 +128,10 @@ def id_like_detail(table: RawTable, column: str) -> str | None:
             return f"{m:,} distinct whole numbers, one per row"
         return None
     per_level = m / k
-    if k < MIN_CODE_LEVELS or not 1.5 <= per_level <= 50 or counts.max() > 10 * np.median(counts):
+    no_dominant = counts.max() <= 10 * np.median(counts)
+    if k < MIN_CODE_LEVELS or not 1.5 <= per_level <= 50 or not no_dominant:
+        if named and k >= MIN_NAMED_CODE_LEVELS and per_level >= 1.5 and no_dominant:
+            return f"{k:,} whole-number codes, about {per_level:,.0f} rows each, under a name that marks an identifier"
         return None
     runs = 1 + int(np.count_nonzero(present[1:] != present[:-1]))
     together = runs <= 1.1 * k

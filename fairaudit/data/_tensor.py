@@ -126,8 +126,8 @@ def _check_options(table, index, value, sensitive, fill, scaling) -> list[str]:
     index = list(index)
     if len(index) < 2:
         raise ParameterError(
-            f"a tensor needs at least two index columns (entity first, e.g. entity,item,context); got {index} "
-            f"({term('tensor_index')})."
+            f"a tensor needs at least two index columns, the entity's first (e.g. entity, item, context); "
+            f"{'none is chosen' if not index else f'only {index[0]!r} is chosen'} ({term('tensor_index')})."
         )
     if len(set(index)) != len(index):
         raise ParameterError(f"an index column is listed twice: {index}.")

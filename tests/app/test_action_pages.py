@@ -137,17 +137,25 @@ def test_a_failed_audit_of_your_representation_says_why_in_the_dashboards_words(
 
 
 def test_compare_two_reports():
+    """Issue 25: the verdicts that changed first (vanilla PCA's gap gone under a looser tolerance),
+    no cut table, the inputs' differences in words one click away, downloads named after the audits."""
     data = load_sample(DEFAULT_SAMPLE)
-    before = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3), variants=("vanilla", "fair_eig")))
-    after = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3, 4), variants=("vanilla", "fair_eig"), random_state=1))
+    before = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3), variants=("vanilla", "fair_eig"), bootstrap=10))
+    after = run_audit(data, AuditConfig(methods=("pca",), ranks=(1, 2, 3, 4), variants=("vanilla", "fair_eig"), bootstrap=10,
+                                        flag_ratio=50.0))
     at = _app()
     at.switch_page("pages/compare.py").run()
     at.file_uploader(key="compare-a").set_value(("before.json", result_json(before).encode(), "application/json")).run()
     at.file_uploader(key="compare-b").set_value(("after.json", result_json(after).encode(), "application/json")).run()
     assert not at.exception and not at.error
-    text = " ".join(m.value for m in at.markdown).replace("\\", "")  # user text is Markdown-escaped
-    assert "values in both audits" in text and "only in after.json" in text
+    assert at.subheader[0].value == "Verdicts"
+    [improved] = [s.value.replace("\\", "") for s in at.success if "PCA · PCA:" in s.value.replace("\\", "")]
+    assert improved.startswith("PCA · PCA: Gap → No evidence at rank")
+    captions = " ".join(c.value for c in at.caption).replace("\\", "")
+    assert "values in both audits" in captions and "only in after.json" in captions
     assert len(at.get("plotly_chart")) == 1 and len(at.get("download_button")) == 2
+    differences = [t.value for t in at.table if "setting" in t.value.index.names]
+    assert differences and "gap tolerance (×)" in differences[0].index.map(lambda s: s.replace("\\", "")).tolist()
     at.text_input(key="compare-names").set_value("same, same").run()
     assert not at.exception and "“Names of the two audits” → “before,after” (Compare page)" in at.error[0].value.replace("\\", "")
     at.text_input(key="compare-names").set_value("before, after").run()
