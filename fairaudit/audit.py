@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime as _dt
+import functools
 import importlib
 import math
 import time
@@ -858,13 +859,18 @@ def finish_family(stage: FamilyEstimates, executor=None, *, deadline: float | No
     budget = family.config.time_budget
     if deadline is None and budget is not None:
         deadline = time.perf_counter() + float(budget)
+    own = executor is None and not family.replicates_here
     executor = SerialExecutor() if family.replicates_here else executor or replicate_executor(family.config)
-    intervals = FamilyIntervals(stage, executor)
-    family.prepare_replicates(intervals.count)
-    intervals.run(executor.streams)  # the pace, measured on the first few
-    intervals.expected_seconds = intervals.spent + (intervals.seconds_left() or 0.0)
-    intervals.run(deadline=deadline)
-    return intervals.finish()
+    try:
+        intervals = FamilyIntervals(stage, executor)
+        family.prepare_replicates(intervals.count)
+        intervals.run(executor.streams)  # the pace, measured on the first few
+        intervals.expected_seconds = intervals.spent + (intervals.seconds_left() or 0.0)
+        intervals.run(deadline=deadline)
+        return intervals.finish()
+    finally:
+        if own:
+            executor.close()
 
 
 # ============================================================================ replicates as jobs
@@ -958,10 +964,10 @@ def replicate_executor(config: AuditConfig):
     """Where a configuration's replicates run (:mod:`fairaudit.executors`): the Dask cluster of
     ``config.scheduler``, else ``config.n_jobs`` local processes (``None``: every usable core; 1:
     this process alone)."""
-    from .executors import DaskExecutor, ProcessExecutor, SerialExecutor, dask_client, usable_cores
+    from .executors import ProcessExecutor, SerialExecutor, dask_executor, usable_cores
 
     if config.scheduler is not None:
-        return DaskExecutor(dask_client(config.scheduler))
+        return dask_executor(config.scheduler)
     jobs = usable_cores() if config.n_jobs is None else int(config.n_jobs)
     return ProcessExecutor(jobs) if jobs > 1 else SerialExecutor()
 
@@ -1043,8 +1049,9 @@ class FamilyIntervals:
         mean = self.job_mean()
         if mean is None:
             return None
-        left = self.count - self.finished if self.stopped is None else 0
-        return left * mean / self.executor.streams + self.restart_estimate() * (not self.restart_values)
+        if self.stopped is not None:  # nothing more starts
+            return 0.0
+        return (self.count - self.finished) * mean / self.executor.streams + self.restart_estimate() * (not self.restart_values)
 
     # ------------------------------------------------------------------ running
     def run(self, count: int | None = None, *, deadline: float | None = None) -> None:
@@ -1145,8 +1152,7 @@ class FamilyIntervals:
                     f"{uncertainty.MIN_REPLICATES}; allow more time or ask for fewer replicates ({_term('bootstrap')})"
                 ))
                 self.stage.replicates = found
-                summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
-                return summary
+                return summary  # no record has an interval, and the reason above says why
             summary.update(replicates=k, why=f"{k} of the {self.count} bootstrap replicates asked for: {stop}")
         self.stage.replicates = found
         summary["interval"] = uncertainty.INTERVAL_METHOD
@@ -1455,15 +1461,12 @@ class AuditRun:
 
     def finish(self) -> AuditResult:
         """Every family's intervals (the second stage), then the whole result."""
-        self.calibrate()
+        try:
+            self.calibrate()
+            self._replicates()
+        finally:
+            self.executor.close()
         plans = self._plans
-        budget = self.config.time_budget
-        for left, plan in zip(range(len(plans), 0, -1), plans.values(), strict=True):
-            deadline = None
-            if budget is not None:
-                now = time.perf_counter()
-                deadline = now + max(self.started + float(budget) - now, 0.0) / left
-            plan.run(deadline=deadline)
         summaries: dict[str, dict] = {}
         for given, stage in self.stages:
             plan = plans.get(id(stage))
@@ -1472,6 +1475,23 @@ class AuditRun:
                 summaries[stage.family.method]["why"] = given.no_intervals
         result = self._result([(given, stage.family.sink) for given, stage in self.stages], summaries)
         return replace(result, expected_seconds=None if self.expected_seconds is None else round(self.expected_seconds, 3))
+
+    @functools.cached_property
+    def fingerprint(self) -> dict:
+        """The data's fingerprint, once (every provisional result carries it; data given as arrays
+        are hashed to make it)."""
+        return self.data.fingerprint()
+
+    def _replicates(self) -> None:
+        """Every family's remaining replicates (and restarts), family by family, each given an
+        equal share of what is left of ``config.time_budget`` when it starts."""
+        budget = self.config.time_budget
+        for left, plan in zip(range(len(self._plans), 0, -1), self._plans.values(), strict=True):
+            deadline = None
+            if budget is not None:
+                now = time.perf_counter()
+                deadline = now + max(self.started + float(budget) - now, 0.0) / left
+            plan.run(deadline=deadline)
 
     def _announce(self, plans: Sequence[FamilyIntervals]) -> None:
         """The time the audit will take, from the pace of the replicates timed so far: what is
@@ -1514,7 +1534,7 @@ class AuditRun:
         return AuditResult(
             records=pd.DataFrame(records, columns=RECORD_COLUMNS),
             config=self.config.to_dict(),
-            data=self.data.fingerprint(),
+            data=copy.deepcopy(self.fingerprint),
             skipped=skipped,
             warnings=notes,
             details=details,

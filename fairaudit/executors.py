@@ -94,6 +94,9 @@ class SerialExecutor:
     def release(self, token: str) -> None:
         """Nothing was shipped."""
 
+    def close(self) -> None:
+        """Nothing to stop."""
+
 
 class ProcessExecutor:
     """This process and ``n_jobs − 1`` loky worker processes (module docstring).
@@ -149,6 +152,11 @@ class ProcessExecutor:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def close(self) -> None:
+        """Forget every context shipped; the workers stay for the next audit (they stop when idle)."""
+        for token in list(self._shipped):
+            self.release(token)
+
     def run(self, function, context, jobs: Iterable, *, token: str | None = None, launch: Launch = _always) -> Iterator[Done]:
         if not self.workers:
             yield from SerialExecutor().run(function, context, jobs, launch=launch)
@@ -186,8 +194,8 @@ class DaskExecutor:
     """The workers of a ``distributed.Client``: the context scattered to every worker once, every
     job submitted at once in order, values handed back as they complete."""
 
-    def __init__(self, client):
-        self.client = client
+    def __init__(self, client, *, own: bool = False):
+        self.client, self.own = client, own
         self.streams = max(1, sum(client.nthreads().values()))
         self.description = f"on the Dask cluster at {client.scheduler.address} ({self.streams} threads)"
         self._shipped: dict[str, object] = {}
@@ -200,6 +208,14 @@ class DaskExecutor:
         if future is not None:
             with contextlib.suppress(Exception):
                 self.client.cancel(future)
+
+    def close(self) -> None:
+        """Forget the scattered contexts; a client made here for an address is closed."""
+        for token in list(self._shipped):
+            self.release(token)
+        if self.own:
+            with contextlib.suppress(Exception):
+                self.client.close()
 
     def run(self, function, context, jobs: Iterable, *, token: str | None = None, launch: Launch = _always) -> Iterator[Done]:
         from distributed import as_completed
@@ -264,10 +280,11 @@ def _import(modules: tuple[str, ...]) -> None:
         importlib.import_module(name)
 
 
-def dask_client(scheduler):
-    """A ``distributed.Client`` for ``scheduler``: a client itself, or an address to connect to."""
+def dask_executor(scheduler) -> DaskExecutor:
+    """The :class:`DaskExecutor` of ``scheduler``: a ``distributed.Client``, or an address to connect
+    to (that connection closed by :meth:`DaskExecutor.close`)."""
     from distributed import Client
 
     if isinstance(scheduler, Client):
-        return scheduler
-    return Client(scheduler, set_as_default=False)
+        return DaskExecutor(scheduler)
+    return DaskExecutor(Client(scheduler, set_as_default=False), own=True)

@@ -394,7 +394,9 @@ class NMFAudit(FamilyAudit):
                         rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver)
                     ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_, **counts)
 
-    restarts = 3
+    restarts = 2
+    """Two: a restart refits every variant from a cold start, as long as the audit's own fits took
+    (3.4 s of CPU on the default sample, against 3.0 s for a warm-started replicate)."""
     restart_reason = (
         "each restart refits standard NMF from other random factors and every Fairer-NMF variant from it, as the "
         "audit does, with the audit's E_ℓ (Algorithm 1's own spread over its T random starts is in E_ℓ's runs)"
