@@ -130,11 +130,17 @@ class Job:
         return self.done / self.total if self.total else 0.0
 
     def left_now(self, now: float) -> float | None:
-        """:attr:`left` less the time the job has run since it was measured."""
+        """:attr:`left` less the time the job has run since it was measured; ``None`` again once
+        that has run out while the job goes on (the machine got slower than when it was measured:
+        the next progress event measures it anew)."""
         if self.left is None:
             return None
-        running = self.state == "running"
-        return max(self.left - (now - self.left_at if running else 0.0), 0.0)
+        if self.state != "running":
+            return self.left
+        left = self.left - (now - self.left_at)
+        if left > 0 or self.left == 0:
+            return max(left, 0.0)
+        return None
 
     def elapsed(self, now: float) -> float:
         """Seconds the job has run by ``now``: its finished stages and the current one."""

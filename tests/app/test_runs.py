@@ -31,6 +31,7 @@ def test_time_left_is_the_audits_own_measurement_once_every_family_has_one():
     run._job, nmf.state, nmf.started = nmf, "running", 10.0
     run._progress({"method": "nmf", "variant": "vanilla", "rank": 2, "done": 5, "total": 10, "stage": "fit", "seconds_left": 8.0})
     assert run.seconds_left() is None  # FS has not measured anything yet
+    assert nmf.left_now(nmf.left_at + 9.0) is None  # slower than measured: no time said until the next event
     assert abs(nmf.share(now=nmf.left_at) - nmf.elapsed(nmf.left_at) / (nmf.elapsed(nmf.left_at) + 8.0)) < 1e-12
     fs.state, fs.seconds, fs.left, fs.left_at = "estimated", 1.0, 30.0, 0.0  # its intervals announced: 30 s
     now = nmf.left_at + 3.0
