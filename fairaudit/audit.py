@@ -1018,6 +1018,7 @@ class FamilyIntervals:
         self.token = uuid.uuid4().hex
         self._shown = 0
         self._shown_at = -math.inf
+        self._begun: float | None = None
 
     # ------------------------------------------------------------------ the pace
     @property
@@ -1043,15 +1044,25 @@ class FamilyIntervals:
         fits = self.stage.fits
         return len(self.restart_jobs) * self.family.restart_seconds(fits) / self.executor.streams
 
+    def elapsed(self) -> float:
+        """Wall seconds the replicates have run so far (the batch running now included)."""
+        return self.spent + (time.perf_counter() - self._begun if self._begun is not None else 0.0)
+
+    def pace(self) -> float | None:
+        """Wall seconds per replicate at the throughput measured so far — every process's share of
+        the machine as it is now, its contention and its load included (``None`` before a replicate
+        came back)."""
+        return self.elapsed() / self.finished if self.finished else None
+
     def seconds_left(self) -> float | None:
-        """The replicates (and restarts) still to run at the pace measured so far, on the
-        executor's streams (``None`` before a replicate came back)."""
-        mean = self.job_mean()
-        if mean is None:
+        """The replicates (and restarts) still to run at :meth:`pace` (``None`` before a replicate
+        came back)."""
+        pace = self.pace()
+        if pace is None:
             return None
         if self.stopped is not None:  # nothing more starts
             return 0.0
-        return (self.count - self.finished) * mean / self.executor.streams + self.restart_estimate() * (not self.restart_values)
+        return (self.count - self.finished) * pace + self.restart_estimate() * (not self.restart_values)
 
     # ------------------------------------------------------------------ running
     def run(self, count: int | None = None, *, deadline: float | None = None) -> None:
@@ -1063,22 +1074,20 @@ class FamilyIntervals:
         todo = todo if count is None else todo[:count]
 
         def launch() -> bool:
-            if deadline is None:
-                return True
-            mean = self.job_mean() or 0.0
-            if time.perf_counter() + mean / max(self.executor.streams, 1) <= deadline:
+            if deadline is None or time.perf_counter() + (self.pace() or 0.0) <= deadline:
                 return True
             self.stopped = self.stopped or "budget"
             return False
 
         finished = False
+        self._begun = begun
         try:
             # One thread per pool: many small refits gain nothing from threads (k-means' OpenMP thrashed a
             # busy machine), and the workers run so — a fresh look at the loaded libraries, so that one
             # loaded after the cached controller was made is held too (the same rounding as a worker's).
             with threadpool_limits(limits=1):
                 for done in self.executor.run(run_replicate, self.context, todo, token=self.token, launch=launch):
-                    self._accept(done, begun)
+                    self._accept(done)
                 if count is None and self.stopped is None and self.restart_jobs and not self.restart_values:
                     for done in self.executor.run(run_replicate, self.context, self.restart_jobs, token=self.token, launch=launch):
                         self.restart_values.append(done.value.values)
@@ -1086,6 +1095,7 @@ class FamilyIntervals:
             finished = count is not None and self.stopped is None
         finally:
             self.spent += time.perf_counter() - begun
+            self._begun = None
             if not finished:  # the last batch, a stop or an exception: the shipped context is not needed again
                 self.executor.release(self.token)
 
@@ -1093,7 +1103,7 @@ class FamilyIntervals:
         for message in found.warnings:
             self.family.sink.warn(message)
 
-    def _accept(self, done, begun: float) -> None:
+    def _accept(self, done) -> None:
         job, found = done.job, done.value
         for (variant, rank, group, metric), value in found.values.items():
             self.replicates.add(job.index, variant, rank, metric, value, group)
@@ -1103,8 +1113,7 @@ class FamilyIntervals:
         self._forward(found)
         event = {
             "variant": "", "rank": None, "done": self.finished, "total": self.count, "stage": "bootstrap",
-            "seconds": self.spent + time.perf_counter() - begun, "seconds_left": self.seconds_left(),
-            "expected_seconds": self.expected_seconds,
+            "seconds": self.elapsed(), "seconds_left": self.seconds_left(), "expected_seconds": self.expected_seconds,
         }
         provisional = self._provisional()
         if provisional is not None:

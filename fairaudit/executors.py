@@ -173,7 +173,8 @@ class ProcessExecutor:
                     yield Done(job, value, seconds, "worker")
                 if pending and not launch():
                     pending.clear()
-                while pending and len(running) < QUEUED_PER_WORKER * self.workers and (running or self._ready()):
+                # the last job of a batch is this process's: a short batch (the first replicates, timed) is split, not queued
+                while len(pending) > 1 and len(running) < QUEUED_PER_WORKER * self.workers and (running or self._ready()):
                     if pool is None:
                         pool, path = self._pool(), self._ship(context, token)
                     job = pending.popleft()
