@@ -14,6 +14,11 @@ from tests.app.test_runs import GatedAudit
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
+REPORT_DOWNLOADS = 6
+"""The Report page's downloads: HTML, JSON, CSV records, the ZIP of all three, the audit card as
+Markdown and as JSON."""
+
+
 def app() -> AppTest:
     return AppTest.from_file(APP, default_timeout=180)
 
@@ -92,7 +97,7 @@ def test_upload_a_csv_and_audit_it():
     assert any("sex=" in text for text in finding_texts(at))
     at.switch_page("pages/report.py").run()
     assert not at.exception
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS
 
 
 def test_bad_upload_shows_an_error_and_the_app_keeps_working():
@@ -154,7 +159,7 @@ def test_credit_upload_end_to_end(sensitive):
     assert any("vanilla PCA's reconstruction loss is" in text and "SEX=" in text for text in finding_texts(at))
     at.switch_page("pages/report.py").run()
     assert not at.exception
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS
 
 
 # ---------------------------------------------------------------- runs belong to the session
@@ -184,7 +189,7 @@ def test_a_run_survives_switching_pages_and_lands_on_its_page_and_the_report(mon
     assert at.slider(key="nmf-ranks").value == (1, 2)  # the settings the run used, not the defaults
     at.switch_page("pages/report.py").run()
     assert not at.exception
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS
     assert any(m.value == "#### NMF" for m in at.markdown)  # the NMF findings, each with its verdict badge
     assert any("relative loss" in text for text in finding_texts(at))
     assert not any("Not audited yet" in info.value and "NMF" in info.value for info in at.info)
@@ -261,7 +266,7 @@ def test_cancelling_the_intervals_keeps_the_numbers(monkeypatch):
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert any("PCA during its intervals" in w.value and "point estimates are kept" in w.value for w in at.warning)
-    assert len(at.get("download_button")) == 4  # the numbers can be exported, their missing intervals said
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS  # the numbers can be exported, their missing intervals said
 
 
 # ---------------------------------------------------------------- safe by default
@@ -337,7 +342,7 @@ def test_two_sessions_with_numerically_identical_uploads_see_their_own_names():
     assert "beta.csv" in captions and "alpha.csv" not in captions  # ...the names did not
     beta.switch_page("pages/report.py").run()
     assert not beta.exception
-    assert len(beta.get("download_button")) == 4
+    assert len(beta.get("download_button")) == REPORT_DOWNLOADS
     assert "beta.csv" in unescaped(" ".join(c.value for c in beta.caption))
     result = beta.session_state["runs"].latest(beta.session_state["data-token"])["pca"][0]
     assert result.data["name"] == "beta.csv"
@@ -364,6 +369,6 @@ def test_the_report_runs_every_family_in_one_run_and_shows_them_all():
     at.switch_page("pages/report.py").run()
     assert not at.exception
     assert not any("Not audited yet" in info.value for info in at.info)
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS
     families = " ".join(unescaped(c.value) for c in at.caption)
     assert all(title in families for title in ("PCA", "NMF", "Feature selection", "Tensor (CP)"))

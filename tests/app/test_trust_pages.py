@@ -20,7 +20,7 @@ from streamlit.testing.v1 import AppTest
 from fairaudit.formatting import number
 from fairaudit.uncertainty import DEFAULT_CAP_VARIABLE
 from fairaudit.vocabulary import OPTIONS
-from tests.app.test_app import finding_texts, gated, unescaped, wait_for_runs
+from tests.app.test_app import REPORT_DOWNLOADS, finding_texts, gated, unescaped, wait_for_runs
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 REPLICATES = 20
@@ -153,7 +153,7 @@ def test_the_report_page_and_its_downloads_carry_the_intervals_and_verdicts():
     pca_run(at, bootstrap=REPLICATES)
     at.switch_page("pages/report.py").run()
     assert not at.exception
-    assert len(at.get("download_button")) == 4
+    assert len(at.get("download_button")) == REPORT_DOWNLOADS
     labels = [label for label, _ in badges(at)]
     assert "Gap" in labels and "Mitigated" in labels
     assert any(e.label.startswith("Why these verdicts") and "gap" in e.label for e in at.expander)
