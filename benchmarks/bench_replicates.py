@@ -9,7 +9,8 @@ announced time against the time taken, and a Dask cluster against this process.
   default sample (600 × 10) per family (targets: PCA ≤ 3 s, feature selection ≤ 5 s, NMF ≤ 10 s,
   CP ≤ 10 s), every family on the 4,165 × 12 credit table (``bench_all_families``'s table; ≤ 60 s)
   and the PCA family of a 50 × 5,000 table (``bench_pca_wide``'s; ≤ 15 s). Each line also gives
-  the time the command announced (the JSON's ``expected_seconds``) and the ratio taken/announced.
+  the time the audit announced (the JSON's ``expected_seconds``) against the time it took in its
+  process (the JSON's ``seconds``; the command's imports come before the audit starts).
 * ``parallel`` — each family's replicates on the default sample (and the credit table's NMF and
   CP), serially (``n_jobs=1``) and on two processes (``n_jobs=2``), alternated in this process
   after a warm-up (the workers started): the intervals' seconds and their ratio (target ≥ 1.7×),
@@ -87,7 +88,7 @@ def command(csv: Path, sensitive: str, extra: list[str]) -> tuple[float, dict]:
         out = Path(folder) / "r.json"
         started = time.perf_counter()
         subprocess.run([sys.executable, "-m", "fairaudit", "audit", str(csv), "--sensitive", sensitive, "--quiet", "--json", str(out),
-                        *extra], check=True, cwd=REPO)
+                        "--allow-slow", *extra], check=True, cwd=REPO)
         return time.perf_counter() - started, json.loads(out.read_text())
 
 
@@ -95,7 +96,14 @@ def _said(payload: dict, seconds: float) -> str:
     expected = payload.get("expected_seconds")
     if not expected:
         return "no time announced"
-    return f"announced {expected:.1f} s, taken/announced {seconds / expected:.2f} (in-process {payload['seconds']:.1f} s)"
+    taken = payload["seconds"]
+    return (f"announced {expected:.1f} s for the {taken:.1f} s the audit took in its process, announced/taken "
+            f"{expected / taken:.2f}{_within(expected, taken)}")
+
+
+def _within(announced: float, taken: float) -> str:
+    """Whether the announced time is within ±35 % of the time taken (issue 23's target)."""
+    return " (within ±35 %)" if abs(announced - taken) <= 0.35 * taken else " (outside ±35 %)"
 
 
 def part_commands(args) -> None:
@@ -107,7 +115,9 @@ def part_commands(args) -> None:
         print(f"default sample, {family:<4} {seconds:6.2f} s (target ≤ {TARGETS[family]:g} s; {replicates} replicates; "
               f"{_said(payload, seconds)}; {load()})", flush=True)
     path = shared(CREDIT)
-    if path is None:
+    if args.quick:
+        pass
+    elif path is None:
         print(f"skipped the credit table: ../shared/datasets/{CREDIT} is not there")
     else:
         with tempfile.TemporaryDirectory() as folder:
@@ -177,10 +187,9 @@ def part_announce(args) -> None:
             if result.expected_seconds is None:
                 print(f"{name}, {families}: no replicates ran")
                 continue
-            ratio = result.seconds / result.expected_seconds
-            print(f"{name}, {families}: announced {result.expected_seconds:.1f} s, taken {result.seconds:.1f} s — taken/announced "
-                  f"{ratio:.2f} ({'within' if abs(ratio - 1) <= 0.35 else 'outside'} ±35 %){'; one core kept busy' if args.busy else ''}; "
-                  f"{load()}", flush=True)
+            print(f"{name}, {families}: announced {result.expected_seconds:.1f} s, taken {result.seconds:.1f} s — announced/taken "
+                  f"{result.expected_seconds / result.seconds:.2f}{_within(result.expected_seconds, result.seconds)}"
+                  f"{'; one core kept busy' if args.busy else ''}; {load()}", flush=True)
 
 
 # ---------------------------------------------------------------------------- a Dask cluster
@@ -212,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the fastest is reported)")
     parser.add_argument("--bootstrap", type=int, default=None, help="replicates for the parallel part (default: each family's)")
     parser.add_argument("--busy", action="store_true", help="announce: another process keeps one core busy")
-    parser.add_argument("--quick", action="store_true", help="the default sample only")
+    parser.add_argument("--quick", action="store_true", help="not the credit table (the default sample, and the wide table's command)")
     args = parser.parse_args(argv)
     args.families = [f for f in args.families.split(",") if f]
     if os.environ.get("FAIRAUDIT_DEFAULT_BOOTSTRAP"):
