@@ -74,3 +74,22 @@ def best_of(call, repeat: int) -> tuple[float, object]:
         result = call()
         best = min(best, time.perf_counter() - start)
     return best, result
+
+
+def run_replicates(family, count: int, random_state=0, rows=None, fits=None) -> None:
+    """``count`` bootstrap replicates of ``family`` (a :class:`fairaudit.audit.FamilyAudit`) in this
+    process, as the audit's driver runs each one (:func:`fairaudit.audit.run_replicate` on the
+    family's context, one thread per pool), from its ``fits`` of ``rows`` (every row; fitted here
+    when not given)."""
+    import numpy as np
+
+    from fairaudit import uncertainty
+    from fairaudit.audit import FamilyEstimates, ReplicateJob, replicate_context, run_replicate
+    from fairaudit.linalg import blas_threads
+
+    rows = np.arange(len(family.codes)) if rows is None else rows
+    stage = FamilyEstimates(family, {}, family.fit(rows) if fits is None else fits, rows, None, {})
+    context = replicate_context(stage)
+    with blas_threads(1, user_api=None):
+        for b, seed in enumerate(uncertainty.replicate_seeds(random_state, count)):
+            run_replicate(context, ReplicateJob(b, count, seed))

@@ -33,15 +33,12 @@ Four parts, each in its own process (so that each peak memory is that part's alo
 
 * ``poisson`` — in this process, one thread: :meth:`GroupMoments.poisson_replicates` (the
   arithmetic of the replicate pass) on 100,000 rows in three groups at 5–80 features and 20 or
-  100 replicates: CPU nanoseconds per row and replicate against the cost model
-  (:func:`fairaudit.cost.poisson_row_seconds`).
+  100 replicates: CPU nanoseconds per row and replicate.
 
-``--bootstrap N`` gives the ``large`` audit N replicates (default: the library's default, fitted to
-about a minute by the cost model: the replicate pass over the data as long as the read's pass, then
-each replicate's share of its arithmetic and its fits). The ``large`` and ``intervals`` parts report
-the replicate pass (its partitions' progress events, wall seconds) and the intervals' seconds
-measured against the cost model's prediction (:meth:`PartitionedData.replicate_cost`), and what the
-default would be on those data.
+``--bootstrap N`` gives the ``large`` audit N replicates (default: the library's, 100 for PCA). The
+``large`` and ``intervals`` parts report the read's pass, the replicate pass (its partitions'
+progress events, wall seconds), the intervals' seconds, and the time the audit announced once its
+first replicates were timed (``expected_seconds``) against the time it took.
 
 The machine is shared (2 cores for every engineer): run it alone under the heavy lock and read the
 figures as upper bounds; ratios measured side by side are the robust figures::
@@ -167,32 +164,17 @@ class PassClock:
 
 
 def replicate_figures(data, result, clock: PassClock, count: int) -> dict:
-    """The replicate pass and the intervals measured, and what the cost model predicted for them
-    (and for the library's default count on these data)."""
-    from fairaudit.uncertainty import resolve_replicates
-
-    cost = data.replicate_cost(10)
-    default, why = resolve_replicates("pca", None, cost=cost)
+    """The read's pass, the replicate pass and the intervals measured, and the time the audit
+    announced once its first replicates were timed against the time it took."""
     return {
         "first_pass_s": round(data._layout.passes.seconds, 2),
-        "parallel": data._layout.passes.parallel,
         "replicate_pass_s": clock.seconds(),
-        "replicate_pass_predicted_s": round(cost.once + count * (cost.each - _fits_only(data)), 2),
         "pass_events_done": f"{clock.done[0]}..{clock.done[-1]} ({len(clock.done)} events)" if clock.done else None,
+        "replicates": result.uncertainty["pca"].get("replicates"),
         "intervals_s": result.uncertainty["pca"].get("seconds"),
-        "intervals_predicted_s": round(cost.seconds(count), 2),
-        "predicted_once_s": round(cost.once, 2),
-        "predicted_each_s": round(cost.each, 3),
-        "default_replicates": default,
-        "default_predicted_s": round(cost.seconds(default), 1),
-        "default_why": why,
+        "audit_announced_s": result.expected_seconds,
+        "audit_taken_s": result.seconds,
     }
-
-
-def _fits_only(data) -> float:
-    from fairaudit.uncertainty import replicate_seconds
-
-    return replicate_seconds("pca", data.n_rows, data.n_features, 10, data.groups.n_groups, moments_pass=False)
 
 
 # ---------------------------------------------------------------------- parts
@@ -362,10 +344,9 @@ def part_intervals(args) -> dict:
 
 
 def part_poisson(args) -> dict:
-    """The replicate pass's arithmetic per row and replicate, one thread, against the cost model."""
+    """The replicate pass's arithmetic per row and replicate, one thread."""
     from threadpoolctl import threadpool_limits
 
-    from fairaudit.cost import poisson_row_seconds
     from fairaudit.engine.moments import GroupMoments
 
     rng = np.random.default_rng(0)
@@ -377,8 +358,7 @@ def part_poisson(args) -> dict:
             X = rng.normal(size=(rows, d))
             for B in (20, 100):
                 best = min(_cpu(GroupMoments.poisson_replicates, X, bounds, np.random.default_rng(1), B) for _ in range(3))
-                found[f"d={d} B={B}"] = {"ns_per_row_replicate": round(best / (rows * B) * 1e9, 1),
-                                         "model_ns": round(poisson_row_seconds(d) * 1e9, 1)}
+                found[f"d={d} B={B}"] = {"ns_per_row_replicate": round(best / (rows * B) * 1e9, 1)}
     return {"part": "poisson", "rows": rows, "figures": found, "load_average": round(os.getloadavg()[0], 2)}
 
 

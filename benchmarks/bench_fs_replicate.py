@@ -4,7 +4,8 @@ the default sample's audit with its 50 default replicates).
     flock /tmp/fairaudit-heavy.lock env PYTHONPATH=$PWD /work/main/.venv/bin/python \
         benchmarks/bench_fs_replicate.py [--reference REV] [--replicates 30] [--rounds 2] [--credit-table]
 
-A replicate is what the audit's driver runs ``bootstrap`` times (``fairaudit.audit._replicate``):
+A replicate is what the audit's driver runs ``bootstrap`` times (``fairaudit.audit.run_replicate``;
+``_replicate`` in revisions before issue 23):
 a stratified resample of the rows, every selector refitted at every size, every selection
 measured (k-means runs, alignments, MMD²). The same replicates (the audit's own seeds) run in
 fresh subprocesses, alternately with the package as of ``--reference`` (a git revision, default
@@ -51,24 +52,32 @@ def child(count: int, credit_table: bool, parts: bool) -> dict:
     import warnings
 
     import numpy as np
-    from threadpoolctl import threadpool_limits
 
-    from fairaudit import uncertainty
-    from fairaudit.audit import _replicate
+    import fairaudit.audit as driver
 
     warnings.simplefilter("ignore")
     family = _family(credit_table)
     rows = np.arange(len(family.codes))
-    fits = family.fit(rows)
     spent: dict[str, float] = {}
     if parts:
         _wrap_parts(spent)
 
-    def replicates(n: int, random_state) -> None:
-        found, pairs = uncertainty.Replicates(n), {}
-        with threadpool_limits(limits=1):  # as the driver's _bootstrap
-            for b, seed in enumerate(uncertainty.replicate_seeds(random_state, n)):
-                _replicate(family, fits, rows, None, pairs, found, b, seed)
+    fits = family.fit(rows)
+    if hasattr(driver, "run_replicate"):  # replicates as jobs (issue 23 on)
+        from _common import run_replicates
+
+        def replicates(n: int, random_state) -> None:
+            run_replicates(family, n, random_state, rows, fits)
+    else:  # the driver's own loop before it
+        from threadpoolctl import threadpool_limits
+
+        from fairaudit import uncertainty
+
+        def replicates(n: int, random_state) -> None:
+            found, pairs = uncertainty.Replicates(n), {}
+            with threadpool_limits(limits=1):
+                for b, seed in enumerate(uncertainty.replicate_seeds(random_state, n)):
+                    driver._replicate(family, fits, rows, None, pairs, found, b, seed)
 
     replicates(2, 10**6)  # imports and first calls, on other rows (the k-NN graphs are remembered by content)
     spent.clear()

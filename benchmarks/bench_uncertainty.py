@@ -18,8 +18,7 @@ import argparse
 import os
 import time
 
-import numpy as np
-from _common import machine, shared
+from _common import machine, run_replicates, shared
 
 from fairaudit import load
 from fairaudit.audit import AuditConfig, run_audit
@@ -41,20 +40,12 @@ def audit(data, method: str, bootstrap: int) -> tuple[float, float | None]:
 def replicate_seconds(data, method: str, count: int) -> float:
     """Seconds of ``count`` bootstrap replicates run by the audit's own driver pieces (fewer than an
     ``AuditConfig`` accepts: a percentile interval needs at least 10)."""
-    from threadpoolctl import threadpool_limits
+    from fairaudit.audit import RecordSink, _family
 
-    from fairaudit import uncertainty
-    from fairaudit.audit import RecordSink, _family, _replicate
-
-    config = AuditConfig(methods=(method,), bootstrap=0, options=OPTIONS.get(method, {}))
+    config = AuditConfig(methods=(method,), bootstrap=0, options=OPTIONS.get(method, {}), n_jobs=1)
     family = _family(method)(data, config, RecordSink(method))
-    rows = np.arange(len(family.codes))
-    fits = family.fit(rows)
-    replicates, pairs = uncertainty.Replicates(count), {}
     started = time.perf_counter()
-    with threadpool_limits(limits=1):
-        for b, seed in enumerate(uncertainty.replicate_seeds(0, count)):
-            _replicate(family, fits, rows, None, pairs, replicates, b, seed)
+    run_replicates(family, count)
     return time.perf_counter() - started
 
 

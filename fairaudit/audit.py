@@ -24,14 +24,16 @@ reason in ``warnings``.
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime as _dt
+import functools
 import importlib
-import json
 import math
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -41,9 +43,9 @@ from threadpoolctl import threadpool_limits
 
 from . import metrics, uncertainty, verdicts
 from ._version import __version__
-from .data import AuditData, worded
-from .errors import FairAuditError, ParameterError, RankError
-from .vocabulary import render, term
+from .data import AuditData
+from .errors import ParameterError, RankError
+from .vocabulary import term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
 """The tidy records' columns (contract 2). ``ci_low``/``ci_high``: the interval at
@@ -92,6 +94,10 @@ def default_variants(method: str) -> tuple[str, ...]:
 
 
 # ============================================================================ configuration
+HOW_IT_RUNS = ("keep_models", "n_jobs", "scheduler")
+"""Settings of :class:`AuditConfig` that change no number (left out of its JSON and cache keys)."""
+
+
 @dataclass
 class AuditConfig:
     """What to run.
@@ -167,6 +173,19 @@ class AuditConfig:
         ``"dask"`` audits data read partition by partition
         (:func:`fairaudit.engine.read_partitioned`), or computes the moments of in-memory data in
         dask chunks (the optional extra ``fairaudit[dask]``).
+    n_jobs : int or None
+        Processes computing the bootstrap replicates side by side (this one and ``n_jobs − 1``
+        workers, :mod:`fairaudit.executors`); ``None`` (default): one per usable core; 1: this
+        process alone. The values are the same whatever the number.
+    scheduler : str or distributed.Client, optional
+        Compute the bootstrap replicates on this Dask cluster (a client, or its scheduler's
+        address) instead of local processes; the same values.
+    time_budget : float or None
+        Seconds the whole audit may take: the bootstrap replicates stop being started once it is
+        spent (each family's get an equal share of what is left when they start), and their
+        intervals then say from how many replicates they come (none below
+        :data:`fairaudit.uncertainty.MIN_REPLICATES`). ``None`` (default): no limit, every
+        replicate runs.
     """
 
     methods: Sequence[str] = ("pca",)
@@ -189,6 +208,9 @@ class AuditConfig:
     engine: str = "local"
     reference: str | None = None
     min_judged_rows: int = verdicts.MIN_JUDGED_ROWS
+    n_jobs: int | None = None
+    scheduler: object = None
+    time_budget: float | None = None
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -223,6 +245,12 @@ class AuditConfig:
             isinstance(self.leakage_permutations, bool) or not isinstance(self.leakage_permutations, int) or self.leakage_permutations < 0
         ):
             raise ParameterError(f"leakage_permutations must be a whole number ≥ 0; got {self.leakage_permutations!r}.")
+        if self.n_jobs is not None and (isinstance(self.n_jobs, bool) or not isinstance(self.n_jobs, int | np.integer) or self.n_jobs < 1):
+            raise ParameterError(f"{term('n_jobs')} must be a whole number ≥ 1 (1: this process alone); got {self.n_jobs!r}.")
+        if self.time_budget is not None and (
+            isinstance(self.time_budget, bool) or not isinstance(self.time_budget, int | float) or not 0 < float(self.time_budget) < math.inf
+        ):
+            raise ParameterError(f"{term('time_budget')} must be a number of seconds above 0 (or none for no limit); got {self.time_budget!r}.")
 
     @property
     def alpha(self) -> float:
@@ -290,8 +318,10 @@ class AuditConfig:
                 )
 
     def to_dict(self) -> dict:
-        """The settings that determine the numbers (``keep_models`` does not, and is left out)."""
-        return {key: (list(value) if isinstance(value, tuple) else value) for key, value in asdict(self).items() if key != "keep_models"}
+        """The settings that determine the numbers (``keep_models``, ``n_jobs`` and ``scheduler``
+        do not — where the replicates run changes no value — and are left out)."""
+        found = {field_.name: getattr(self, field_.name) for field_ in fields(self) if field_.name not in HOW_IT_RUNS}
+        return {key: list(value) if isinstance(value, tuple) else copy.deepcopy(value) for key, value in found.items()}
 
 
 # ============================================================================ results
@@ -310,6 +340,10 @@ class AuditResult:
     family's ``selected`` column names. Written by :meth:`RecordSink.detail`."""
     created: str = ""
     seconds: float = 0.0
+    expected_seconds: float | None = None
+    """The time the audit announced, once its bootstrap replicates' pace had been measured on the
+    first of each family's (before the rest ran; :class:`AuditRun`), beside :attr:`seconds`, the
+    time it took. ``None`` when no replicates ran."""
     fairaudit_version: str = __version__
     uncertainty: dict = field(default_factory=dict)
     """Per family, how its intervals were computed: ``{method: {"replicates", "why",
@@ -329,29 +363,6 @@ class AuditResult:
         rows = self.records[self.records.metric == metric]
         return rows if method is None else rows[rows.method == method]
 
-    def to_dict(self, found: dict | None = None) -> dict:
-        """The result as JSON-ready data; ``found`` — :func:`fairaudit.findings.findings` of this
-        result when the caller has them already (they are worked out otherwise)."""
-        from .findings import findings
-
-        found = findings(self) if found is None else found
-        return {
-            "fairaudit_version": self.fairaudit_version,
-            "created": self.created,
-            "seconds": self.seconds,
-            "config": self.config,
-            "data": worded(self.data),
-            "uncertainty": {method: _worded_summary(summary) for method, summary in self.uncertainty.items()},
-            "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule), "details": [render(d) for d in f.details]}
-                         for family in found.values() for f in family],
-            # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
-            "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in self.skipped],
-            "warnings": [render(str(w)) for w in self.warnings],
-            "details": self.details,
-            "records": [_json_safe_record(r) for r in self.records.to_dict(orient="records")],
-            "comparisons": [_json_safe_comparison(r) for r in self.comparisons.to_dict(orient="records")],
-        }
-
     def with_reference(self, reference: str | None, method: str | None = None) -> AuditResult:
         """This result judged against another reference group (a group's label or the value part of
         one; ``None``: the best-served group large enough to judge) — for every family, or for
@@ -364,16 +375,6 @@ class AuditResult:
 
         config = {**self.config, "runs": [judged(run) for run in self.config["runs"]]} if "runs" in self.config else judged(self.config)
         return replace(self, config=config)
-
-    def to_json(self, indent: int | None = 1, found: dict | None = None) -> str:
-        return json.dumps(self.to_dict(found), indent=indent, ensure_ascii=False, allow_nan=False)
-
-    def to_csv(self) -> str:
-        """The records as CSV, text cells a spreadsheet would run as formulas neutralised
-        (:func:`fairaudit.report.records_csv`)."""
-        from .report import records_csv
-
-        return records_csv(self)
 
     @classmethod
     def from_dict(cls, payload: dict) -> AuditResult:
@@ -389,6 +390,7 @@ class AuditResult:
             details=payload.get("details", {}),
             created=payload.get("created", ""),
             seconds=payload.get("seconds", 0.0),
+            expected_seconds=payload.get("expected_seconds"),
             fairaudit_version=payload.get("fairaudit_version", ""),
             uncertainty=payload.get("uncertainty", {}),
             comparisons=comparisons_frame(payload.get("comparisons") or []),
@@ -435,6 +437,8 @@ def combine_results(results: Sequence[AuditResult]) -> AuditResult:
         details={method: found for r in results for method, found in r.details.items()},
         created=max(r.created for r in results),
         seconds=round(sum(r.seconds for r in results), 3),
+        expected_seconds=(None if any(r.expected_seconds is None for r in results)
+                          else round(sum(r.expected_seconds for r in results), 3)),
         fairaudit_version=first.fairaudit_version,
         uncertainty={method: found for r in results for method, found in r.uncertainty.items()},
         models={key: model for r in results for key, model in r.models.items()},
@@ -505,35 +509,6 @@ def family_options(config: dict, method: str) -> dict:
     return family_run(config, method).get("options", {}).get(method, {})
 
 
-def _worded_summary(summary: dict) -> dict:
-    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
-    return {
-        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
-        for key, value in summary.items()
-    }
-
-
-def _json_number(value) -> float | None:
-    """A JSON-safe number: ``None`` for NaN and ±∞ (``allow_nan=False``)."""
-    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
-
-
-def _json_safe_record(record: dict) -> dict:
-    record = dict(record)
-    record["rank"] = int(record["rank"])
-    for column in ("value", "ci_low", "ci_high"):
-        record[column] = _json_number(record.get(column))
-    return record
-
-
-def _json_safe_comparison(row: dict) -> dict:
-    return {
-        key: value if key in verdicts.COMPARISON_TEXT_COLUMNS else int(value) if key in verdicts.COMPARISON_COUNT_COLUMNS
-        else _json_number(value)
-        for key, value in row.items()
-    }
-
-
 # ============================================================================ collecting records
 ProgressCallback = Callable[[dict], None]
 
@@ -570,16 +545,15 @@ class _Prefixed(Recorder):
         self.inner.add(variant, rank, self.prefix + metric, value, group)
 
 
-class _ReplicateRecorder(Recorder):
-    """Records of bootstrap replicate ``b`` into :class:`fairaudit.uncertainty.Replicates`."""
+class _Values(Recorder):
+    """A dict of ``(variant, rank, group, metric) → value`` (a value with its own interval counts
+    by its value): what a bootstrap replicate returns and what the disparity records read."""
 
-    def __init__(self, replicates: uncertainty.Replicates, b: int):
-        self.replicates, self.b = replicates, b
+    def __init__(self):
+        self.values: dict = {}
 
     def add(self, variant, rank, metric, value, group=""):
-        if isinstance(value, tuple):
-            value = value[0]
-        self.replicates.add(self.b, variant, rank, metric, value, group)
+        self.values[(variant, int(rank), group, metric)] = value[0] if isinstance(value, tuple) else value
 
 
 class RecordSink(Recorder):
@@ -599,9 +573,10 @@ class RecordSink(Recorder):
         self._progress = progress
         self._expected = 0
         self._done = 0
-        self.preview: Callable[[dict], AuditResult] | None = None
-        """Set by :func:`run_audit` when someone follows the run: builds the result of this
-        family's point estimates (its records so far) for :meth:`estimates_ready`."""
+        self.preview: Callable[..., AuditResult] | None = None
+        """Set by :func:`run_audit` when someone follows the run: ``preview(summary, rows=None,
+        compared=None)`` builds the result of this family's records so far (or of ``rows`` and
+        ``compared``: the same records and comparisons with provisional intervals) for :meth:`estimates_ready` and the replicates' progress."""
 
     def add(self, variant: str, rank: int, metric: str, value: Value, group: str = "") -> None:
         low = high = float("nan")
@@ -724,7 +699,14 @@ class FamilyAudit:
     * :meth:`models_of` — the fitted estimators to keep (``AuditConfig(keep_models=True)``).
 
     :attr:`disparities` name the per-group metrics whose worst-to-best gap and ratio the driver
-    adds; :attr:`not_bootstrapped` the metrics replicates leave out, with the reason.
+    adds; :attr:`not_bootstrapped` the metrics replicates leave out, with the reason. A family
+    whose fits start at random also implements :meth:`restart` (and sets :attr:`restarts`).
+
+    A family is shipped to worker processes for its bootstrap replicates
+    (:func:`run_replicate`): it must pickle, and its :meth:`fit` / :meth:`measure` of a replicate
+    must depend on their arguments alone (no state carried from one replicate to the next).
+    ``inner_threads`` (``None``: the family's own choice) caps the threads a replicate's work may
+    use: 1 when the replicates themselves run side by side.
     """
 
     method: str = ""
@@ -746,6 +728,7 @@ class FamilyAudit:
 
     codes: np.ndarray
     labels: tuple[str, ...]
+    inner_threads: int | None = None
 
     erases_itself: bool = False
     """Whether the family fits the ``+leace`` twins of ``AuditConfig(leace=True)`` as variants of
@@ -807,21 +790,30 @@ class FamilyAudit:
         a Poisson-bootstrap draw)."""
         return uncertainty.stratified_resample(self.codes, rng, rows)
 
-    @classmethod
-    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
-        """How many ranks this family's audit of ``n_rows × n_features`` data sweeps under
-        ``config`` (the cost model's and the dashboard's count, the same as the audit's own
-        ``ranks``): ``config``'s ranks up to the features, by default ranks 1–10."""
-        return len(config.resolved_ranks(n_features))
+    replicates_here: bool = False
+    """The replicates must run in this process (the dask engine's PCA family: one pass over the
+    partitions gives every replicate's moments, kept with the data)."""
 
-    def replicate_cost(self) -> uncertainty.ReplicateCost:
-        """The predicted cost of this family's bootstrap replicates on its data (the groups count for
-        the PCA family), to which :func:`fairaudit.uncertainty.resolve_replicates` fits the default
-        count; the dask engine's PCA family adds its pass over the data."""
-        ranks = len(getattr(self, "ranks", ())) or None
-        return uncertainty.ReplicateCost(
-            uncertainty.replicate_seconds(self.method, self.data.n_rows, self.data.n_features, ranks, n_groups=len(self.labels))
-        )
+    def prepare_replicates(self, count: int) -> None:
+        """Whatever ``count`` replicates need once before the first (the dask engine's pass over
+        the data), with its progress through the sink; nothing by default."""
+
+    restarts: int = 0
+    """Refits of the audit's own rows from other random starts (:meth:`restart`), run after the
+    replicates, whose spread is set beside every interval (:func:`start_spread`); 0 for a family
+    whose fits do not depend on a random start."""
+    restart_reason: str = ""
+    """What a restart varies (said in the uncertainty summary)."""
+
+    def restart(self, fits: Fits, rows: np.ndarray, seed: np.random.SeedSequence) -> Fits | None:
+        """The audit's procedure on ``rows`` from the random start ``seed`` gives (not from
+        ``fits``), for :func:`start_spread`; ``None`` when nothing in it is random."""
+        return None
+
+    def restart_seconds(self, fits: Fits) -> float:
+        """The seconds one :meth:`restart` should take: the audit's own fits took as long, measured
+        now (a family that restarts less than its whole fit says so)."""
+        return float(sum(fits.seconds.values()))
 
     def facts(self, fits: Fits, out: Recorder) -> None:
         for (variant, rank), seconds in fits.seconds.items():
@@ -964,22 +956,24 @@ def add_disparity(
     return found["worst"], found["best"]
 
 
-class _Collector(Recorder):
-    """A dict of ``(variant, rank, group, metric) → value`` (what the disparity records read)."""
+class _Collector(_Values):
+    """:class:`_Values` that also passes every value on to ``inner`` (the family's sink)."""
 
     def __init__(self, inner: Recorder):
+        super().__init__()
         self.inner = inner
-        self.values: dict = {}
 
     def add(self, variant, rank, metric, value, group=""):
-        self.values[(variant, int(rank), group, metric)] = value[0] if isinstance(value, tuple) else value
+        super().add(variant, rank, metric, value, group)
         self.inner.add(variant, rank, metric, value, group)
 
 
 @dataclass
 class FamilyEstimates:
     """A family after its first stage (:func:`estimate_family`): fitted and measured, its point
-    estimates in its sink; what its intervals (:func:`finish_family`) need."""
+    estimates in its sink; what its intervals (:func:`finish_family`) need. After them,
+    ``replicates`` holds every replicate's value of every record key (the ones the intervals came
+    from), for whatever is computed from them afterwards."""
 
     family: FamilyAudit
     summary: dict
@@ -989,17 +983,18 @@ class FamilyEstimates:
     pairs: dict = field(default_factory=dict)
     points: dict = field(default_factory=dict)
     """The point estimates by ``(variant, rank, group, metric)`` (what the comparisons read)."""
+    replicates: uncertainty.Replicates | None = None
 
     @property
     def intervals_pending(self) -> bool:
         """Whether :func:`finish_family` has bootstrap replicates to run."""
-        return bool(self.summary.get("replicates"))
+        return bool(self.summary.get("replicates")) and self.replicates is None
 
 
-def run_family(family: FamilyAudit) -> dict:
+def run_family(family: FamilyAudit, executor=None) -> dict:
     """Fit, measure and bootstrap one family (see the module docstring); records go to the
     family's sink. Returns the family's uncertainty summary for :attr:`AuditResult.uncertainty`."""
-    return finish_family(estimate_family(family))
+    return finish_family(estimate_family(family), executor)
 
 
 def estimate_family(family: FamilyAudit) -> FamilyEstimates:
@@ -1035,8 +1030,8 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
         sink.keep(variant, rank, model)
     stage = FamilyEstimates(family, summary, fits, train, test, pairs, collector.values)
     sink.comparisons = family_comparisons(stage)
-    replicates, why = uncertainty.resolve_replicates(family.method, config.bootstrap, cost=family.replicate_cost())
-    summary.update(replicates=replicates, why=why)
+    replicates, why = uncertainty.resolve_replicates(family.method, config.bootstrap)
+    summary.update(replicates=replicates, why=why, estimate_seconds=round(time.perf_counter() - begun, 3))
     if replicates:
         sink.estimates_ready(summary, time.perf_counter() - begun)
     return stage
@@ -1053,79 +1048,386 @@ def family_comparisons(stage: FamilyEstimates, replicates: uncertainty.Replicate
     )
 
 
-def finish_family(stage: FamilyEstimates) -> dict:
-    """The second stage of :func:`run_family`: the bootstrap replicates and their intervals,
-    written into the sink's records. Returns the family's uncertainty summary."""
-    family, summary = stage.family, stage.summary
+def finish_family(stage: FamilyEstimates, executor=None, *, deadline: float | None = None) -> dict:
+    """The second stage of :func:`run_family`: the bootstrap replicates (on ``executor``, else the
+    configuration's: :func:`replicate_executor`) and their intervals, written into the sink's
+    records. ``deadline`` (a :func:`time.perf_counter` value; else the configuration's
+    ``time_budget`` from now) stops the replicates early. Returns the family's uncertainty
+    summary."""
     if not stage.intervals_pending:
-        return summary
-    started = time.perf_counter()
-    found = _bootstrap(family, stage.fits, stage.train, stage.test, summary["replicates"], stage.pairs)
-    summary["seconds"] = round(time.perf_counter() - started, 3)
-    summary["interval"] = uncertainty.INTERVAL_METHOD
-    _apply_intervals(family, found, family.config.confidence)
-    family.sink.comparisons = family_comparisons(stage, found)
-    summary["not_bootstrapped"] = _missing_interval_reasons(family, family.sink)
-    return summary
+        return stage.summary
+    from .executors import SerialExecutor
+
+    family = stage.family
+    budget = family.config.time_budget
+    if deadline is None and budget is not None:
+        deadline = time.perf_counter() + float(budget)
+    own = executor is None and not family.replicates_here
+    executor = SerialExecutor() if family.replicates_here else executor or replicate_executor(family.config)
+    try:
+        intervals = FamilyIntervals(stage, executor)
+        family.prepare_replicates(intervals.count)
+        intervals.run(executor.streams)  # the pace, measured on the first few
+        intervals.expected_seconds = intervals.spent + (intervals.seconds_left() or 0.0)
+        intervals.run(deadline=deadline)
+        return intervals.finish()
+    finally:
+        if own:
+            executor.close()
 
 
-def _bootstrap(family: FamilyAudit, fits: Fits, train, test, count: int, pairs: dict) -> uncertainty.Replicates:
-    """``count`` stratified bootstrap replicates: refit on resampled training rows (warm-started
-    from ``fits``), measure on them (and on resampled held-out rows). One thread per library
-    meanwhile: many small refits gain nothing from threads and k-means' OpenMP threads thrash a
-    busy machine."""
-    replicates = uncertainty.Replicates(count)
-    capped = 0
-    started = time.perf_counter()
-    with threadpool_limits(limits=1):
-        for b, seed in enumerate(uncertainty.replicate_seeds(family.config.random_state, count)):
-            capped += _replicate(family, fits, train, test, pairs, replicates, b, seed)
-            family.sink.event(
-                {"variant": "", "rank": None, "done": b + 1, "total": count, "seconds": time.perf_counter() - started, "stage": "bootstrap"}
-            )
-    if capped:
-        family.sink.warn(
-            f"{family.method}: in {capped} of {count} bootstrap replicates a solver stopped at its iteration cap "
-            "(replicates are warm-started from the audit's own fits, so their caps are those of the audit)."
-        )
-    return replicates
+# ============================================================================ replicates as jobs
+START_SEED = 0x57A27
+"""Mixed into the audit's seed for the restarts' seeds (:meth:`FamilyAudit.restart`), apart from the
+replicates' (:func:`fairaudit.uncertainty.replicate_seeds`)."""
 
 
-def _replicate(family: FamilyAudit, fits: Fits, train, test, pairs: dict, replicates: uncertainty.Replicates, b: int, seed) -> bool:
-    """Replicate ``b``: resample, refit, measure, add the disparities; whether a solver hit its cap."""
-    rng = np.random.default_rng(seed)
-    rows = family.resample(rng, train, b, replicates.count)
-    collector = _Collector(_ReplicateRecorder(replicates, b))
+@dataclass(frozen=True)
+class ReplicateJob:
+    """One job of a family's intervals: bootstrap replicate ``index`` of ``count``, or with
+    ``restart`` the family's fit of the audit's own rows from another random start (the spread
+    between starts, :meth:`FamilyAudit.restart`); ``seed`` is its own (a child of the audit's seed),
+    so that the job's values do not depend on which jobs ran before it, or where."""
+
+    index: int
+    count: int
+    seed: np.random.SeedSequence
+    restart: bool = False
+
+
+@dataclass(frozen=True)
+class ReplicateValues:
+    """What a job returns: ``values`` by record key ``(variant, rank, group, metric)``, whether a
+    solver stopped at its iteration cap, and the warnings the family gave."""
+
+    values: dict
+    capped: bool
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass
+class ReplicateContext:
+    """What every job of one family reads (shipped once to each worker): the family (with a sink
+    of its own that no one follows), the audit's fits (the warm starts), the training and held-out
+    rows and the point estimate's worst and best groups (:func:`_disparity_records`)."""
+
+    family: FamilyAudit
+    fits: Fits
+    train: np.ndarray
+    test: np.ndarray | None
+    pairs: dict
+
+
+def replicate_context(stage: FamilyEstimates) -> ReplicateContext:
+    """The context of ``stage``'s jobs: a copy of the family whose sink nobody follows (a job's
+    warnings come back with its values)."""
+    family = copy.copy(stage.family)
+    family.sink = RecordSink(family.method)
+    family.config = replace(family.config, scheduler=None)  # a cluster's client does not travel to its own workers
+    return ReplicateContext(family, stage.fits, stage.train, stage.test, dict(stage.pairs))
+
+
+def run_replicate(context: ReplicateContext, job: ReplicateJob) -> ReplicateValues:
+    """One job (:class:`ReplicateJob`): a function of ``context`` and ``job`` alone — the same values
+    in any process, in any order (``tests/test_replicate_jobs.py``).
+
+    A replicate resamples the training rows within each group (:meth:`FamilyAudit.resample`, from
+    the job's own seed), refits every variant warm-started from the audit's fits, measures the refits
+    (and a resample of the held-out rows) and adds the disparities with the point estimate's worst and
+    best groups. A restart refits the audit's own rows from another start and measures them alike."""
+    family, sink = context.family, context.family.sink
+    measured = _Values()
+    rng = np.random.default_rng(job.seed)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        refits = family.fit(rows, warm=fits, replicate=True, seed=seed)
-        family.measure(refits, rows, collector, replicate=True)
-        erase_representations(family, refits, rows, collector, replicate=True)
-        if test is not None:
-            heldout = uncertainty.stratified_resample(family.codes, rng, test)
-            family.measure(refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
-            erase_representations(family, refits, heldout, collector.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
-    out = _ReplicateRecorder(replicates, b)
-    _disparity_records(collector.values, family, out, pairs, "")
-    if test is not None:
-        _disparity_records(collector.values, family, out, pairs, HELDOUT_PREFIX)
-    return any(issubclass(w.category, ConvergenceWarning) for w in caught)
+        if job.restart:
+            rows = context.train
+            refits = family.restart(context.fits, rows, job.seed)
+        else:
+            rows = family.resample(rng, context.train, job.index, job.count)
+            refits = family.fit(rows, warm=context.fits, replicate=True, seed=job.seed)
+        if refits is not None:
+            family.measure(refits, rows, measured, replicate=True)
+            erase_representations(family, refits, rows, measured, replicate=True)
+            if context.test is not None and not job.restart:
+                heldout = uncertainty.stratified_resample(family.codes, rng, context.test)
+                family.measure(refits, heldout, measured.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
+                erase_representations(family, refits, heldout, measured.prefixed(HELDOUT_PREFIX), heldout=True, replicate=True)
+    values = dict(measured.values)
+    out = _Values()
+    out.values = values
+    pairs = dict(context.pairs)  # a pair the point estimate lacks stays this replicate's own
+    _disparity_records(measured.values, family, out, pairs, "")
+    if context.test is not None and not job.restart:
+        _disparity_records(measured.values, family, out, pairs, HELDOUT_PREFIX)
+    said = tuple(sink.warnings)
+    sink.warnings.clear()
+    return ReplicateValues(values, any(issubclass(w.category, ConvergenceWarning) for w in caught), said)
 
 
-def _apply_intervals(family: FamilyAudit, replicates: uncertainty.Replicates, confidence: float) -> None:
-    """Write the bootstrap intervals into the sink's rows (rows that carry their own interval,
-    the leakage test's, keep it; metrics the family leaves out of replicates get none even when
-    a replicate measured them, e.g. the spread over fewer k-means runs)."""
+def replicate_executor(config: AuditConfig):
+    """Where a configuration's replicates run (:mod:`fairaudit.executors`): the Dask cluster of
+    ``config.scheduler``, else ``config.n_jobs`` local processes (``None``: every usable core; 1:
+    this process alone)."""
+    from .executors import ProcessExecutor, SerialExecutor, dask_executor, usable_cores
+
+    if config.scheduler is not None:
+        return dask_executor(config.scheduler)
+    jobs = usable_cores() if config.n_jobs is None else int(config.n_jobs)
+    return ProcessExecutor(jobs) if jobs > 1 else SerialExecutor()
+
+
+PROVISIONAL_GROWTH = 1.5
+"""Provisional intervals are handed over (:class:`FamilyIntervals`) from the first
+:data:`fairaudit.uncertainty.MIN_REPLICATES` replicates on, then whenever the replicates behind them
+have grown by this factor (and at least :data:`PROVISIONAL_SECONDS` have passed)."""
+
+PROVISIONAL_SECONDS = 1.0
+
+
+class FamilyIntervals:
+    """One family's bootstrap replicates as jobs (:func:`run_replicate`) on an executor, and what
+    came back: the replicates' values (by index: the order they finish in does not matter), their
+    pace, the time budget's stop, the provisional intervals handed to the progress callback while
+    they run, and the restarts (:meth:`FamilyAudit.restart`).
+
+    :meth:`run` starts jobs in order (the first ``n`` with ``count=n``: the pace is measured on
+    them before the rest is announced, :class:`AuditRun`); a deadline stops starting them. The
+    intervals come from the longest run of replicates ``0 … k−1`` that came back — exactly those
+    ``bootstrap=k`` runs, so a stopped audit is reproducible — and :meth:`finish` writes them."""
+
+    def __init__(self, stage: FamilyEstimates, executor):
+        self.stage, self.executor = stage, executor
+        self.family, self.summary = stage.family, stage.summary
+        config = self.family.config
+        self.count = int(self.summary["replicates"])
+        self.replicates = uncertainty.Replicates(self.count)
+        self.done = np.zeros(self.count, dtype=bool)
+        seeds = uncertainty.replicate_seeds(config.random_state, self.count)
+        self.jobs: list[ReplicateJob] = [ReplicateJob(b, self.count, seed) for b, seed in enumerate(seeds)]
+        restarts = self.family.restarts if stage.fits is not None else 0
+        entropy = 0 if config.random_state is None else int(config.random_state)
+        self.restart_jobs = [
+            ReplicateJob(i, restarts, seed, restart=True)
+            for i, seed in enumerate(np.random.SeedSequence([entropy, START_SEED]).spawn(restarts))
+        ]
+        self.restart_values: list[dict] = []
+        self.job_seconds: list[float] = []
+        self.capped = 0
+        self.spent = 0.0
+        self.expected_seconds: float | None = None
+        self.stopped: str | None = None
+        self.context = replicate_context(stage)
+        if executor.streams > 1:  # the replicates are the parallelism: one thread each (the same values on any number)
+            self.context.family.inner_threads = 1
+        self.token = uuid.uuid4().hex
+        self._shown = 0
+        self._shown_at = -math.inf
+        self._begun: float | None = None
+
+    # ------------------------------------------------------------------ the pace
+    @property
+    def finished(self) -> int:
+        """Replicates back so far."""
+        return int(self.done.sum())
+
+    @property
+    def prefix(self) -> int:
+        """The longest run of replicates ``0 … k−1`` back so far."""
+        missing = np.flatnonzero(~self.done)
+        return int(missing[0]) if missing.size else self.count
+
+    def job_mean(self) -> float | None:
+        """Mean wall seconds of a replicate where it ran (``None`` before the first)."""
+        return float(np.mean(self.job_seconds)) if self.job_seconds else None
+
+    def restart_estimate(self) -> float:
+        """Seconds the restarts should take: each refits the family's variants from a cold start as
+        the audit did, so the audit's own fit times (measured now) predict it."""
+        if not self.restart_jobs:
+            return 0.0
+        fits = self.stage.fits
+        return len(self.restart_jobs) * self.family.restart_seconds(fits) / self.executor.streams
+
+    def elapsed(self) -> float:
+        """Wall seconds the replicates have run so far (the batch running now included)."""
+        return self.spent + (time.perf_counter() - self._begun if self._begun is not None else 0.0)
+
+    def pace(self) -> float | None:
+        """Wall seconds per replicate at the throughput measured so far — every process's share of
+        the machine as it is now, its contention and its load included (``None`` before a replicate
+        came back)."""
+        return self.elapsed() / self.finished if self.finished else None
+
+    def seconds_left(self) -> float | None:
+        """The replicates (and restarts) still to run at :meth:`pace` (``None`` before a replicate
+        came back)."""
+        pace = self.pace()
+        if pace is None:
+            return None
+        if self.stopped is not None:  # nothing more starts
+            return 0.0
+        return (self.count - self.finished) * pace + self.restart_estimate() * (not self.restart_values)
+
+    # ------------------------------------------------------------------ running
+    def run(self, count: int | None = None, *, deadline: float | None = None) -> None:
+        """Start the next ``count`` replicates (every one left when ``None``; then the restarts),
+        handing each back to :meth:`_accept`; none is started after ``deadline`` (when it would end
+        after it, at the measured pace)."""
+        begun = time.perf_counter()
+        todo = [job for job in self.jobs if not self.done[job.index]]
+        todo = todo if count is None else todo[:count]
+
+        def launch() -> bool:
+            if deadline is None or time.perf_counter() + (self.pace() or 0.0) <= deadline:
+                return True
+            self.stopped = self.stopped or "budget"
+            return False
+
+        finished = False
+        self._begun = begun
+        try:
+            # One thread per pool: many small refits gain nothing from threads (k-means' OpenMP thrashed a
+            # busy machine), and the workers run so — a fresh look at the loaded libraries, so that one
+            # loaded after the cached controller was made is held too (the same rounding as a worker's).
+            with threadpool_limits(limits=1):
+                for done in self.executor.run(run_replicate, self.context, todo, token=self.token, launch=launch):
+                    self._accept(done)
+                if count is None and self.stopped is None and self.restart_jobs and not self.restart_values:
+                    for done in self.executor.run(run_replicate, self.context, self.restart_jobs, token=self.token, launch=launch):
+                        self.restart_values.append(done.value.values)
+                        self._forward(done.value)
+            finished = count is not None and self.stopped is None
+        finally:
+            self.spent += time.perf_counter() - begun
+            self._begun = None
+            if not finished:  # the last batch, a stop or an exception: the shipped context is not needed again
+                self.executor.release(self.token)
+
+    def _forward(self, found: ReplicateValues) -> None:
+        for message in found.warnings:
+            self.family.sink.warn(message)
+
+    def _accept(self, done) -> None:
+        job, found = done.job, done.value
+        for (variant, rank, group, metric), value in found.values.items():
+            self.replicates.add(job.index, variant, rank, metric, value, group)
+        self.done[job.index] = True
+        self.job_seconds.append(done.seconds)
+        self.capped += bool(found.capped)
+        self._forward(found)
+        event = {
+            "variant": "", "rank": None, "done": self.finished, "total": self.count, "stage": "bootstrap",
+            "seconds": self.elapsed(), "seconds_left": self.seconds_left(), "expected_seconds": self.expected_seconds,
+        }
+        provisional = self._provisional()
+        if provisional is not None:
+            event["result"] = provisional
+        self.family.sink.event(event)
+
+    def _provisional(self):
+        """The family's result with the intervals of the replicates back so far, when someone
+        follows the run and they have grown enough since the last (:data:`PROVISIONAL_GROWTH`)."""
+        sink, k = self.family.sink, self.prefix
+        if sink.preview is None or k >= self.count or k < uncertainty.MIN_REPLICATES:
+            return None
+        now = time.perf_counter()
+        if self._shown and (k < PROVISIONAL_GROWTH * self._shown or now - self._shown_at < PROVISIONAL_SECONDS):
+            return None
+        self._shown, self._shown_at = k, now
+        found = self.replicates.first(k)
+        rows = _rows_with_intervals(self.family, found, self.family.config.confidence)
+        summary = {**self.summary, "replicates_done": k, "provisional": True}
+        return sink.preview(summary, rows, family_comparisons(self.stage, found))
+
+    # ------------------------------------------------------------------ the result
+    def finish(self) -> dict:
+        """Write the intervals of replicates ``0 … k−1`` into the sink's records and complete the
+        family's uncertainty summary (how many replicates, why fewer than asked, their time, the time
+        announced, the spread between starts). Returns the summary."""
+        family, summary, sink = self.family, self.summary, self.family.sink
+        k = self.prefix
+        summary["seconds"] = round(self.spent, 3)
+        if self.expected_seconds is not None:
+            summary["expected_seconds"] = round(self.expected_seconds, 3)
+        summary["jobs"] = self.executor.description
+        if self.capped:
+            sink.warn(
+                f"{family.method}: in {self.capped} of {self.finished} bootstrap replicates a solver stopped at its iteration cap "
+                "(replicates are warm-started from the audit's own fits, so their caps are those of the audit)."
+            )
+        found = self.replicates.first(k)
+        if k < self.count:
+            budget = family.config.time_budget
+            stop = f"the time budget ({_term('time_budget', budget)}) stopped them"
+            summary.update(replicates_planned=self.count, stopped="time budget")
+            if k < uncertainty.MIN_REPLICATES:
+                summary.update(replicates=0, why=(
+                    f"no intervals: {stop} after {k} of {self.count} bootstrap replicates, and an interval needs at least "
+                    f"{uncertainty.MIN_REPLICATES}; allow more time or ask for fewer replicates ({_term('bootstrap')})"
+                ))
+                self.stage.replicates = found
+                return summary  # no record has an interval, and the reason above says why
+            summary.update(replicates=k, why=f"{k} of the {self.count} bootstrap replicates asked for: {stop}")
+        self.stage.replicates = found
+        summary["interval"] = uncertainty.INTERVAL_METHOD
+        sink.rows = _rows_with_intervals(family, found, family.config.confidence)
+        sink.comparisons = family_comparisons(self.stage, found)
+        if self.restart_values:
+            summary["start_spread"] = start_spread(sink.rows, self.restart_values, family)
+        elif self.restart_jobs:
+            summary["start_spread"] = {"restarts": 0, "why": "the time budget left no time for them"}
+        summary["not_bootstrapped"] = _missing_interval_reasons(family, sink)
+        return summary
+
+
+def _term(name: str, value=None) -> str:
+    return term(name, value)
+
+
+def _rows_with_intervals(family: FamilyAudit, replicates: uncertainty.Replicates, confidence: float) -> list[tuple]:
+    """The sink's rows with the bootstrap intervals of ``replicates`` (rows that carry their own
+    interval, the leakage test's, keep it; metrics the family leaves out of replicates get none
+    even when a replicate measured them, e.g. the spread over fewer k-means runs). The sink's own
+    rows are not changed."""
     sink = family.sink
     points = {(row[1], row[2], row[3], row[4]): row[5] for row in sink.rows}
     intervals = replicates.intervals(confidence, points)
-    for index, row in enumerate(sink.rows):
+    rows = list(sink.rows)
+    for index, row in enumerate(rows):
         method, variant, rank, group, metric, value, low, high = row
         if not (math.isnan(low) and math.isnan(high)) or metric.removeprefix(HELDOUT_PREFIX) in family.not_bootstrapped:
             continue
         found = intervals.get((variant, rank, group, metric))
         if found is not None:
-            sink.rows[index] = (method, variant, rank, group, metric, value, *found)
+            rows[index] = (method, variant, rank, group, metric, value, *found)
+    return rows
+
+
+def start_spread(rows: Sequence[tuple], restarts: Sequence[dict], family: FamilyAudit) -> dict:
+    """How far a record moves between random starts of the fit, against its interval.
+
+    ``restarts`` are the values of the audit's fit refitted from other random starts on the same
+    rows (:meth:`FamilyAudit.restart`); a record's *spread* is the range of its value over the
+    audit's fit and the restarts. The bootstrap interval measures how the audit's solution moves
+    with the sample (replicates start from it); the spread, how far another start lands. Where the
+    spread is wider than the interval, the interval understates how much the number depends on the
+    start: those records are listed (``larger``: ``variant, rank, group, metric, spread, width``)."""
+    larger = []
+    checked = 0
+    for _, variant, rank, group, metric, value, low, high in rows:
+        key = (variant, rank, group, metric)
+        others = [found[key] for found in restarts if key in found and math.isfinite(found[key])]
+        if not others or not (math.isfinite(low) and math.isfinite(high) and math.isfinite(value)):
+            continue
+        checked += 1
+        spread = max(others + [value]) - min(others + [value])
+        width = high - low
+        if spread > width and spread > 1e-12 * max(1.0, abs(value)):
+            larger.append({"variant": variant, "rank": int(rank), "group": group, "metric": metric,
+                           "spread": float(spread), "width": float(width)})
+    larger.sort(key=lambda item: -item["spread"] / max(item["width"], 1e-300))
+    return {"restarts": len(restarts), "checked": checked, "larger_count": len(larger), "larger": larger, "why": family.restart_reason}
 
 
 def _missing_interval_reasons(family: FamilyAudit, sink: RecordSink) -> dict[str, str]:
@@ -1282,17 +1584,6 @@ def erases_itself(method: str) -> bool:
     return _family(method).erases_itself
 
 
-def rank_count(method: str, config: AuditConfig, n_rows: int, n_features: int) -> int:
-    """How many ranks ``method``'s audit sweeps on ``n_rows × n_features`` data
-    (:meth:`FamilyAudit.rank_count`; loads that family's module only). Ranks the data do not allow
-    count as asked: an estimate never raises; the audit itself says what is wrong, in the
-    interface's words."""
-    try:
-        return _family(method).rank_count(config, n_rows, n_features)
-    except FairAuditError:
-        return len(config.ranks) if config.ranks else 10
-
-
 def run_audit(data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None) -> AuditResult:
     """Run every requested family on ``data``; see the module docstring. Every family's point
     estimates come first, then every family's intervals (:class:`AuditRun`).
@@ -1338,6 +1629,13 @@ class AuditRun:
     * :meth:`estimate` — every family's fits and point estimates (``stage="estimates"`` progress
       per family, which carries them);
     * :meth:`finish` — every family's bootstrap replicates, then the :class:`AuditResult`.
+
+    The replicates run on :attr:`executor` (:func:`replicate_executor`), whose worker processes
+    start when the run is created, while the families fit. :meth:`finish` first runs as many of
+    each family's replicates as the executor computes at once, timing them; from that pace it
+    announces the time the whole audit will take (``stage="announce"`` progress, and
+    :attr:`AuditResult.expected_seconds`), then runs the rest family by family, each family's
+    replicates getting an equal share of what is left of ``config.time_budget``.
     """
 
     def __init__(self, data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None):
@@ -1370,6 +1668,11 @@ class AuditRun:
                 f"{term('min_group_size', metrics.LEAKAGE_MIN_GROUP_ROWS)} and {term('small_groups', 'drop')}."
             )
         self.stages: list[tuple[object, FamilyEstimates]] = []
+        self.expected_seconds: float | None = None
+        self._plans: dict[int, FamilyIntervals] | None = None
+        self.executor = replicate_executor(self.config)
+        if any(uncertainty.resolve_replicates(method, self.config.bootstrap)[0] for method in self.config.methods):
+            self.executor.warm([FAMILIES[method].split(":")[0] for method in self.config.methods])
 
     def estimate(self) -> None:
         """Fit and measure every family (the first stage)."""
@@ -1378,8 +1681,9 @@ class AuditRun:
         for method in self.config.methods:
             given = family_input(self.data, method, self.config)  # data read by the dask engine: its moments, or its sample
             sink = RecordSink(method, self.progress, keep_models=self.config.keep_models)
-            if self.progress is not None:  # the family's point estimates alone, as a result of their own
-                sink.preview = lambda summary, given=given, sink=sink: self._result([(given, sink)], {sink.method: summary}, models=False)
+            if self.progress is not None:  # the family's records so far, as a result of their own
+                sink.preview = lambda summary, rows=None, compared=None, given=given, sink=sink: self._result(
+                    [(given, sink)], {sink.method: summary}, models=False, rows=rows, compared=compared)
             family = _family(method)(given.data, given.config, sink)
             self.stages.append((given, estimate_family(family)))
 
@@ -1388,20 +1692,86 @@ class AuditRun:
         """Whether :meth:`finish` has replicates to run (else it only assembles the result)."""
         return any(stage.intervals_pending for _, stage in self.stages)
 
+    def calibrate(self) -> None:
+        """The start of the second stage: each family's replicates prepared (the dask engine's pass)
+        and the first few run — as many as the executor computes at once — timed, then the
+        announcement of the time the audit will take (:meth:`_announce`). :meth:`finish` calls it
+        when no one has."""
+        from .executors import SerialExecutor
+
+        if self._plans is not None:
+            return
+        self._plans = {
+            id(stage): FamilyIntervals(stage, SerialExecutor() if stage.family.replicates_here else self.executor)
+            for _, stage in self.stages if stage.intervals_pending
+        }
+        for plan in self._plans.values():
+            plan.family.prepare_replicates(plan.count)
+            plan.run(plan.executor.streams)
+        if self._plans:
+            self._announce(list(self._plans.values()))
+
     def finish(self) -> AuditResult:
         """Every family's intervals (the second stage), then the whole result."""
+        try:
+            self.calibrate()
+            self._replicates()
+        finally:
+            self.executor.close()
+        plans = self._plans
         summaries: dict[str, dict] = {}
         for given, stage in self.stages:
-            summaries[stage.family.method] = finish_family(stage)
+            plan = plans.get(id(stage))
+            summaries[stage.family.method] = plan.finish() if plan is not None else stage.summary
             if given.no_intervals:
                 summaries[stage.family.method]["why"] = given.no_intervals
-        return self._result([(given, stage.family.sink) for given, stage in self.stages], summaries)
+        result = self._result([(given, stage.family.sink) for given, stage in self.stages], summaries)
+        return replace(result, expected_seconds=None if self.expected_seconds is None else round(self.expected_seconds, 3))
 
-    def _result(self, parts: Sequence[tuple], summaries: dict[str, dict], models: bool = True) -> AuditResult:
+    @functools.cached_property
+    def fingerprint(self) -> dict:
+        """The data's fingerprint, once (every provisional result carries it; data given as arrays
+        are hashed to make it)."""
+        return self.data.fingerprint()
+
+    def _replicates(self) -> None:
+        """Every family's remaining replicates (and restarts), family by family, each given an
+        equal share of what is left of ``config.time_budget`` when it starts."""
+        budget = self.config.time_budget
+        for left, plan in zip(range(len(self._plans), 0, -1), self._plans.values(), strict=True):
+            deadline = None
+            if budget is not None:
+                now = time.perf_counter()
+                deadline = now + max(self.started + float(budget) - now, 0.0) / left
+            plan.run(deadline=deadline)
+
+    def _announce(self, plans: Sequence[FamilyIntervals]) -> None:
+        """The time the audit will take, from the pace of the replicates timed so far: what is
+        behind us, and each family's replicates (and restarts) still to run at its pace
+        (``stage="announce"`` progress: ``expected_seconds``, ``seconds`` so far, per family its
+        replicates, their seconds each where they ran, and its own expectation)."""
+        now = time.perf_counter()
+        families = {}
+        for plan in plans:
+            plan.expected_seconds = plan.spent + (plan.seconds_left() or 0.0)
+            families[plan.family.method] = {
+                "replicates": plan.count, "each": plan.job_mean(), "expected_seconds": plan.expected_seconds, "spent": plan.spent,
+            }
+        self.expected_seconds = now - self.started + sum(plan.seconds_left() or 0.0 for plan in plans)
+        if self.progress is not None:
+            self.progress({
+                "method": None, "variant": "", "rank": None, "done": 0, "total": 0, "stage": "announce",
+                "seconds": now - self.started, "expected_seconds": self.expected_seconds, "families": families,
+                "jobs": self.executor.description,
+            })
+
+    def _result(self, parts: Sequence[tuple], summaries: dict[str, dict], models: bool = True, rows=None,
+                compared=None) -> AuditResult:
         """The :class:`AuditResult` of the families' sinks in ``parts`` (``(given input, sink)``
-        pairs) as they stand, with their uncertainty ``summaries``."""
-        rows: list[tuple] = []
-        compared: list[tuple] = []
+        pairs) as they stand (``rows``: other rows for them, provisional intervals; ``compared``: other
+        comparisons, provisional ones), with their uncertainty ``summaries``."""
+        records: list[tuple] = []
+        comparisons: list[tuple] = []
         skipped: list[dict] = []
         notes = list(self.notes)
         details: dict[str, dict] = {}
@@ -1410,16 +1780,16 @@ class AuditRun:
             notes.extend(note for note in given.notes if note not in notes)
             if models:
                 kept.update(sink.models)
-            rows.extend(sink.rows)
-            compared.extend(sink.comparisons)
+            records.extend(sink.rows if rows is None else rows)
+            comparisons.extend(sink.comparisons if compared is None else compared)
             skipped.extend(sink.skipped)
             notes.extend(sink.warnings)
             if sink.details:
                 details[sink.method] = sink.details
         return AuditResult(
-            records=pd.DataFrame(rows, columns=RECORD_COLUMNS),
+            records=pd.DataFrame(records, columns=RECORD_COLUMNS),
             config=self.config.to_dict(),
-            data=self.data.fingerprint(),
+            data=copy.deepcopy(self.fingerprint),
             skipped=skipped,
             warnings=notes,
             details=details,
@@ -1427,5 +1797,5 @@ class AuditRun:
             seconds=round(time.perf_counter() - self.started, 3),
             uncertainty=summaries,
             models=kept,
-            comparisons=comparisons_frame(compared),
+            comparisons=comparisons_frame(comparisons),
         )

@@ -7,8 +7,9 @@ columns and how they would be read.
 Before any work the command checks what it will write: an output path that is the input (or
 another output, a folder, a device) is refused, and every output's folder must accept a file. The
 audit then reports its progress on stderr, per family and fit, with the elapsed time (``--quiet``
-silences it), and warns — or, past :data:`REFUSE_SECONDS`, refuses unless ``--allow-slow`` — when
-the data make it a matter of minutes. Outputs are written whole or not at all.
+silences it); once its pace is measured on this machine (the fits as they go, then the first of
+each family's bootstrap replicates) it says how long the audit will take, and past
+:data:`REFUSE_SECONDS` it stops unless ``--allow-slow``. Outputs are written whole or not at all.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from pathlib import Path
 
 from . import __version__
 from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
-from .cost import duration, expected_data_seconds
 from .data import (
     DEFAULT_MAX_MB,
     MISSING_POLICIES,
@@ -41,6 +41,7 @@ from .data import (
     read_table,
 )
 from .errors import FairAuditError, ParameterError
+from .formatting import duration, plural
 from .metrics import LEAKAGE_CLASSIFIERS
 from .vocabulary import render, term
 
@@ -270,12 +271,19 @@ def _add_uncertainty_options(parser: argparse.ArgumentParser) -> None:
                        "group large enough to judge, every pair of groups compared")
     trust.add_argument("--min-judged-rows", type=int, default=AuditConfig.min_judged_rows, metavar="N",
                        help=f"groups with fewer rows are reported as too small to judge, outside every test (default {AuditConfig.min_judged_rows})")
+    trust.add_argument("--jobs", type=int, default=AuditConfig.n_jobs, metavar="N",
+                       help="processes computing the bootstrap replicates side by side (default: one per core; 1: this process "
+                            "alone); the numbers are the same whatever N")
+    trust.add_argument("--time-budget", type=float, default=AuditConfig.time_budget, metavar="SECONDS",
+                       help="stop starting bootstrap replicates once the audit has run this long; the intervals then say from how "
+                            "many replicates they come (default: no limit)")
 
 
 def _uncertainty_options(args) -> dict:
     """``AuditConfig`` keyword arguments from :func:`_add_uncertainty_options`' flags."""
     return {"bootstrap": args.bootstrap, "confidence": args.confidence, "holdout": args.holdout or None, "flag_ratio": args.flag_ratio,
-            "reference": args.reference, "min_judged_rows": args.min_judged_rows}
+            "reference": args.reference, "min_judged_rows": args.min_judged_rows, "n_jobs": args.jobs,
+            "time_budget": args.time_budget}
 def _add_pca_options(parser: argparse.ArgumentParser) -> None:
     pca = parser.add_argument_group("PCA (--methods pca)")
     pca.add_argument("--jevd-solver", choices=_Choices("pca.jevd.SOLVERS"), default=None,
@@ -555,19 +563,53 @@ def check_outputs(args, flags=OUTPUT_FLAGS, *, option: str = "output", export: b
 
 
 # ---------------------------------------------------------------- how long it will take
-WARN_SECONDS = 60
 REFUSE_SECONDS = 600
+"""An audit measured to take longer stops (exit 2) unless ``--allow-slow``."""
+
+FIT_PACE_FITS = 3
+FIT_PACE_SECONDS = 10.0
+"""A family's fits are judged by their pace once this many are done and this long has passed (the
+first fits are the cheapest: low ranks)."""
 
 
-def _check_expectation(data, config: AuditConfig, allow_slow: bool, say) -> None:
-    seconds, cause = expected_data_seconds(data, config)  # the dask engine: moments, its sample, its replicate pass
-    if seconds > REFUSE_SECONDS and not allow_slow:
-        raise ParameterError(
-            f"this audit would take roughly {duration(seconds)} ({cause}); pass {term('allow_slow')} to run it "
-            f"anyway, or audit fewer features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})."
-        )
-    if seconds > WARN_SECONDS:
-        say(f"expect roughly {duration(seconds)} ({cause}); progress follows.")
+class PaceGuard:
+    """The ``run_audit`` progress callback's first step: stops the audit (a one-line error, exit 2)
+    when the time it is measured to take exceeds :data:`REFUSE_SECONDS` without ``--allow-slow`` —
+    from a family's fits as they go, then from the audit's announcement once the first replicates
+    of every family are timed (``stage="announce"``). Measured on this machine, now: no model of
+    another machine's speed."""
+
+    def __init__(self, allow_slow: bool, then=None):
+        self.allow_slow, self.then = allow_slow, then
+        self.started = time.monotonic()
+
+    def __call__(self, event: dict) -> None:
+        if not self.allow_slow:
+            self._check(event)
+        if self.then is not None:
+            self.then(event)
+
+    def _check(self, event: dict) -> None:
+        stage = event.get("stage")
+        if stage == "announce":
+            expected = float(event.get("expected_seconds") or 0.0)
+            each = ", ".join(f"{m} {plural(int(f['replicates']), 'replicate')} of about {f['each']:.2g} s"
+                             for m, f in event.get("families", {}).items() if f.get("each") is not None)
+            self._refuse(expected, f"its bootstrap replicates timed on this machine now: {each}, {event.get('jobs', '')}")
+        elif stage == "fit" and event.get("seconds_left") is not None:
+            elapsed = time.monotonic() - self.started
+            done, total = int(event.get("done", 0)), int(event.get("total", 0))
+            if done >= FIT_PACE_FITS and elapsed >= FIT_PACE_SECONDS:
+                self._refuse(elapsed + float(event["seconds_left"]),
+                             f"{event.get('method')}'s first {done} of {total} fits took {elapsed:.0f} s on this machine now")
+
+    def _refuse(self, seconds: float, why: str) -> None:
+        if seconds > REFUSE_SECONDS:
+            raise ParameterError(
+                f"this audit would take roughly {duration(seconds)} ({why}); pass {term('allow_slow')} to run it anyway, "
+                f"{term('time_budget', REFUSE_SECONDS)} to stop its intervals after {duration(REFUSE_SECONDS)}, or audit fewer "
+                f"features ({term('features')}), ranks ({term('ranks')}) or families ({term('methods')})."
+            )
 
 
 # ---------------------------------------------------------------- progress on stderr
@@ -601,6 +643,10 @@ class ProgressReporter:
         if self.header:
             self.say(self.header)
             self.header = None
+        if event.get("stage") == "announce":  # the replicates' pace is measured: how long the whole audit takes
+            self.say(f"expect about {duration(float(event['expected_seconds']))} in all (bootstrap replicates timed on this "
+                     f"machine now, {event.get('jobs', '')}); about {duration(event['expected_seconds'] - event['seconds'])} to go")
+            return
         now = time.monotonic()
         method = event.get("method")
         if method != self.method:
@@ -615,7 +661,9 @@ class ProgressReporter:
                      f"{total} bootstrap replicates for the intervals follow")
             return
         if stage == "bootstrap":  # the intervals: one event per bootstrap replicate
-            line = f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals)"
+            left = event.get("seconds_left")
+            line = (f"[{now - self.started:7.1f} s] {method}: bootstrap replicate {done}/{total} (intervals"
+                    + (f", about {left:.0f} s left)" if left is not None else ")"))
         elif stage == "bootstrap_pass":  # the dask engine: one more pass over the data gives every replicate's moments
             line = f"[{now - self.started:7.1f} s] {method}: reading the data again for the bootstrap replicates, {done}/{total} partitions (intervals)"
         else:
@@ -695,12 +743,16 @@ def _print_findings(result, found: dict, out, verbose: bool = False) -> None:
     were made, and the verdict rules once."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
-    from .report import verdict_settings
+    from .report import start_spread_text, verdict_settings
 
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
         what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
-        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}", file=out)
+        took = (f"; {summary['seconds']:.1f} s, announced {summary['expected_seconds']:.1f} s, {summary.get('jobs', '')}"
+                if replicates and summary.get("expected_seconds") is not None else "")
+        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}{took}", file=out)
+        if summary.get("start_spread"):
+            print(f"between random starts ({method}): {render(start_spread_text(summary, marks=False), 'cli')}", file=out)
     hidden = 0
     for method, items in found.items():
         for finding in items:
@@ -759,7 +811,8 @@ def _audit(args, session) -> int:
     progress = None if args.quiet else ProgressReporter(sys.stderr)
     data = session.load(args, progress)
     yours = _read_yours(args, data)  # before the audit: a bad file or option stops at once
-    _check_expectation(data, config, args.allow_slow, progress.say if progress else lambda text: None)
+    if session.client is not None:  # the dask engine's cluster computes the replicates too
+        config.scheduler = session.client
     if progress:  # printed with the first fit: a bad option found before any fit leaves one line on stderr
         progress.header = (
             f"auditing {data.source.get('name', args.data)} ({data.n_rows:,} rows × {data.n_features:,} features): "
@@ -769,11 +822,12 @@ def _audit(args, session) -> int:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # warnings are collected in the result and printed below
-            result = run_audit(data, config, progress=progress)
+            watched = PaceGuard(args.allow_slow, progress)
+            result = run_audit(data, config, progress=watched)
             if yours is not None:
                 from .yours import attach, audit_yours
 
-                result = attach(result, audit_yours(data, yours, config, progress=progress))
+                result = attach(result, audit_yours(data, yours, config, progress=watched))
     except BaseException:
         if progress:
             progress.end_line()  # the error starts a line of its own
@@ -1154,6 +1208,8 @@ def _add_engine_options(audit: argparse.ArgumentParser) -> None:
 class _LocalSession:
     """The default engine: the file is checked, then read into memory by the data boundary."""
 
+    client = None
+
     @staticmethod
     def check(args) -> None:
         check_input(args.data)
@@ -1169,6 +1225,7 @@ class _DaskSession:
 
     def __init__(self, stack):
         self.stack = stack
+        self.client = None  # the cluster, once started: it computes the bootstrap replicates too
 
     @staticmethod
     def check(args) -> None:
@@ -1183,6 +1240,7 @@ class _DaskSession:
         say = progress.say if progress else (lambda text: None)
         memory = args.worker_memory
         client, where = self.stack.enter_context(dask_session(args.scheduler, n_workers=args.workers, memory_limit=memory))
+        self.client = client
         say(f"dask engine: {where}")
         return read_partitioned(
             args.data,

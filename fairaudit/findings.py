@@ -146,6 +146,9 @@ class Finding:
     rule: str = ""
     evidence: dict = field(default_factory=dict)
     details: list[str] = field(default_factory=list)
+    provisional: int | None = None
+    """While the family's replicates are still coming in: how many the verdict rests on (it may
+    change when the rest are in; the renderers say so). ``None`` for a final verdict."""
 
     def __str__(self) -> str:
         return self.text
@@ -160,6 +163,7 @@ class Finding:
             "rule": self.rule,
             "evidence": json_ready(self.evidence),
             "details": list(self.details),
+            "provisional": self.provisional,
         }
 
 
@@ -990,4 +994,9 @@ def findings(result, reference: str | Mapping[str, str | None] | None = None) ->
         family = FINDERS[method](own, chosen.get(method))
         headline = next((f.rank for f in family if f.rank is not None), None)
         found[method] = family + erasure_findings(result, method, headline, chosen.get(method))
+    for method, items in found.items():  # intervals of the replicates in so far: every verdict is provisional
+        summary = (result.uncertainty or {}).get(method, {})
+        if summary.get("provisional"):
+            for finding in items:
+                finding.provisional = int(summary["replicates_done"])
     return found

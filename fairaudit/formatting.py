@@ -109,6 +109,17 @@ OUTSIDE_NOTE = (
 )
 """What :data:`OUTSIDE_MARK` means (the dashboard's and the report's tables say it under the table)."""
 
+START_MARK = "‡"
+"""After a table cell whose value moves between random starts of the fit by more than its interval
+is wide (``AuditResult.uncertainty[method]["start_spread"]``)."""
+
+START_NOTE = (
+    "‡ another random start of the fit moves this value by more than its interval is wide: the interval is how the "
+    "audit's own solution varies over resampled rows (its replicates start from it), and fits from other random starts "
+    "landed further apart — the number depends on the start as much as on the sample."
+)
+"""What :data:`START_MARK` means (under the dashboard's and the report's tables)."""
+
 OUTSIDE_WORDS = "the refits differ systematically from this fit (they are fitted on resampled rows)"
 """Why a value lies outside its interval, in a sentence (:func:`with_interval`) or a chart's hover."""
 

@@ -72,11 +72,22 @@ def as_map(P) -> LowRankMap:
     return LowRankMap(vectors[:, keep], values[keep])
 
 
+SMALL_EIGH_DIM = 32
+"""Up to this size :func:`dense_top_eigh` takes NumPy's full ``eigh`` (LAPACK ``syevd``): for the
+PCA family's 10 × 10 problems SciPy's wrapper cost more than the decomposition (a bootstrap
+replicate's covFairPCA fits 34 → 17 ms, Fair PCA's 34 → 26 ms on the default sample, in one
+process under load; the same eigenpairs to rounding)."""
+
+
 def dense_top_eigh(M: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest eigenvalues (descending) and eigenvectors of a dense symmetric matrix:
     LAPACK's ``syevr`` on the wanted index range only (measured 12 ms against 30–35 ms for a
-    full ``eigh`` of a 600 × 600 graph, ``fs.baselines.SPARSE_EIGEN_MIN_ROWS``)."""
+    full ``eigh`` of a 600 × 600 graph, ``fs.baselines.SPARSE_EIGEN_MIN_ROWS``); NumPy's full
+    ``eigh`` up to :data:`SMALL_EIGH_DIM`."""
     n = M.shape[0]
+    if n <= SMALL_EIGH_DIM:
+        values, vectors = np.linalg.eigh(M)
+        return values[::-1][:k], vectors[:, ::-1][:, :k]
     values, vectors = scipy.linalg.eigh(M, subset_by_index=[n - k, n - 1], driver="evr")
     return values[::-1], vectors[:, ::-1]
 

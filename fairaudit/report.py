@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import html
 import io
+import json
+import math
 import os
 import platform
 import tempfile
@@ -21,9 +23,11 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from . import verdicts
 from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
+from .data import worded
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
-from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, cell, level, number, plural
+from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, START_MARK, START_NOTE, cell, level, number, plural
 from .metrics import metric_definition
 from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, negative_loss_note, table_title, variant_title
 from .verdicts import MIN_JUDGED_ROWS, Settings
@@ -166,13 +170,15 @@ def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
     rows = records[(records.method == method) & (records.group == "")]
     lows = whole_metrics(rows, method, values="ci_low") if "ci_low" in rows else None
     highs = whole_metrics(rows, method, values="ci_high") if "ci_high" in rows else None
+    spread = start_spread_keys(result, method)
     text = values.copy().astype(object)
     for metric in (c for c in values.columns if c not in ("variant", "rank")):
         cells = []
         for variant, rank, value in zip(values["variant"], values["rank"], values[metric], strict=True):
             key = (variant, rank)
             if lows is not None and key in lows.index and metric in lows.columns:
-                cells.append(cell(value, lows.loc[key, metric], highs.loc[key, metric]))
+                written = cell(value, lows.loc[key, metric], highs.loc[key, metric])
+                cells.append(written + f" {START_MARK}" if (variant, int(rank), metric) in spread else written)
             else:
                 cells.append(number(value))
         text[metric] = cells
@@ -180,11 +186,24 @@ def summary_text(result: AuditResult, method: str) -> pd.DataFrame:
     return text
 
 
-def marked(cells) -> bool:
-    """Whether any cell of a table (:func:`summary_text`'s frame or :func:`summary_rows`' rows) is
-    marked as lying outside its own interval (:data:`OUTSIDE_MARK`)."""
+def start_spread_keys(result: AuditResult, method: str) -> set[tuple[str, int, str]]:
+    """``(variant, rank, metric)`` of the whole-data records whose spread between random starts
+    exceeds their interval (``uncertainty[method]["start_spread"]["larger"]``)."""
+    found = (result.uncertainty or {}).get(method, {}).get("start_spread") or {}
+    return {(item["variant"], int(item["rank"]), item["metric"]) for item in found.get("larger", []) if not item["group"]}
+
+
+def marked(cells, mark: str = OUTSIDE_MARK) -> bool:
+    """Whether any cell of a table (:func:`summary_text`'s frame or :func:`summary_rows`' rows)
+    carries ``mark``: :data:`OUTSIDE_MARK` (a value outside its own interval) or
+    :data:`START_MARK` (a value that moves between random starts by more than its interval)."""
     rows = cells.itertuples(index=False) if isinstance(cells, pd.DataFrame) else cells
-    return any(isinstance(text, str) and text.endswith(OUTSIDE_MARK) for row in rows for text in row)
+    return any(isinstance(text, str) and mark in text.split() for row in rows for text in row)
+
+
+def table_notes(cells) -> list[str]:
+    """The notes a table's marks need, in order (:data:`OUTSIDE_NOTE`, :data:`START_NOTE`)."""
+    return [note for mark, note in ((OUTSIDE_MARK, OUTSIDE_NOTE), (START_MARK, START_NOTE)) if marked(cells, mark)]
 
 
 def summary_rows(result: AuditResult, method: str) -> tuple[tuple, list[tuple]]:
@@ -245,12 +264,14 @@ def _verdicts_section(result: AuditResult, interface: str = "library") -> str:
     return "".join(parts)
 
 
-UNCERTAINTY_HEADER = ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals")
+UNCERTAINTY_HEADER = ("family", "bootstrap", "why this number", "confidence", "held-out rows", "time of the intervals",
+                      "between random starts")
 
 
 def uncertainty_rows(result: AuditResult, interface: str = "library") -> list[tuple]:
     """How every family's intervals were computed, one row per family (:data:`UNCERTAINTY_HEADER`):
-    replicates and why, confidence, held-out rows, the intervals' time."""
+    replicates and why, confidence, held-out rows, the intervals' time (beside the time announced
+    once the first replicates were timed), and how far other random starts of the fit land."""
     rows = []
     for method, summary in result.uncertainty.items():
         parts = [(FAMILY_TITLES.get(method, method), summary)] if "replicates" in summary else []
@@ -266,10 +287,31 @@ def uncertainty_rows(result: AuditResult, interface: str = "library") -> list[tu
                     words(part.get("why", ""), interface),
                     level(part.get("confidence", 0.95)),
                     f"{number(100 * float(part['holdout']))} % held out ({split['train']} / {split['heldout']} rows)" if split else "no",
-                    f"{number(part['seconds'])} s" if part.get("seconds") is not None else "—",
+                    _intervals_time(part),
+                    start_spread_text(part),
                 )
             )
     return rows
+
+
+def _intervals_time(summary: dict) -> str:
+    if summary.get("seconds") is None:
+        return "—"
+    announced = summary.get("expected_seconds")
+    return f"{number(summary['seconds'])} s" + (f" (announced {number(announced)} s)" if announced is not None else "")
+
+
+def start_spread_text(summary: dict, marks: bool = True) -> str:
+    """How far other random starts of the fit moved the records, against their intervals (``marks``:
+    say that the tables mark them)."""
+    found = summary.get("start_spread")
+    if not found:
+        return "—"
+    if not found.get("restarts"):
+        return words(found.get("why", "not measured"))
+    larger = int(found.get("larger_count", 0))
+    return (f"{plural(found['restarts'], 'restart')}: {larger} of {found.get('checked', 0)} numbers moved by more than their "
+            f"interval is wide{f' ({START_MARK} in the tables)' if larger and marks else ''}")
 
 
 def _uncertainty_section(result: AuditResult, interface: str = "library") -> str:
@@ -378,7 +420,7 @@ def _family_section(result: AuditResult, method: str, found: list[Finding], inte
         parts.append(
             f"<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
             + _table(rows, header)
-            + (f'<p class="note">{_e(OUTSIDE_NOTE)}</p>' if marked(rows) else "")
+            + "".join(f'<p class="note">{_e(note)}</p>' for note in table_notes(rows))
             + (f'<p class="note">{_e(negative)}</p>' if (negative := negative_loss_note(summary_table(result, method))) else "")
         )
     parts.append(_details_html(result, method))
@@ -535,6 +577,65 @@ def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def result_dict(result: AuditResult, found: dict[str, list[Finding]] | None = None) -> dict:
+    """The result as JSON-ready data (the JSON report; :meth:`AuditResult.from_dict` reads it
+    back); ``found`` — :func:`fairaudit.findings.findings` of this result when the caller has them
+    already (they are worked out otherwise). Notes and reasons are in the library's words; the time
+    the audit announced (``expected_seconds``) stands beside the time it took (``seconds``)."""
+    found = findings(result) if found is None else found
+    return {
+        "fairaudit_version": result.fairaudit_version,
+        "created": result.created,
+        "seconds": result.seconds,
+        "expected_seconds": result.expected_seconds,
+        "config": result.config,
+        "data": worded(result.data),
+        "uncertainty": {method: _worded_summary(summary) for method, summary in result.uncertainty.items()},
+        "findings": [{**f.to_dict(), "text": render(f.text), "rule": render(f.rule), "details": [render(d) for d in f.details]}
+                     for family in found.values() for f in family],
+        # notes may name options (fairaudit.vocabulary.term): the JSON carries the library's words
+        "skipped": [{**skip, "reason": render(str(skip.get("reason", "")))} for skip in result.skipped],
+        "warnings": [render(str(w)) for w in result.warnings],
+        "details": result.details,
+        "records": [_json_safe_record(r) for r in result.records.to_dict(orient="records")],
+        "comparisons": [_json_safe_comparison(r) for r in result.comparisons.to_dict(orient="records")],
+    }
+
+
+def result_json(result: AuditResult, found: dict[str, list[Finding]] | None = None, indent: int | None = 1) -> str:
+    """:func:`result_dict` as JSON text (no NaN: missing numbers are ``null``)."""
+    return json.dumps(result_dict(result, found), indent=indent, ensure_ascii=False, allow_nan=False)
+
+
+def _worded_summary(summary: dict) -> dict:
+    """An uncertainty summary with its reasons in the library's words (nested ones too: ``yours``)."""
+    return {
+        key: render(str(value)) if key == "why" else _worded_summary(value) if isinstance(value, dict) and "why" in value else value
+        for key, value in summary.items()
+    }
+
+
+def _json_number(value) -> float | None:
+    """A JSON-safe number: ``None`` for NaN and ±∞ (``allow_nan=False``)."""
+    return None if value is None or (isinstance(value, float) and not math.isfinite(value)) else float(value)
+
+
+def _json_safe_record(record: dict) -> dict:
+    record = dict(record)
+    record["rank"] = int(record["rank"])
+    for column in ("value", "ci_low", "ci_high"):
+        record[column] = _json_number(record.get(column))
+    return record
+
+
+def _json_safe_comparison(row: dict) -> dict:
+    return {
+        key: value if key in verdicts.COMPARISON_TEXT_COLUMNS else int(value) if key in verdicts.COMPARISON_COUNT_COLUMNS
+        else _json_number(value)
+        for key, value in row.items()
+    }
+
+
 def records_csv(result: AuditResult) -> str:
     """The tidy records as CSV, safe to open in a spreadsheet (:func:`spreadsheet_safe`)."""
     return spreadsheet_safe(result.records).to_csv(index=False)
@@ -546,7 +647,7 @@ def report_files(result: AuditResult, found: dict[str, list[Finding]] | None = N
     found = findings(result) if found is None else found
     return {
         "report.html": render_html(result, found, interface),
-        "report.json": result.to_json(found=found),
+        "report.json": result_json(result, found),
         "records.csv": records_csv(result),
     }
 
@@ -575,7 +676,7 @@ def write_reports(
         found = findings(result)
     return write_outputs(
         result,
-        ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: r.to_json(found=found)), (csv_path, records_csv)),
+        ((html_path, lambda r: render_html(r, found, interface)), (json_path, lambda r: result_json(r, found)), (csv_path, records_csv)),
     )
 
 

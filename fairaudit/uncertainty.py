@@ -16,7 +16,7 @@ much it would move:
   between them, computed the same way for the point estimate, for every replicate (with the
   *point estimate's* pair of groups, so that the interval can include parity: ``max − min``
   over groups is never below 0, whatever the data) and by the findings;
-* :data:`DEFAULT_BOOTSTRAP` — each family's default number of replicates, from measured cost.
+* :data:`DEFAULT_BOOTSTRAP` — each family's default number of replicates, fixed per family.
 
 The refits themselves belong to the families (:class:`fairaudit.audit.FamilyAudit`); the
 driver that runs them is :func:`fairaudit.audit.run_family`.
@@ -37,28 +37,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ParameterError
-from .formatting import duration
 
 # ---------------------------------------------------------------------------- defaults
 DEFAULT_BOOTSTRAP: dict[str, int] = {"pca": 100, "nmf": 20, "fs": 50, "cpd": 20}
-"""Replicates per family when ``AuditConfig(bootstrap=None)``, chosen from the measured cost of a
-replicate (``benchmarks/bench_uncertainty.py``; :data:`BOOTSTRAP_REASONS` states the figures):
-the default intervals of a family should cost well under a minute on the default sample (600 × 10)
-on two shared cores — NMF's 20 replicates, the fewest that give a percentile interval worth the
-name, take longer. 100 replicates make steady 95 % percentile intervals; 20 make rough ones (the
-second-smallest and second-largest replicate set them): raise ``bootstrap`` for tighter
-intervals."""
+"""Replicates per family when ``AuditConfig(bootstrap=None)``: a fixed number per family, so that
+the numbers never depend on how fast the machine is (a time budget, ``AuditConfig.time_budget``,
+may stop them early, and the result then says from how many replicates its intervals come).
+100 replicates make steady 95 % percentile intervals; 20 make rough ones (the second-smallest and
+second-largest replicate set them): raise ``bootstrap`` for tighter intervals."""
 
 BOOTSTRAP_REASONS: dict[str, str] = {
-    "pca": "a PCA replicate reweights the group moments and refits every variant warm-started (0.10 s on the "
-    "default sample on two cores, most of it JEVD-PCA's column selection and Fair PCA's dual): 100 replicates, "
-    "steady 95 % intervals",
-    "nmf": "an NMF replicate refits every variant and re-estimates each group's own error at every rank "
-    "(1.6 s on the default sample on two cores): 20 replicates, rough 95 % intervals",
-    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs (0.07 s on the default "
-    "sample on two cores): 50 replicates",
-    "cpd": "a CP replicate refits every method at every rank (0.7 s on the default sample on two cores; the "
-    "λ sweep is not bootstrapped): 20 replicates, rough 95 % intervals",
+    "pca": "a PCA replicate reweights the group moments and refits every variant, warm-started from the audit's fit: "
+    "100 replicates, steady 95 % intervals",
+    "nmf": "an NMF replicate refits every variant from the audit's factors and re-estimates each group's own error at "
+    "every rank: 20 replicates, rough 95 % intervals",
+    "fs": "a feature-selection replicate refits every selector and repeats 10 k-means runs: 50 replicates",
+    "cpd": "a CP replicate refits every method at every rank (the λ sweep is not bootstrapped): 20 replicates, rough 95 % "
+    "intervals",
 }
 """Why each family's default is what it is (stated in every report and by the CLI)."""
 
@@ -71,104 +66,9 @@ MIN_FINITE_SHARE = 0.5
 """An interval needs at least this share of the replicates to give a finite value (a replicate
 can fail to give one, e.g. a ratio whose denominator is 0); otherwise it is NaN with a reason."""
 
-
-REPLICATE_MEASURED: dict[str, tuple[tuple[int, int, float], ...]] = {
-    "pca": ((600, 10, 0.101), (26551, 10, 0.086), (30000, 22, 0.127), (20000, 60, 0.866), (1_000_000, 20, 0.335)),
-    "nmf": ((600, 10, 1.62), (4165, 12, 2.0), (30000, 22, 13.3)),
-    "fs": ((600, 10, 0.07), (4165, 12, 0.55), (30000, 22, 8.75)),
-    "cpd": ((600, 10, 0.70), (4165, 12, 5.2), (30000, 22, 3.03)),
-}
-"""Per family, ``(rows, features, seconds)`` of one bootstrap replicate of the default audit (ten
-ranks, default variants) on two cores: the default sample (600 × 10) and the credit file
-(30,000 × 22) with ``benchmarks/bench_uncertainty.py``, and the 4,165 × 12 credit table of
-``benchmarks/bench_all_families.py``. Re-measured 2026-11-22 after issue 13's replicate pass for
-the families it changed (load average 1.1–1.6; the credit file from 3 replicates each; the
-4,165-row table from two runs alternated with main's): NMF 2.15 → 1.62 / 2.4 → 2.0 / 14.3 → 13.3 s,
-feature selection 0.27 → 0.10 / 0.91 → 0.70 / 10.9 → 8.75 s, CP's default sample 0.98 → 0.70 s
-(one worker thread below 2,000 entities). PCA and CP's larger figures are the earlier quiet
-measurement (load 0.1–0.4; their code did not change: today 0.10 / 0.13 s for PCA and 5.1–5.3 /
-3.34 s for CP at load 1.1–1.6). Feature selection re-measured 2026-11-23 after its replicate pass
-(branch ``fsrep``, side by side with the code before it, load 2.7–3.4): the default sample 0.10 → 0.07 s
-(``bench_default_sample``: 0.076–0.084 s against 0.113–0.121 s before in the same run, the ratio
-0.70 applied to the quiet figure), the 4,165-row table 0.70 → 0.55 s (CPU 0.82–0.84 against
-1.05 s before), the 30,000-row file unchanged within the noise (10.8 against 10.4 s at load 2–3;
-the quiet 8.75 s kept). CP's
-30,000-row replicate is cheaper than its 4,165-row one: above
-``khsic_max_rows`` (5,000) KHSIC is skipped, with the reason. :func:`replicate_seconds` predicts
-other sizes from them. PCA's are two-group data measured 2026-11-23 with
-``benchmarks/bench_pca_groups.py`` (CPU seconds under one BLAS thread, load 1.5–2.4; the default
-sample, LSAC, the credit file by SEX, synthetic 20,000 × 60 and 1,000,000 × 20 tables), to which
-:data:`PCA_REPLICATE_TERMS` are fitted."""
-
-MEASURED_RANKS = {"fs": 4}
-"""How many ranks (feature-selection: sizes) the audits of :data:`REPLICATE_MEASURED` swept: ten
-ranks, except feature selection's four default sizes (10–40 % of the features). Scaling a
-feature-selection prediction by sizes/10 made it half the measured time (1.0 s predicted, 1.93 s
-measured per replicate on the 4,165 × 12 credit table), so its default ran 50 replicates (97 s)."""
-
-def pca_dimension_seconds(s: int) -> float:
-    """The PCA family's audit fits in its problem's dimension ``s = min(rows, features)``: the
-    eigen-decompositions (``s³``) and JEVD's Jacobi sweeps from the identity on at most 100
-    dimensions — the terms of the audit's own time model (:data:`fairaudit.cost.FAMILY_COST`,
-    measured up to 1,000 × 1,000). A replicate's warm-started fits cost far less
-    (:data:`PCA_REPLICATE_TERMS`)."""
-    return 3e-7 * s**3 + 1.2e-5 * min(s, 100) ** 3
-
-
-PCA_REPLICATE_TERMS = (8.2e-3, 3.45e-7, 5.6e-10)
-"""``(a, b, c)``: a PCA bootstrap replicate of two-group data takes ``a + b·s³`` seconds per rank
-— its fits, warm-started from the audit's (a fixed part, and the eigen-decompositions of the
-problem's dimension ``s = min(rows, features)``) — plus ``c · rows · features · s`` for its
-weighted pass over the rows (the resample's row weights and the weighted moments,
-``LocalEngine.summarise(weights=…)``). Fitted (least squares of the relative error) to
-:data:`REPLICATE_MEASURED`'s PCA points, which it gives to 0–18 % (the default sample 0.101 s
-measured, 0.086 predicted; LSAC 0.086 / 0.087; credit 0.127 / 0.127; 20,000 × 60 0.866 / 0.867;
-1,000,000 × 20 0.335 / 0.334; the 3-valued 2,996 × 5 table at its 5 ranks 0.038 / 0.041). Wide data
-(fitted in the row space) cost less than it says: 50 × 5,000 measured 0.30 s, predicted 0.52 s."""
-
-PCA_GROUP_FACTOR = (1.7, 0.32)
-"""``(three, each)``: a PCA replicate's fits on ``k ≥ 3`` groups cost ``three + each · (k − 3)``
-times those on two. Fair PCA's dual has one weight per group: two groups take a search along one
-weight (regula falsi), three or more Kelley's cutting planes, whose LPs and number of cuts grow
-with the groups (``fairaudit/pca/_dual.py``); JEVD-PCA diagonalises ``k`` covariances jointly.
-Measured on the same rows split into more groups (``benchmarks/bench_pca_groups.py``, CPU seconds,
-load 1.5–2.4), the fits' ratio to two groups: three groups 1.65 (LSAC), 1.83 (credit by
-EDUCATION), 1.39 (synthetic 20,000 × 60), 1.71 (a 2,996 × 5 table), 1.86 (``bench_dask``'s
-1,000,000 × 20); six groups 2.73, 2.85, 2.24 — about the same factor at 5, 10, 21 and 60 features,
-where the time per group beyond two is not (0.026 s at 5 features, 0.36 s at 60 for the third
-group). How many cuts a dual needs depends on the data, not only on ``k``: the factor is an
-average, within about ±20 % of each case above."""
-
-
-def pca_group_factor(n_groups: int | None) -> float:
-    """How many times a PCA replicate's fits on ``n_groups`` groups cost those on two
-    (:data:`PCA_GROUP_FACTOR`; 1 when the groups are not known)."""
-    if not n_groups or n_groups <= 2:
-        return 1.0
-    three, each = PCA_GROUP_FACTOR
-    return three + each * (n_groups - 3)
-
-
-def _pca_replicate_seconds(n_rows: int, n_features: int, n_ranks: int | None, n_groups: int | None, moments_pass: bool) -> float:
-    """:data:`PCA_REPLICATE_TERMS` × :func:`pca_group_factor` (ten ranks when not known); without
-    the weighted pass over the rows when ``moments_pass`` is False (the dask engine's replicates
-    get their moments from one pass for all of them, which :func:`fairaudit.cost.poisson_replicate_cost`
-    adds)."""
-    s = min(n_rows, n_features)
-    per_rank, cubic, weighted = PCA_REPLICATE_TERMS
-    fits = (10 if n_ranks is None else max(1, n_ranks)) * (per_rank + cubic * s**3) * pca_group_factor(n_groups)
-    return fits + (weighted * n_rows * n_features * s if moments_pass else 0.0)
-
-
-DEFAULT_BUDGET_SECONDS = 60
-"""The default intervals of one family may take about this long (predicted from the data's size):
-beyond it the default number of replicates shrinks, and below :data:`MIN_DEFAULT_REPLICATES` the
-default is no intervals (with the reason stated); an explicit ``bootstrap=N`` always runs.
-A minute, not more: measured with five minutes, the feature-selection audit of the 30,000-row
-credit file took 597 s by default (fits 8.5 s) and the PCA audit of 50 × 5,000 rows 123 s
-(without intervals 12.7 s) — a default that keeps a user waiting ten minutes is not one."""
-
-MIN_DEFAULT_REPLICATES = 10
+MIN_REPLICATES = 10
+"""The fewest replicates behind a percentile interval: ``bootstrap`` may not ask for fewer, and a
+time budget that stops the replicates before this many leaves no intervals (with the reason)."""
 
 HOLDOUT_RANGE = (0.05, 0.5)
 """The held-out share ``AuditConfig(holdout=…)`` accepts (0 or None for none)."""
@@ -177,87 +77,11 @@ HOLDOUT_SUGGESTED = 0.3
 """The held-out share offered when a user turns held-out evaluation on (the dashboard's toggle)."""
 
 
-
-def replicate_seconds(method: str, n_rows: int, n_features: int, n_ranks: int | None = None, n_groups: int | None = None, *,
-                      moments_pass: bool = True) -> float:
-    """Predicted seconds of one bootstrap replicate of ``method`` on ``n_rows × n_features`` data,
-    from :data:`REPLICATE_MEASURED`: NMF, feature selection and CP grow with the cells (the broken
-    line through the measurements, never below the smallest), scaled by the number of ranks; the
-    PCA family by its ranks, its problem's dimension, its rows and its groups
-    (:data:`PCA_REPLICATE_TERMS`, :data:`PCA_GROUP_FACTOR`; ``moments_pass=False``: without the
-    replicate's weighted pass over the rows, which the dask engine makes once for all replicates)."""
-    if method == "pca":
-        return _pca_replicate_seconds(n_rows, n_features, n_ranks, n_groups, moments_pass)
-    found = REPLICATE_MEASURED.get(method)
-    if not found:
-        return 0.0
-    scale = 1.0 if n_ranks is None else max(1, n_ranks) / MEASURED_RANKS.get(method, 10)
-    return _piecewise_in_cells(found, n_rows * n_features) * scale
-
-
-@dataclass(frozen=True)
-class ReplicateCost:
-    """Predicted seconds of a family's bootstrap replicates: ``each`` per replicate and ``once``
-    before the first — the dask engine's pass over the data that computes every replicate's
-    moments (``0`` elsewhere)."""
-
-    each: float
-    once: float = 0.0
-
-    def seconds(self, count: int) -> float:
-        """Of ``count`` replicates (none: nothing, not even the pass)."""
-        return self.once + count * self.each if count > 0 else 0.0
-
-    def affordable(self, budget: float) -> int | None:
-        """The most replicates that fit in ``budget`` seconds (``None``: no limit, nothing costs)."""
-        if self.each <= 0:
-            return None if self.once <= budget else 0
-        return max(0, int((budget - self.once) // self.each))
-
-    def describe(self) -> str:
-        """``"a replicate about 0.4 s"``, or with a pass ``"one more pass over the data, about 18
-        seconds, then about 0.4 s per replicate"``."""
-        each = f"{self.each:.0f} s" if self.each >= 10 else f"{self.each:.2g} s"
-        if self.once <= 0:
-            return f"a replicate about {each}"
-        return f"one more pass over the data, about {duration(self.once)}, then about {each} per replicate"
-
-
-def _piecewise_in_cells(found, cells: int) -> float:
-    """Seconds at ``cells`` along the broken line through the measurements (sorted by cells),
-    never below the smallest measured time; beyond the largest measurement in proportion to the
-    cells (a replicate touches every cell; extending the last segment would fall with size where
-    it falls, as CP's does when KHSIC is skipped above 5,000 rows)."""
-    points = sorted((n * d, t) for n, d, t in found)
-    xs, ts = [x for x, _ in points], [t for _, t in points]
-    value = float(np.interp(cells, xs, ts)) if cells <= xs[-1] else ts[-1] * cells / xs[-1]
-    return max(min(ts), value)
-
-
-def default_replicates(method: str, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None, *,
-                       n_groups: int | None = None, cost: ReplicateCost | None = None) -> tuple[int, str]:
-    """``(replicates, why)``: :data:`DEFAULT_BOOTSTRAP`'s count for ``method``, fewer when they would
-    take more than :data:`DEFAULT_BUDGET_SECONDS` — predicted by ``cost``, else from the data's size
-    (:func:`replicate_seconds`) — capped by :data:`DEFAULT_CAP_VARIABLE` when that is set."""
-    default = DEFAULT_BOOTSTRAP.get(method, 20)
-    count = default
-    why = f"default for this family: {BOOTSTRAP_REASONS.get(method, 'measured cost')}"
-    if cost is None and n_rows is not None and n_features is not None:
-        cost = ReplicateCost(replicate_seconds(method, n_rows, n_features, n_ranks, n_groups))
-    affordable = None if cost is None else cost.affordable(DEFAULT_BUDGET_SECONDS)
-    if affordable is not None and affordable < count:
-        if affordable < MIN_DEFAULT_REPLICATES:
-            count = 0
-            why = (
-                f"no intervals by default on data this size: {cost.describe()} ({default} replicates about "
-                f"{duration(cost.seconds(default))}); ask for them with {_term('bootstrap', MIN_DEFAULT_REPLICATES)} or more"
-            )
-        else:
-            count = affordable
-            why = (
-                f"default shortened to fit about {duration(DEFAULT_BUDGET_SECONDS)} on data this size ({cost.describe()}); "
-                f"ask for more with {_term('bootstrap')}"
-            )
+def default_replicates(method: str) -> tuple[int, str]:
+    """``(replicates, why)``: :data:`DEFAULT_BOOTSTRAP`'s count for ``method``, capped by
+    :data:`DEFAULT_CAP_VARIABLE` when that is set."""
+    count = DEFAULT_BOOTSTRAP.get(method, 20)
+    why = f"default for this family: {BOOTSTRAP_REASONS.get(method, 'a fixed count')}"
     cap = os.environ.get(DEFAULT_CAP_VARIABLE)
     if cap:
         try:
@@ -275,15 +99,11 @@ def _term(name: str, value=None) -> str:
     return term(name, value)
 
 
-def resolve_replicates(
-    method: str, bootstrap: int | None, n_rows: int | None = None, n_features: int | None = None, n_ranks: int | None = None, *,
-    n_groups: int | None = None, cost: ReplicateCost | None = None,
-) -> tuple[int, str]:
-    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap`` (the predicted cost —
-    ``cost``, else the data's size, groups and number of ranks — shapes the default, see
-    :func:`default_replicates`)."""
+def resolve_replicates(method: str, bootstrap: int | None) -> tuple[int, str]:
+    """``(replicates, why)`` for ``method`` under ``AuditConfig.bootstrap`` (``None``: the family's
+    default, :func:`default_replicates`)."""
     if bootstrap is None:
-        return default_replicates(method, n_rows, n_features, n_ranks, n_groups=n_groups, cost=cost)
+        return default_replicates(method)
     if bootstrap == 0:
         return 0, f"intervals turned off ({_term('bootstrap', 0)})"
     return int(bootstrap), f"chosen ({_term('bootstrap', int(bootstrap))})"
@@ -295,9 +115,9 @@ def check_bootstrap(bootstrap, confidence, holdout, flag_ratio) -> None:
 
     if bootstrap is not None and (isinstance(bootstrap, bool) or not isinstance(bootstrap, int | np.integer) or bootstrap < 0):
         raise ParameterError(f"{term('bootstrap')} must be a whole number ≥ 0 (0 turns the intervals off); got {bootstrap!r}.")
-    if bootstrap is not None and 0 < bootstrap < 10:
+    if bootstrap is not None and 0 < bootstrap < MIN_REPLICATES:
         raise ParameterError(
-            f"{term('bootstrap', bootstrap)} is too few replicates for a percentile interval; use at least 10 "
+            f"{term('bootstrap', bootstrap)} is too few replicates for a percentile interval; use at least {MIN_REPLICATES} "
             f"(or {term('bootstrap', 0)} to turn the intervals off)."
         )
     if not isinstance(confidence, int | float) or not 0.5 <= float(confidence) < 1:
@@ -408,6 +228,14 @@ class Replicates:
         if store is None:
             store = self.values[key] = np.full(self.count, np.nan)
         store[replicate] = float(value)
+
+    def first(self, count: int) -> Replicates:
+        """Replicates ``0 … count−1`` alone (what ``bootstrap=count`` gives: the seeds are the same)."""
+        if count == self.count:
+            return self
+        found = Replicates(count)
+        found.values = {key: values[:count].copy() for key, values in self.values.items()}
+        return found
 
     def intervals(self, confidence: float, points: dict[Key, float] | None = None, method: str | None = None) -> dict[Key, tuple[float, float]]:
         """Every key's interval (:func:`bootstrap_interval`); ``points`` are the point estimates

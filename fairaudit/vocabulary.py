@@ -417,6 +417,14 @@ register("holdout", Option(
     dashboard=lambda v: (f"clear “Evaluate on held-out rows” ({_RUN_PAGES})" if v in ("0", "0.0", "none") else
                          f"“Evaluate on held-out rows” with “Held-out rows (% of each group)” → “{_percent(v)}” ({_RUN_PAGES})"),
 ))
+register("n_jobs", Option(
+    "n_jobs", "--jobs", "Processes", "each method",
+    dashboard=lambda v: f"“Processes” → “{v}” ({_RUN_PAGES})",
+))
+register("time_budget", Option(
+    "time_budget", "--time-budget", "Time budget (s)", "each method",
+    dashboard=lambda v: f"“Time budget (s)” → “{v}” ({_RUN_PAGES})" if v not in (None, "true") else f"“Time budget (s)” ({_RUN_PAGES})",
+))
 register("flag_ratio", Option(
     "flag_ratio", "--flag-ratio", "Gap tolerance (×)", "each method",
     dashboard=lambda v: f"“Gap tolerance (×)” → “{v}” ({_RUN_PAGES})",

@@ -64,7 +64,7 @@ from .formatting import number
 from .linalg import LowRankMap, orthonormal_basis
 from .nmf import NMF
 from .nmf._core import GroupedData
-from .nmf.audit import REPLICATE_ESTIMATES, NMFAudit
+from .nmf.audit import NMFAudit
 from .pca._problem import GroupProblem
 from .pca.audit import PCAAudit, measured_coordinates
 from .vocabulary import term
@@ -375,9 +375,12 @@ class YoursNMFAudit(NMFAudit):
     """An NMF dictionary ``H`` audited by the NMF family's protocol as the variant ``yours``: the
     same input (non-negativity policy, unit-ℓ2 features), ``E_ℓ``, records, disparities, held-out
     rows and bootstrap as the family's own variants. The dictionary is fixed: a replicate
-    re-estimates ``E_ℓ`` on the resampled rows (as the family's replicates do) and each row's
-    ``W`` by NNLS against ``H`` — the interval of its per-group errors and relative losses on
-    another sample of the population, so its findings carry verdicts like theirs."""
+    re-estimates ``E_ℓ`` on the resampled rows (as the family's replicates do: the audit's runs
+    continued) and each row's ``W`` by NNLS against ``H`` — the interval of its per-group errors
+    and relative losses on another sample of the population, so its findings carry verdicts like
+    theirs. Nothing in it starts at random, so it has no restarts."""
+
+    restarts = 0
 
     def __init__(self, data: AuditData, config: AuditConfig, sink: RecordSink, H: np.ndarray):
         super().__init__(data, replace(config, variants=("vanilla",), ranks=None), sink)
@@ -402,9 +405,7 @@ class YoursNMFAudit(NMFAudit):
             self.sink.expect(1)
         started = time.perf_counter()
         with self.sink.collect_warnings(YOURS, forward=() if replicate else Warning):
-            runs, seed = (REPLICATE_ESTIMATES, np.random.default_rng(seed)) if replicate else (self.options["n_estimates"], self.config.random_state)
-            E, seconds = self._estimates(grouped, r, runs, seed)
-        fits.shared["estimate_seconds"][r] = seconds
+            E = self.replicate_estimates(grouped, r, warm, rows) if replicate else self.audit_estimates(fits, grouped, r)
         fits.models[(YOURS, r)] = NMF.from_dictionary(self.H, X, grouped, E)
         fits.seconds[(YOURS, r)] = time.perf_counter() - started
         if not replicate:

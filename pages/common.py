@@ -25,9 +25,9 @@ from fairaudit.audit import (
     family_run,
     no_interval_warning,
 )
-from fairaudit.cost import default_count, expected_text
+from fairaudit.executors import usable_cores
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
-from fairaudit.formatting import OUTSIDE_NOTE, duration, level, plural
+from fairaudit.formatting import duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
 from fairaudit.plots import (
     FAMILY_FIGURES,
@@ -41,9 +41,9 @@ from fairaudit.plots import (
     table_title,
     variant_title,
 )
-from fairaudit.report import details_rows_by_ranks, marked, summary_table, summary_text
+from fairaudit.report import details_rows_by_ranks, summary_table, summary_text, table_notes
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
-from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED
+from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.verdicts import MIN_JUDGED_ROWS
 from fairaudit.vocabulary import render
 from pages.runs import ResultStore, Run, RunRegistry
@@ -408,7 +408,8 @@ def show_findings_list(items: Sequence[Finding]) -> None:
     with st.container(border=True):
         for finding in items:
             rule = words(finding.rule) if finding.rule and finding.verdict != "info" else None
-            st.markdown(f"{verdict_badge(finding.verdict)} {words(finding)}", help=rule)
+            early = "" if finding.provisional is None else f"*Provisional, from {plural(finding.provisional, 'replicate')}:* "
+            st.markdown(f"{verdict_badge(finding.verdict)} {early}{words(finding)}", help=rule)
             if finding.details:
                 with st.expander(DETAILS_LABEL):
                     st.markdown("\n".join(f"- {words(line)}" for line in finding.details))
@@ -449,13 +450,27 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
         return
     chosen = family_run(result.config, method)
     why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
+    if summary.get("provisional"):
+        done = int(summary["replicates_done"])
+        st.info(
+            f"Provisional, {result.seconds:.1f} s in: the intervals and verdicts below come from the first "
+            f"{plural(done, 'bootstrap replicate')} of {replicates}; the rest are running (progress above) and the page "
+            "refines them as they come in. A verdict may still change until they are all in.",
+            icon=":material/hourglass_top:",
+        )
+        return
     if replicates:
-        seconds = summary.get("seconds")
+        seconds, announced = summary.get("seconds"), summary.get("expected_seconds")
+        spread = summary.get("start_spread") or {}
         st.caption(
             f"Intervals: {level(summary.get('confidence', AuditConfig.confidence))} percentile intervals from "
             f"{plural(replicates, 'stratified bootstrap replicate')} ({why})"
             + (f", {seconds:.1f} s" if seconds is not None else "")
+            + (f" (announced {announced:.1f} s once the first replicates were timed)" if announced is not None else "")
             + " — shaded bands and error bars on the charts, “value (low–high)” in the table."
+            + (f" Fits from {plural(spread['restarts'], 'other random start')} moved {spread['larger_count']} of "
+               f"{spread['checked']} numbers by more than their interval is wide (‡ in the table)."
+               if spread.get("larger_count") else "")
         )
     else:
         why = "“Bootstrap replicates” was 0" if chosen.get("bootstrap") == 0 else words(summary.get("why", ""))
@@ -579,8 +594,7 @@ def show_table(result: AuditResult, method: str) -> None:
                      "interval (below: which, and why).")
     if heldout:
         notes.append("Each variant and rank has two lines: measured on the training rows, then on the held-out rows.")
-    if marked(table[shown]):
-        notes.append(OUTSIDE_NOTE)
+    notes += table_notes(table[shown])
     values = summary_table(result, method)
     negative = negative_loss_note(values[[c for c in values.columns if c.removeprefix(HELDOUT_PREFIX) in shown]])
     if negative:
@@ -692,9 +706,9 @@ LEAKAGE_LABELS = {
 }
 
 
-UNCERTAINTY_SETTINGS = ("bootstrap", "confidence", "holdout", "flag_ratio", "min_judged_rows")
-"""``AuditConfig``'s settings of a run's intervals, held-out rows and verdicts (the controls of
-:func:`uncertainty_controls`)."""
+UNCERTAINTY_SETTINGS = ("bootstrap", "confidence", "holdout", "flag_ratio", "min_judged_rows", "n_jobs", "time_budget")
+"""``AuditConfig``'s settings of a run's intervals, held-out rows, verdicts and how the replicates
+run (the controls of :func:`uncertainty_controls`)."""
 
 
 def replicates_text(counts: dict[str, int]) -> str:
@@ -721,7 +735,7 @@ def leace_control(key: str, saved: dict) -> bool:
 def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, str]]) -> dict:
     """The controls of a run's intervals, held-out rows and verdicts (the same on every method
     page and beside the Report page's run of every family); returns ``AuditConfig`` keyword
-    arguments. ``defaults``: per family, the library's default replicates on this data and why
+    arguments. ``defaults``: per family, the library's default replicates and why
     (``fairaudit.uncertainty.default_replicates``); an empty box means those defaults."""
     st.markdown("**Intervals and verdicts**")
     replicates, confidence_column, tolerance, smallest, heldout_column = st.columns(5)
@@ -730,9 +744,9 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
         "Bootstrap replicates", min_value=0, max_value=100_000, value=saved.get("bootstrap"), step=10,
         placeholder=replicates_text({m: count for m, (count, _) in defaults.items()}), key=f"{key}-bootstrap",
         help="Each replicate redraws every group's rows with replacement (group sizes fixed), refits every variant "
-        "and measures it again; the spread of the replicates gives every number its interval, and the intervals "
-        "decide the verdicts. 0 turns the intervals off (faster; the findings then carry no verdict). Leave the box "
-        f"empty for the library's default on data this size. {reasons}",
+        "starting from the audit's own fit, and measures it again; the spread of the replicates gives every number its "
+        "interval, and the intervals decide the verdicts. 0 turns the intervals off (faster; the findings then carry no "
+        f"verdict). Leave the box empty for each family's default. {reasons}",
     )
     percent = confidence_column.number_input(
         "Confidence level (%)", min_value=50.0, max_value=99.9, step=0.5, format="%.1f", key=f"{key}-confidence",
@@ -766,21 +780,43 @@ def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, s
             value=round(100 * float(saved.get("holdout") or HOLDOUT_SUGGESTED)),
             help="Drawn at random within each group (with the run's seed); used only with “Evaluate on held-out rows”.",
         )
+    processes, budget, _, _ = st.columns(4)
+    jobs = processes.number_input(
+        "Processes", min_value=1, max_value=256, value=saved.get("n_jobs"), step=1, key=f"{key}-jobs",
+        placeholder=f"{usable_cores()} (every core)",
+        help="Processes computing the bootstrap replicates side by side. The numbers are the same whatever the count; "
+        "fewer leave cores to other work. Empty: one per core of this server.",
+    )
+    seconds = budget.number_input(
+        "Time budget (s)", min_value=1.0, max_value=7 * 86400.0, value=saved.get("time_budget"), step=10.0, format="%.0f",
+        key=f"{key}-time-budget", placeholder="no limit",
+        help="Stop starting bootstrap replicates once the audit has run this long (from Run audit). The intervals then "
+        "come from the replicates done, and say how many; below ten there are none. Empty: every replicate runs.",
+    )
     return {
         "bootstrap": None if bootstrap is None else int(bootstrap),
         "confidence": round(float(percent) / 100, 6),
         "holdout": round(float(share) / 100, 6) if heldout else None,
         "min_judged_rows": int(least),
         "flag_ratio": float(flag_ratio),
+        "n_jobs": None if jobs is None else int(jobs),
+        "time_budget": None if seconds is None else float(seconds),
     }
 
 
-AUTO_RUN_MAX_SECONDS = 5.0
-"""A page that may start its default audit on first open (the PCA and feature-selection pages)
-does so only when its point estimates are expected within this (``fairaudit.cost``: the fits and
-their measurements; the intervals' replicates follow while the page already shows the numbers,
-and cancelling them keeps the numbers); otherwise the audit waits for *Run audit*, with the
-expected time said."""
+def last_time_caption(method: str, token: int) -> None:
+    """How long this family's last audit of these data took here (measured, its intervals' share
+    said), beside *Run audit*: the time of a new run is measured once it starts."""
+    found = registry().latest(token).get(method)
+    if found is None or not found[0].seconds:
+        return
+    result = found[0]
+    summary = result.uncertainty.get(method, {})
+    text = f"The last audit of {FAMILY_TITLES.get(method, method)} on these data took {duration(result.seconds)} here"
+    if summary.get("replicates"):
+        text += (f", {duration(summary.get('seconds') or 0.0)} of it for the "
+                 f"{plural(int(summary['replicates']), 'bootstrap replicate')}")
+    st.caption(text + ". A new run measures its own time as it goes: the numbers first, then the intervals.")
 
 
 def saved_settings(method: str) -> dict:
@@ -814,9 +850,9 @@ def method_page(
     returns them as ``AuditConfig.options[method]``; ``ranks_ui(saved)`` replaces the rank-range
     slider (it returns the ranks, or None for the family's default sweep). ``leakage_option``
     names the family option that takes the leakage classifier (the CP family has its own)
-    instead of the audit-wide setting. ``auto_run``: the page may start its default audit on
-    first open (only when its point estimates are expected within :data:`AUTO_RUN_MAX_SECONDS`;
-    the intervals fill in after).
+    instead of the audit-wide setting. ``auto_run``: the page starts its default audit on first
+    open (the page's own size rule says when: its numbers in a few seconds; the intervals fill in
+    after).
     """
     data, token = current_data(), data_token()
     saved = saved_settings(method)
@@ -853,10 +889,7 @@ def method_page(
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
         leace = leace_control(f"{method}-leace", saved)
-        counted = AuditConfig(methods=(method,), ranks=ranks or None)  # the ranks as the audit counts them
-        trust = uncertainty_controls(
-            method, saved, {method: default_count(method, counted, data.n_rows, data.n_features, data.groups.n_groups)}
-        )
+        trust = uncertainty_controls(method, saved, {method: default_replicates(method)})
         submitted = st.form_submit_button("Run audit", type="primary")
     for variant in variants:
         if variant in heavy and (variant in chosen or variant in skipped):
@@ -880,22 +913,14 @@ def method_page(
             )
         except FairAuditError as exc:
             show_error(exc)
-    estimates_seconds = 0.0
-    if config is not None:  # a stated expectation before anything slow (fairaudit.cost, the CLI's model too)
-        seconds, intervals, expected = expected_text(data.n_rows, data.n_features, config, n_groups=data.groups.n_groups)
-        estimates_seconds = seconds - intervals
-        if seconds >= AUTO_RUN_MAX_SECONDS:
-            first = (f"; the numbers show after about {duration(estimates_seconds)} and their intervals fill in after"
-                     if intervals >= 1 else "")
-            st.caption(f"Expect {expected} on data this size (two cores){first}. The run goes on if you open other "
-                       "pages, and its progress stays in the sidebar.")
+    if config is not None:
+        last_time_caption(method, token)
     reg = registry()
     running = reg.running_for(method, token)
     first_visit = (method, token) not in st.session_state.setdefault("auto-started", set())
-    # nothing starts unasked whose numbers take more than a few seconds to show (the page's own size rule,
-    # and the time model); the intervals follow on the page
-    quick = auto_run and estimates_seconds < AUTO_RUN_MAX_SECONDS
-    if config is not None and (submitted or (quick and first_visit and running is None and method not in results_for())):
+    # nothing starts unasked whose numbers take more than a few seconds to show (the page's own size rule);
+    # the intervals follow on the page
+    if config is not None and (submitted or (auto_run and first_visit and running is None and method not in results_for())):
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
             "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,

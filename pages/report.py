@@ -15,10 +15,10 @@ import streamlit as st
 from fairaudit import FairAuditError
 from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
 from fairaudit.card import audit_card, card_markdown
-from fairaudit.cost import default_count, expected_text
 from fairaudit.findings import findings, verdict_rules
-from fairaudit.formatting import duration, level, number, plural
+from fairaudit.formatting import level, number, plural
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files
+from fairaudit.uncertainty import default_replicates
 from pages.common import (
     chosen_references,
     current_data,
@@ -61,9 +61,7 @@ if missing:
     if to_run:
         saved = saved_settings("report")
         with st.form("report-run-all-settings"):
-            trust = uncertainty_controls(
-                "report", saved, {m: default_count(m, AuditConfig(), data.n_rows, data.n_features, data.groups.n_groups) for m in to_run},
-            )
+            trust = uncertainty_controls("report", saved, {m: default_replicates(m) for m in to_run})
             submitted = st.form_submit_button(
                 "Run the default audit of " + ", ".join(FAMILY_TITLES.get(m, m) for m in to_run),
                 key="report-run-all", type="primary",
@@ -75,12 +73,8 @@ if missing:
         except FairAuditError as exc:
             show_error(exc)
         else:
-            seconds, intervals, expected = expected_text(
-                data.n_rows, data.n_features, AuditConfig(methods=tuple(to_run), **trust), n_groups=data.groups.n_groups
-            )
-            first = (f"; every family's numbers after about {duration(seconds - intervals)}, then the intervals"
-                     if intervals >= 1 else "")
-            st.caption(f"Expect {expected} on data this size (two cores), with each family's default variants and ranks{first}.")
+            st.caption("Every family's numbers come first, then their intervals; the time each takes is measured as the "
+                       "run goes (beside its progress bar).")
             if submitted:
                 settings = st.session_state.setdefault("settings", {})
                 settings["report"] = dict(trust)

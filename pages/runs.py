@@ -30,7 +30,6 @@ import numpy as np
 
 from fairaudit import FairAuditError
 from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun, without_intervals
-from fairaudit.cost import Expected, expected_parts
 
 log = logging.getLogger("fairaudit.app")
 
@@ -38,11 +37,6 @@ EXECUTION_LOCK = threading.Lock()
 """One audit at a time in the server process: the machine's cores are better spent on one audit
 than shared by two, and Python 3.11's warning filters (which the audits use to collect their
 notes) are process-wide, not per thread."""
-
-FALLBACK_SIZE = (600, 10)
-"""Rows × features a run's families are costed at when the run has no data to measure (the
-default sample's size)."""
-
 
 # ---------------------------------------------------------------- the shared numeric cache
 class ResultStore:
@@ -104,8 +98,11 @@ class Job:
     kept_estimates: bool = False
     """The job stopped during its intervals (cancelled, or an error) and kept its point estimates
     as the family's result (:meth:`Run._keep_estimates`)."""
-    expected: Expected | None = None
-    """What the job should take (:func:`fairaudit.cost.expected_parts`): its fits and its replicates."""
+    left: float | None = None
+    """Seconds the job had left when :attr:`left_at` (``time.monotonic``), as the audit measures its
+    own pace (its fits by the fits done so far, its intervals by the replicates timed on this
+    machine); ``None`` until it is measured."""
+    left_at: float = 0.0
     work: Callable[[Callable[[dict], None]], object] | None = field(default=None, repr=False)
     """Work other than the family's audit (refitting one model for download, auditing the user's
     own representation — the Models page): called with the run's progress callback; what it
@@ -116,23 +113,34 @@ class Job:
         """Whether this job is the family's audit (its result is the family's latest)."""
         return self.work is None
 
-    @property
-    def weight(self) -> float:
-        """The job's expected seconds (fits and replicates), its weight in a run's progress."""
-        return max(self.expected.seconds, 1e-3) if self.expected else 1.0
-
-    def share(self) -> float:
-        """How much of the job is done: its fits and its bootstrap replicates, each weighted by its
-        expected time (a family's intervals can take far longer than its fits)."""
+    def share(self, now: float | None = None) -> float:
+        """How much of the job is done, by time: what it has run against what it has run and has
+        left (fits and replicates alike, as the audit measures them); by counts while the time
+        left is not measured yet."""
         if self.state in ("done", "cached", "failed"):
             return 1.0
         if self.state not in ("running", "estimated"):
             return 0.0
-        fits = self.expected.fits if self.expected else 1.0
-        replicates = self.expected.bootstrap if self.expected else 0.0
-        fitted = 1.0 if self.replicates_total else (self.done / self.total if self.total else 0.0)
-        resampled = self.replicates_done / self.replicates_total if self.replicates_total else 0.0
-        return (fits * fitted + replicates * resampled) / max(fits + replicates, 1e-9)
+        now = now or time.monotonic()
+        spent, left = self.elapsed(now), self.left_now(now)
+        if left is not None and spent + left > 0:
+            return spent / (spent + left)
+        if self.replicates_total:
+            return self.replicates_done / self.replicates_total
+        return self.done / self.total if self.total else 0.0
+
+    def left_now(self, now: float) -> float | None:
+        """:attr:`left` less the time the job has run since it was measured; ``None`` again once
+        that has run out while the job goes on (the machine got slower than when it was measured:
+        the next progress event measures it anew)."""
+        if self.left is None:
+            return None
+        if self.state != "running":
+            return self.left
+        left = self.left - (now - self.left_at)
+        if left > 0 or self.left == 0:
+            return max(left, 0.0)
+        return None
 
     def elapsed(self, now: float) -> float:
         """Seconds the job has run by ``now``: its finished stages and the current one."""
@@ -170,8 +178,11 @@ class Run:
     """``(method, message in the dashboard's words)`` for each family that failed."""
     estimates: dict[str, AuditResult] = field(default_factory=dict)
     """Per family whose intervals are being computed, the result of its point estimates
-    (``stage="estimates"`` progress): the family page shows it until the full result lands in
+    (``stage="estimates"`` progress), then of its provisional intervals (``stage="bootstrap"``
+    progress with a result): the family page shows it until the full result lands in
     :attr:`results`."""
+    shown: dict[str, int] = field(default_factory=dict)
+    """How many results per family :attr:`estimates` has held (the pages rerun for each new one)."""
     _cancel: threading.Event = field(default_factory=threading.Event, repr=False)
     _thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -198,43 +209,29 @@ class Run:
             return 0.0
         return (self.finished or now or time.monotonic()) - self.started
 
-    def __post_init__(self) -> None:
-        """Cost every job (its fits and its replicates) on the run's data, for the progress bar."""
-        rows, features = (self.data.n_rows, self.data.n_features) if self.data is not None else FALLBACK_SIZE
-        groups = getattr(getattr(self.data, "groups", None), "n_groups", None)
-        for job in self.jobs:
-            if job.expected is None:
-                one = dataclasses.replace(job.config, methods=(job.method,))
-                job.expected = expected_parts(rows, features, one, n_groups=groups).get(job.method)
-
-    def fraction(self) -> float:
-        """Overall share done, each family weighted by its expected time (fits and replicates)."""
-        weights = [job.weight for job in self.jobs]
-        return sum(weight * job.share() for job, weight in zip(self.jobs, weights, strict=True)) / sum(weights)
+    def fraction(self, now: float | None = None) -> float:
+        """Overall share done: by time once every unfinished job's time left is measured, else the
+        jobs' own shares, each family counting alike."""
+        now = now or time.monotonic()
+        left = self.seconds_left(now)
+        if left is not None:
+            spent = sum(job.elapsed(now) for job in self.jobs)
+            return spent / (spent + left) if spent + left > 0 else 1.0
+        return sum(job.share(now) for job in self.jobs) / len(self.jobs)
 
     def seconds_left(self, now: float | None = None) -> float | None:
-        """An estimate of the time left, or None until there is something to estimate from.
-
-        The running family's own pace gives its remaining time; families not started yet are
-        estimated from their expected times scaled by the pace measured so far."""
+        """The time left, once every unfinished job's is measured (the audit's own measurements:
+        the fits by their pace, the intervals from their first replicates); ``None`` before."""
         now = now or time.monotonic()
-        measured_weight = measured_seconds = left = pending_weight = 0.0
+        left = 0.0
         for job in self.jobs:
-            weight = job.weight
-            share = job.share()
-            if job.state in ("done", "failed") and job.seconds:
-                measured_weight += weight
-                measured_seconds += job.seconds
-            elif job.state in ("running", "estimated") and share > 0:
-                spent = job.elapsed(now)
-                measured_weight += weight * share
-                measured_seconds += spent
-                left += spent / share - spent
-            elif job.state in ("waiting", "running", "estimated"):  # not started, or nothing finished yet
-                pending_weight += weight
-        if measured_weight == 0:
-            return None
-        return left + pending_weight * measured_seconds / measured_weight
+            if job.state in ("done", "cached", "failed", "cancelled"):
+                continue
+            found = job.left_now(now)
+            if found is None:
+                return None
+            left += found
+        return left
 
     # -- execution ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -249,20 +246,35 @@ class Run:
 
     def _progress(self, event: dict) -> None:
         job = self._job
-        if event.get("stage") == "estimates":  # the numbers are in; the intervals' replicates follow
-            if job.audits and event.get("result") is not None and not self._cancel.is_set():
+        stage = event.get("stage")
+        if stage in ("estimates", "bootstrap") and event.get("result") is not None:  # the numbers; then provisional intervals
+            if job.audits and not self._cancel.is_set():
                 self.estimates[job.method] = bind(event["result"], self.data)
+                self.shown[job.method] = self.shown.get(job.method, 0) + 1
+        if stage == "estimates":  # the numbers are in; the intervals' replicates follow, their time not measured yet
             job.replicates_done, job.replicates_total = 0, int(event.get("total", 0))
-        elif event.get("stage") == "bootstrap":
+            job.left = None
+        elif stage == "announce":  # the replicates' pace is measured: this family's intervals' time
+            found = (event.get("families") or {}).get(job.method)
+            if found is not None:
+                self._measured(job, float(found["expected_seconds"]) - float(found.get("spent", 0.0)))
+        elif stage == "bootstrap":
             job.replicates_done, job.replicates_total = int(event.get("done", 0)), int(event.get("total", 0))
-        elif event.get("stage") == "bootstrap_pass":  # the dask engine's pass before its replicates: not a fit
+            self._measured(job, event.get("seconds_left"))
+        elif stage == "bootstrap_pass":  # the dask engine's pass before its replicates: not a fit
             pass
         else:
             job.done, job.total = int(event.get("done", job.done)), int(event.get("total", job.total))
-        if event.get("stage") != "estimates":
-            self.last_event = dict(event)
+            self._measured(job, event.get("seconds_left"))
+        if stage not in ("estimates", "announce"):
+            self.last_event = {key: value for key, value in event.items() if key != "result"}
         if self._cancel.is_set():
             raise AuditCancelled(f"cancelled by the user after {job.counted()}")
+
+    @staticmethod
+    def _measured(job: Job, left) -> None:
+        if left is not None:
+            job.left, job.left_at = max(float(left), 0.0), time.monotonic()
 
     def _execute(self) -> None:
         """Every family's numbers first, then every family's intervals (:class:`AuditRun`'s two
@@ -283,7 +295,12 @@ class Run:
                         staged.append((job, audit))
                     elif audit is not None:
                         self._stage(job, self._finish, job, audit)
+                for job, audit in staged:  # each family's first replicates timed: every family's time left is then known
+                    if not self._cancel.is_set():
+                        self._stage(job, self._calibrate, job, audit)
                 for job, audit in staged:
+                    if job.state != "estimated":  # failed or cancelled while its first replicates were timed
+                        continue
                     if self._cancel.is_set():
                         job.state = "cancelled"
                         self._keep_estimates(job, "the intervals were cancelled by the user before they started")
@@ -337,6 +354,12 @@ class Run:
         audit = AuditRun(self.data, job.config, progress=self._progress)
         audit.estimate()
         return audit
+
+    def _calibrate(self, job: Job, audit: AuditRun) -> None:
+        """The first of a job's replicates, timed (:meth:`AuditRun.calibrate`): its time left is then
+        measured; the rest runs in :meth:`_finish`."""
+        audit.calibrate()
+        job.state = "estimated"
 
     def _finish(self, job: Job, audit: AuditRun) -> None:
         """A job's second stage: the family's intervals, then its result (cached for everyone)."""
@@ -412,9 +435,9 @@ class RunRegistry:
         return found, next(job.config for job in run.jobs if job.method == method)
 
     def newly_estimated(self) -> bool:
-        """Whether any active run's point estimates arrived since the last call (the pages rerun
-        to show them)."""
-        found = {(run.id, method) for run in self.active() for method in run.estimates}
+        """Whether any active run's point estimates (or newer provisional intervals) arrived since
+        the last call (the pages rerun to show them)."""
+        found = {(run.id, method, run.shown.get(method, 0)) for run in self.active() for method in run.estimates}
         new = bool(found - self._estimated)
         self._estimated |= found
         return new

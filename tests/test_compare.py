@@ -28,6 +28,7 @@ from fairaudit.compare import (
 )
 from fairaudit.errors import ReportFileError
 from fairaudit.metrics import METRIC_DEFINITIONS, better
+from fairaudit.report import result_dict, result_json
 
 
 def _result(rows, data=None, config=None) -> AuditResult:
@@ -104,8 +105,8 @@ def reports(tmp_path_factory):
     after = run_audit(AuditData.from_arrays(X[20:], groups[20:], name="after.csv"), config)
     folder = tmp_path_factory.mktemp("reports")
     paths = folder / "before.json", folder / "after.json"
-    paths[0].write_text(before.to_json())
-    paths[1].write_text(after.to_json())
+    paths[0].write_text(result_json(before))
+    paths[1].write_text(result_json(after))
     return before, after, paths
 
 
@@ -158,7 +159,7 @@ def test_html_is_offline_and_escapes_user_text(reports, tmp_path):
 
 def test_intervals_saved_in_a_report_are_read_back(tmp_path):
     a = _result([("pca", "vanilla", 1, "", "max_loss", 1.0, 0.8, 1.2)])
-    payload = a.to_dict()
+    payload = result_dict(a)
     payload["records"] = [{**payload["records"][0], "ci_low": 0.8, "ci_high": 1.2}]
     payload["findings"] = [{"family": "pca", "text": "saved sentence", "verdict": "gap"}]
     path = tmp_path / "a.json"

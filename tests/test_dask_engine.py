@@ -513,39 +513,24 @@ def test_the_replicate_pass_runs_on_the_reads_client_and_says_what_to_do_when_it
     assert again.records[again.records.metric == "error"].ci_low.notna().all()
 
 
-def test_the_replicate_cost_counts_the_pass_over_the_data(files, monkeypatch):
-    """The Poisson bootstrap's cost model: one more pass over the data as long as the read's own
-    pass, then per replicate its share of that pass's arithmetic and its fits. The audit's default
-    count and the command line's expectation both use it: a slow read shortens the default, or
-    leaves it out with the reason."""
-    from fairaudit.cost import data_parts, expected_data_seconds, poisson_row_seconds
-    from fairaudit.uncertainty import replicate_seconds
+def test_the_replicate_pass_comes_before_the_replicates_whatever_the_read_took(files, monkeypatch):
+    """The Poisson bootstrap's pass over the data runs once, before the first replicate, with its
+    progress (``bootstrap_pass``); the replicates then run in this process (their moments are kept
+    with the data). The default count is the family's, whatever the read took: no cost model
+    shortens it; the announced time comes from the replicates timed after the pass."""
+    from fairaudit.uncertainty import DEFAULT_BOOTSTRAP
 
     monkeypatch.delenv("FAIRAUDIT_DEFAULT_BOOTSTRAP", raising=False)
     data = partitioned(files["parquet"])
-    passes = data._layout.passes
-    cost = data.replicate_cost(1)
-    assert cost.once == passes.seconds > 0 and passes.parallel >= 1
-    fits = replicate_seconds("pca", data.n_rows, data.n_features, 1, data.groups.n_groups, moments_pass=False)
-    assert cost.each == pytest.approx(fits + data.n_rows * poisson_row_seconds(data.n_features) / passes.parallel)
-
-    def read_taking(seconds: float) -> PartitionedData:
-        layout = dataclasses.replace(data._layout, passes=dataclasses.replace(passes, seconds=seconds))
-        return dataclasses.replace(data, _layout=layout, _cache={})
-
-    config = AuditConfig(ranks=(1,), engine="dask", variants=("vanilla",))
-    slow = read_taking(60 - 50.5 * cost.each)  # room for 50 replicates after the pass
-    result = run_audit(slow, config)
+    events = []
+    result = run_audit(data, AuditConfig(ranks=(1,), engine="dask", variants=("vanilla",)), progress=events.append)
     summary = result.uncertainty["pca"]
-    assert summary["replicates"] == slow.replicate_cost(1).affordable(60) == 50, summary
-    assert "shortened" in summary["why"] and "one more pass over the data" in summary["why"]
-    parts = data_parts(slow, dataclasses.replace(config, bootstrap=20))
-    assert parts["pca"].replicates == 20 and parts["pca"].bootstrap == pytest.approx(slow.replicate_cost(1).seconds(20))
-    assert expected_data_seconds(slow, dataclasses.replace(config, bootstrap=20))[0] > 59
-    slower = read_taking(60 - 5.5 * cost.each)  # room for 5: no intervals by default, and why
-    summary = run_audit(slower, config).uncertainty["pca"]
-    assert summary["replicates"] == 0 and "no intervals by default" in summary["why"] and "one more pass" in summary["why"]
-    assert data_parts(slower, config)["pca"].bootstrap == 0
+    assert summary["replicates"] == DEFAULT_BOOTSTRAP["pca"] and summary["jobs"] == "in this process", summary
+    stages = [e["stage"] for e in events]
+    assert stages.index("bootstrap_pass") < stages.index("announce") < len(stages) - 1
+    assert stages[stages.index("bootstrap_pass"):].count("bootstrap_pass") == stages.count("bootstrap_pass")
+    assert "bootstrap_pass" not in stages[stages.index("bootstrap"):]
+    assert result.expected_seconds > 0 and summary["expected_seconds"] > 0
 
 
 def test_a_callers_dask_callbacks_still_see_every_pass(files):

@@ -14,7 +14,7 @@ from fairaudit import AuditData, metrics
 from fairaudit.audit import RECORD_COLUMNS, AuditConfig, AuditResult, run_audit
 from fairaudit.findings import VERDICTS, Finding, findings, verdict_rules
 from fairaudit.pca import PCA, FairPCA
-from fairaudit.report import render_html
+from fairaudit.report import render_html, result_json
 from fairaudit.samples import load_sample
 
 E_NOTATION = re.compile(r"\d[eE][-+]?\d")
@@ -86,7 +86,7 @@ def test_the_default_sample_shows_a_gap_that_fair_pca_mitigates(default_pca):
 
 
 def test_findings_are_objects_in_json_with_numbers_for_people(default_pca):
-    payload = json.loads(default_pca.to_json())
+    payload = json.loads(result_json(default_pca))
     assert payload["findings"], "JSON has a top-level findings list"
     for item in payload["findings"]:
         assert {"family", "rank", "verdict", "text", "variant", "rule", "evidence"} <= set(item)

@@ -15,7 +15,7 @@ from fairaudit.cli import main
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.fs.audit import VARIANTS, default_ranks
-from fairaudit.report import render_html
+from fairaudit.report import render_html, result_json
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
@@ -68,7 +68,7 @@ def test_selected_features_are_reported_and_fufs_avoids_the_proxies(result):
 
 
 def test_details_travel_through_json_and_into_the_report(result):
-    payload = json.loads(result.to_json())
+    payload = json.loads(result_json(result))
     assert payload["details"]["fs"]["fufs"]["2"]["selected"] == result.details["fs"]["fufs"]["2"]["selected"]
     again = AuditResult.from_dict(payload)
     assert again.details == result.details

@@ -18,6 +18,7 @@ from fairaudit.nmf import _estimates as estimates_module
 from fairaudit.nmf import clear_estimate_cache
 from fairaudit.nmf.audit import nmf_input
 from fairaudit.plots import family_figures
+from fairaudit.report import result_json
 
 
 def two_group_frame(seed=0, sizes=(70, 25)):
@@ -61,7 +62,7 @@ def test_audit_records_every_metric_and_shares_E(monkeypatch):
     assert top.verdict == "info" and top.text.startswith("No verdict: fewer than two groups have at least 30 rows")
     assert "small (25 rows)" in top.text and top.evidence["small"][0]["group"] == "small"
     assert [metric for metric, _ in family_figures(records, "nmf")][:2] == ["rel_loss", "rel_error"]
-    json.loads(result.to_json())
+    json.loads(result_json(result))
 
 
 def test_am_is_skipped_above_its_size_limit_with_a_reason():

@@ -24,6 +24,7 @@ from fairaudit.audit import (
     run_audit,
 )
 from fairaudit.errors import ParameterError
+from fairaudit.report import records_csv, result_json
 from fairaudit.samples import load_sample
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -74,20 +75,19 @@ def test_bad_options_are_refused_with_the_option_named():
             AuditConfig(**options)
 
 
-def test_default_replicates_come_from_the_family_its_cost_and_the_cap(monkeypatch):
+def test_default_replicates_are_fixed_per_family_and_capped_only_by_the_variable(monkeypatch):
+    """The default count never depends on the data's size or the machine's speed (a time budget
+    may stop the replicates, and says so: tests/test_replicate_jobs.py)."""
     from fairaudit.vocabulary import render
 
     monkeypatch.delenv(uncertainty.DEFAULT_CAP_VARIABLE, raising=False)
-    assert uncertainty.resolve_replicates("pca", None, 600, 10)[0] == uncertainty.DEFAULT_BOOTSTRAP["pca"]
+    for method, count in uncertainty.DEFAULT_BOOTSTRAP.items():
+        assert uncertainty.resolve_replicates(method, None) == uncertainty.default_replicates(method)
+        assert uncertainty.resolve_replicates(method, None)[0] == count > 0
     count, why = uncertainty.resolve_replicates("nmf", 0)
     assert count == 0 and render(why, "cli") == "intervals turned off (--bootstrap 0)"
-    # predicted from the data's size: fewer replicates, or none, when the default would take long
-    shorter, why = uncertainty.resolve_replicates("pca", None, 1000, 80)
-    assert uncertainty.MIN_DEFAULT_REPLICATES <= shorter < uncertainty.DEFAULT_BOOTSTRAP["pca"] and "shortened" in why
-    none, why = uncertainty.resolve_replicates("cpd", None, 300000, 22)  # beyond the measurements: in proportion to the cells
-    assert none == 0 and "no intervals by default" in why and "--bootstrap 10" in render(why, "cli")
     monkeypatch.setenv(uncertainty.DEFAULT_CAP_VARIABLE, "12")
-    count, why = uncertainty.resolve_replicates("pca", None, 600, 10)
+    count, why = uncertainty.resolve_replicates("pca", None)
     assert count == 12 and uncertainty.DEFAULT_CAP_VARIABLE in why
     assert uncertainty.resolve_replicates("pca", 40)[0] == 40  # an explicit number is never capped
 
@@ -111,13 +111,13 @@ def test_records_carry_intervals_in_json_and_csv(pca_result):
     assert records[(records.variant == "fair_sdp") & (records.metric == "loss")].ci_low.isna().all()
     assert any("fair_sdp" in w and "no interval" in w for w in result.warnings)
     assert any("seconds" in w and "fact of the fit" in w for w in result.warnings)
-    payload = json.loads(result.to_json())
+    payload = json.loads(result_json(result))
     assert {"ci_low", "ci_high"} <= set(payload["records"][0])
     assert payload["uncertainty"]["pca"]["replicates"] == 20 and payload["uncertainty"]["pca"]["holdout"] == 0.3
     again = AuditResult.from_dict(payload)
     np.testing.assert_allclose(again.records.ci_low, result.records.ci_low, equal_nan=True)
     pd.testing.assert_frame_equal(again.comparisons, result.comparisons)  # the comparisons survive the JSON (NaN as null)
-    assert result.to_csv().splitlines()[0] == ",".join(RECORD_COLUMNS)
+    assert records_csv(result).splitlines()[0] == ",".join(RECORD_COLUMNS)
 
 
 def test_gaps_and_ratios_with_intervals_that_can_include_parity(pca_result):

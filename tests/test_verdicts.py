@@ -18,6 +18,7 @@ from fairaudit.audit import AuditConfig, AuditResult, run_audit
 from fairaudit.errors import ParameterError
 from fairaudit.findings import findings
 from fairaudit.plots import VARIANT_TITLES
+from fairaudit.report import result_json
 from fairaudit.verdicts import (
     COMPARISON_COLUMNS,
     Settings,
@@ -324,9 +325,9 @@ def test_a_result_saved_without_comparisons_says_why_it_has_no_verdict(three_gro
     pair, and the finding says so instead of judging the worst and best group as before."""
     import json
 
-    payload = json.loads(three_groups.to_json())
+    payload = json.loads(result_json(three_groups))
     del payload["comparisons"]
     found = findings(AuditResult.from_dict(payload))["pca"]
     assert found[0].verdict == "info" and "carries no comparisons of groups" in found[0].text
-    again = AuditResult.from_dict(json.loads(three_groups.to_json()))  # with them: the same findings as the result's
+    again = AuditResult.from_dict(json.loads(result_json(three_groups)))  # with them: the same findings as the result's
     assert [f.to_dict() for f in findings(again)["pca"]] == [f.to_dict() for f in findings(three_groups)["pca"]]

@@ -15,7 +15,7 @@ from fairaudit import AuditConfig, AuditData, run_audit
 from fairaudit.cli import main
 from fairaudit.errors import InputFileError, ParameterError, RankError
 from fairaudit.nmf.audit import nmf_input
-from fairaudit.report import render_html
+from fairaudit.report import render_html, result_json
 from fairaudit.yours import YOURS, attach, audit_components, audit_embedding, read_components, read_embedding, sentences
 
 PCA_METRICS = [
@@ -198,7 +198,7 @@ def test_yours_gets_intervals_and_findings_like_any_variant(tmp_path):
     mine = [f for f in findings(result)["pca"] if f.variant == YOURS]
     assert len(mine) == 1 and mine[0].verdict == "gap" and mine[0].text.startswith("Your representation leaves a gap at rank 3")
     assert html.escape(mine[0].text) in render_html(result)
-    assert any(f["variant"] == YOURS and f["verdict"] == "gap" for f in json.loads(result.to_json())["findings"])
+    assert any(f["variant"] == YOURS and f["verdict"] == "gap" for f in json.loads(result_json(result))["findings"])
 
 
 def test_an_nmf_dictionary_gets_intervals_and_verdicts_like_the_familys_variants(tmp_path):

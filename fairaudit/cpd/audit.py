@@ -610,7 +610,30 @@ class CPDAudit(FamilyAudit):
                     f"restarted there it reaches {number(model.residual_fit_, 5)}"
                 ))
 
-    def _fit_replicate(self, rows, X, codes, warm: Fits, seed) -> Fits:
+    @property
+    def restarts(self) -> int:
+        """Restarts where a fit starts at random: the paper's U(0, 1) factors, or the Nyström
+        landmarks KHSIC draws every epoch; ours from an SVD start with the exact kernel is the same
+        from any seed (no restart would move it)."""
+        return 3 if self.options["formulation"] == "paper" or ("khsic" in self.fair and self.kernel == "nystrom") else 0
+
+    @property
+    def restart_reason(self) -> str:
+        if self.options["formulation"] == "paper":
+            return "each restart refits vanilla CP and every fair method from other U(0, 1) factors (the paper's start)"
+        return "each restart refits every method with other Nyström landmarks for KHSIC's penalty (and its γ and nkhsic samples)"
+
+    def restart(self, fits: Fits, rows, seed) -> Fits:
+        """The audit's per-rank procedure on its own entities with every random draw from ``seed``
+        (:meth:`_fit_replicate` from a cold start: new U(0, 1) factors under the paper's
+        formulation, new landmarks under ours)."""
+        return self._fit_replicate(rows, self.X[rows], self.codes[rows], fits, seed, cold=True)
+
+    def restart_seconds(self, fits: Fits) -> float:
+        """A restart refits vanilla and the default-λ fits at every rank, not the λ sweep."""
+        return float(sum(seconds for (variant, _), seconds in fits.seconds.items() if SWEEP_SEPARATOR not in variant))
+
+    def _fit_replicate(self, rows, X, codes, warm: Fits, seed, *, cold: bool = False) -> Fits:
         """Vanilla and the default-λ fair fits on resampled entities; a fit that diverges (the
         paper's fixed steps) leaves its metrics out of this replicate.
 
@@ -638,7 +661,7 @@ class CPDAudit(FamilyAudit):
             return [self._measurement_task(fits, X, codes, fitted[0], rank, fitter.metric_gammas, True)]
 
         chains, tasks = [], []
-        from_audit = fitter.paper or REPLICATE_STARTS == "audit"
+        from_audit = (fitter.paper or REPLICATE_STARTS == "audit") and not cold
         with _kernels.blas_threads():
             for rank in self.ranks:
                 audited = warm.shared["vanilla"].get(rank)
@@ -659,7 +682,7 @@ class CPDAudit(FamilyAudit):
                     # At the sweep rank the audit's default-λ fit is the sweep's point, reached by
                     # continuation: its replicate starts from it, in its basin (restarting from
                     # vanilla moved KHSIC's residual fit 0.0794 → 0.0832 on the credit table).
-                    continued = self.do_sweep and rank == self.sweep_rank
+                    continued = self.do_sweep and rank == self.sweep_rank and not cold
                     start = resampled(warm.models[(name, rank)]) if from_audit or continued else vanilla[0].factors_
                     chains.append(_Chain(rank, start, [((name,), name, lam)], warm=from_audit or continued))
             _run_chains(fitter, chains, keep, self._replicate_jobs(), tasks)
@@ -670,6 +693,11 @@ class CPDAudit(FamilyAudit):
         return fits
 
     def _replicate_jobs(self) -> int:
+        if self.inner_threads is not None:
+            return self.inner_threads
+        return self._own_replicate_jobs()
+
+    def _own_replicate_jobs(self) -> int:
         """Worker threads of a bootstrap replicate: ``n_jobs`` with the Nyström KHSIC kernel, one
         with the exact kernel (records are the same on any number). With the exact kernel (up to
         2,000 entities by default) a fit's steps are short NumPy calls that hold the GIL. Measured

@@ -130,8 +130,7 @@ def family_input(data, method: str, config) -> FamilyInput:
 def _no_poisson_bootstrap(data, config) -> str | None:
     """Why the dask engine's Poisson bootstrap cannot give ``data`` (:class:`PartitionedData`)
     intervals under ``config`` (``None``: it can)."""
-    from ..audit import rank_count
-    from ..uncertainty import MIN_DEFAULT_REPLICATES, resolve_replicates
+    from ..uncertainty import MIN_REPLICATES, resolve_replicates
     from .dask_engine import POISSON_MIN_GROUP_ROWS, REPLICATE_SUMMARY_BYTES
 
     local = term("engine", "local")
@@ -142,10 +141,10 @@ def _no_poisson_bootstrap(data, config) -> str | None:
     if sizes[smallest] < POISSON_MIN_GROUP_ROWS:
         return NO_INTERVALS_SMALL.format(rows=POISSON_MIN_GROUP_ROWS, group=smallest, size=sizes[smallest], local=local)
     layout = data._layout
-    count, _ = resolve_replicates("pca", config.bootstrap, cost=data.replicate_cost(rank_count("pca", config, data.n_rows, data.n_features)))
+    count, _ = resolve_replicates("pca", config.bootstrap)
     if layout is not None and count and layout.replicate_bytes(count) > REPLICATE_SUMMARY_BYTES:
         fits = REPLICATE_SUMMARY_BYTES // layout.replicate_bytes(1)
-        ask = (f"ask for {term('bootstrap', int(fits))} or fewer" if fits >= MIN_DEFAULT_REPLICATES
+        ask = (f"ask for {term('bootstrap', int(fits))} or fewer" if fits >= MIN_REPLICATES
                else f"audit with the default engine ({local})")
         return NO_INTERVALS_LARGE.format(count=count, keys=layout.n_keys, features=data.n_features,
                                          size=layout.replicate_bytes(count) / 2**30, ask=ask)

@@ -256,20 +256,6 @@ class PartitionedData:
             self._cache[key] = self._layout.replicates(self, int(draw.count), int(draw.seed), progress)
         return self._cache[key][draw.index]
 
-    def replicate_cost(self, n_ranks: int | None = None):
-        """What the PCA family's Poisson-bootstrap replicates are predicted to cost on these data
-        (:class:`~fairaudit.uncertainty.ReplicateCost`): one more pass over the partitions, as long
-        as the read's own pass took, then per replicate its share of that pass's arithmetic and
-        its fits (:func:`fairaudit.cost.poisson_replicate_cost`)."""
-        from ..cost import poisson_replicate_cost
-
-        passes = None if self._layout is None else self._layout.passes
-        return poisson_replicate_cost(
-            self.n_rows, self.n_features, self.groups.n_groups, n_ranks,
-            first_pass=None if passes is None else passes.seconds, parallel=1 if passes is None else passes.parallel,
-            n_columns=len(self.feature_names) + len(self.sensitive) + (self.label_name is not None), file_format=self.source["format"],
-        )
-
     def sample_data(self) -> AuditData:
         """The stratified sample as in-memory :class:`AuditData` (unscaled rows, the data's
         scaling, the groups of the sample's rows). Its source, log and accounting are this data
@@ -423,7 +409,7 @@ def read_partitioned(
             plan = revised
         else:
             raise FairAuditError(f"{src.name}: the columns kept changing between passes over the data; audit it with {term('engine', 'local')}.")
-        passes = _Passes(src, scheduler, client, where, seconds, _parallelism(client, len(src.partitions)))
+        passes = _Passes(src, scheduler, client, where, seconds)
 
         def redo(sample_size: int, seed: int) -> PartitionedData:
             """The same data with another sample (one more pass)."""
@@ -578,7 +564,7 @@ CLOSED_CLIENT = (
 @dataclass(frozen=True)
 class _Passes:
     """How the data are read again after :func:`read_partitioned`'s pass — for a larger sample
-    (``redo``) or the bootstrap replicates — and what that pass cost.
+    (``redo``) or the bootstrap replicates — and how long that pass took.
 
     A later pass runs where the read ran: on the read's own :class:`distributed.Client` while it is
     open (a client the caller passed, or the active one), else a clear error (what to do); on a new
@@ -590,7 +576,6 @@ class _Passes:
     client: object  # the client the read computed on (None: dask's threads in this process)
     where: str
     seconds: float  # wall seconds of the read's pass over the data
-    parallel: int  # partitions computed at once (cost model)
 
     def reduce(self, plan: PartitionPlan, purpose: str, progress=None) -> PartitionSummary:
         """One more pass under ``plan`` (``purpose``: what it is for, in the closed-client error); a
@@ -612,22 +597,6 @@ class _Passes:
         otherwise = f", or turn the intervals off ({term('bootstrap', 0)})" if "bootstrap" in purpose else ""
         raise ParameterError(CLOSED_CLIENT.format(name=self.src.name, status=client.status, where=self.where, purpose=purpose,
                                                   scheduler=term("scheduler", "tcp://…"), otherwise=otherwise))
-
-
-def _parallelism(client, partitions: int) -> int:
-    """How many partitions a pass computes at once: the workers' threads (on a local cluster, at
-    most this machine's cores), dask's threads in this process one per core; never more than the
-    partitions."""
-    import os
-
-    cores = os.cpu_count() or 1
-    if client is None:
-        threads = cores
-    else:
-        threads = sum(client.nthreads().values()) or 1
-        if getattr(client, "cluster", None) is not None:
-            threads = min(threads, cores)
-    return max(1, min(threads, partitions))
 
 
 # ============================================================================ after the pass

@@ -209,18 +209,37 @@ class FSAudit(FamilyAudit):
             **{f"{m}_std": f"the spread of {m} over k-means runs (a replicate runs fewer)" for m in ("acc", "nmi", "balance", "proportion")},
         }
 
-    @classmethod
-    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
-        """The default sizes (:func:`default_ranks`), else ``config``'s."""
-        return len(default_ranks(n_features) if config.ranks is None else config.resolved_ranks(n_features))
-
     @property
     def active(self) -> bool:
         return bool(self.chosen)
 
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        """Every selector at every size on ``rows``. A replicate draws its random starts (the
+        spectral embeddings' start vectors, NDFS's k-means labels, FUFS's row sample, the k-means
+        runs of :meth:`measure`) as the audit did, from the audit's seed: it repeats the audit's
+        procedure on the resample rather than drawing new starts, whose effect :meth:`restart`
+        measures apart."""
+        return self._fit(rows, self.config.random_state, replicate)
+
+    restarts = 3
+    restart_reason = (
+        "each restart refits every selector and repeats the k-means runs with another seed (the spectral embeddings' "
+        "start vectors, NDFS's k-means labels, FUFS's row sample or landmarks, the k-means starts)"
+    )
+
+    def restart(self, fits: Fits, rows, seed) -> Fits:
+        """The audit's procedure on its rows with every random start drawn from ``seed``."""
+        drawn = int(np.random.default_rng(seed).integers(2**31 - 1))
+        refits = self._fit(rows, drawn, replicate=True)
+        refits.shared["kmeans_seed"] = drawn
+        return refits
+
+    def restart_seconds(self, fits: Fits) -> float:
+        """One fit per selector where it serves every size: its time once."""
+        return float(sum({id(fits.models[key]): seconds for key, seconds in fits.seconds.items()}.values()))
+
+    def _fit(self, rows, seed: int, replicate: bool) -> Fits:
         X, codes = self.X[rows], self.codes[rows]
-        seed = self.config.random_state if seed is None else int(np.random.default_rng(seed).integers(2**31 - 1))
         fits = Fits(rows=rows, shared={"order": {}})
         if not replicate:
             self.sink.expect(len(self.chosen) * len(self.ranks))
@@ -273,10 +292,11 @@ class FSAudit(FamilyAudit):
         runs = min(self.runs, REPLICATE_KMEANS_RUNS) if replicate else self.runs
         with blas_threads(THREADS, user_api=None):
             alignment = _alignment_backend(X, self.options, self.config.random_state)
-            threads = measure_threads(alignment)
+            threads = measure_threads(alignment) if self.inner_threads is None else self.inner_threads
             aligned = dict(zip(sets, map_threads(self._aligner(alignment, X, codes, announce=not (replicate or heldout)), sets, threads), strict=True))
             parts = [list(distinct)] if threads == 1 or len(distinct) < 2 else [list(distinct)[i::2] for i in range(2)]  # a batch per thread
-            scores = {order: found for part, results in zip(parts, map_threads(self._clusterer(rows, runs), parts, threads), strict=True)
+            clusterer = self._clusterer(rows, runs, fits.shared.get("kmeans_seed", self.config.random_state))
+            scores = {order: found for part, results in zip(parts, map_threads(clusterer, parts, threads), strict=True)
                       for order, found in zip(part, results, strict=True)}
             representations = [X[:, list(order)] for order in distinct]
             shared = self.representations(representations, codes, replicate=replicate, lineages=list(distinct.values()))
@@ -332,7 +352,7 @@ class FSAudit(FamilyAudit):
 
         return align
 
-    def _clusterer(self, rows: np.ndarray, runs: int):
+    def _clusterer(self, rows: np.ndarray, runs: int, seed: int):
         """``[order, …] ↦ [cluster_scores, …]`` of the selected columns (in each order) on ``rows``,
         fitted together (:func:`cluster_scores_many`): a resample's repeated rows clustered once
         with their counts."""
@@ -345,7 +365,7 @@ class FSAudit(FamilyAudit):
         def cluster(orders: list[tuple[int, ...]]) -> list[dict[str, float]]:
             return cluster_scores_many(
                 [X[:, list(order)] for order in orders], codes, n_clusters=self.K, labels=truth, runs=runs,
-                random_state=self.config.random_state, counts=counts, shares=True,
+                random_state=seed, counts=counts, shares=True,
             )
 
         return cluster

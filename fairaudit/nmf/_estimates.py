@@ -58,22 +58,30 @@ def estimate_group_errors(
     max_iter: int = STANDARD_MAX_ITER,
     random_state=None,
     key: str | None = None,
-) -> tuple[np.ndarray, float]:
+    starts: list | None = None,
+    keep_runs: bool = False,
+):
     """``(E, seconds)``: ``E[ℓ]`` = mean error of ``n_estimates`` NMF runs of group ``ℓ``.
 
     ``seconds`` is the time the estimate took when it was computed (also when it now comes
     from the cache). ``random_state`` seeds the ``T`` starts of every group (an int gives the
     same ``E`` every time; a Generator or ``None`` draws fresh starts and bypasses the cache).
+
+    ``starts`` (per group, a list of ``(W, H)`` starting factors, ``W`` over the group's rows;
+    ``None`` for a group whose ``E_ℓ`` is 0): the runs start there instead of at random — an
+    earlier estimate's runs continued on other rows of the same groups (a bootstrap replicate
+    of the audit's ``E_ℓ``). ``keep_runs``: return ``(E, seconds, runs)``, ``runs`` in that form
+    (each run's fitted factors), computed afresh (the cache keeps no factors).
     """
     seed = _seed_key(random_state)
     cache_key = None
-    if seed is not None:
+    if seed is not None and starts is None:
         cache_key = (
             key or data_key(data), int(r), int(n_estimates), seed, solver, stopping if solver == "mu" else None,
             float(tol), int(max_iter),
         )
         with _lock:
-            if cache_key in _cache:
+            if cache_key in _cache and not keep_runs:
                 _cache.move_to_end(cache_key)
                 E, seconds = _cache[cache_key]
                 return E.copy(), seconds
@@ -92,7 +100,10 @@ def estimate_group_errors(
             # minimum of eq. (2) is 0; iterative NMF only creeps towards it and would overstate E_ℓ
             # (and understate the relative loss).
             continue
-        runs += [(g, *random_factors(block, r, rngs[g])) for _ in range(n_estimates)]
+        if starts is not None:
+            runs += [(g, np.array(W, dtype=float), np.array(H, dtype=float)) for W, H in starts[g]]
+        else:
+            runs += [(g, *random_factors(block, r, rngs[g])) for _ in range(n_estimates)]
 
     def run(task):
         g, W, H = task
@@ -101,12 +112,15 @@ def estimate_group_errors(
             block, W, H, solver=solver, tol=tol, max_iter=max_iter, stopping=stopping,
             what=f"NMF of group {data.labels[g]!r} (E_ℓ)",
         )
-        return g, float(np.linalg.norm(block - fit.W @ fit.H))
+        return g, float(np.linalg.norm(block - fit.W @ fit.H)), (fit.W, fit.H)
 
     errors: dict[int, list[float]] = {}
+    factors: list = [None] * data.n_groups
     with blas_threads():
-        for g, error in map(run, runs):
+        for g, error, fitted in map(run, runs):
             errors.setdefault(g, []).append(error)
+            if keep_runs:
+                factors[g] = (factors[g] or []) + [fitted]
     E = np.array([float(np.mean(errors[g])) if g in errors else 0.0 for g in range(data.n_groups)])
     seconds = time.perf_counter() - start
     if cache_key is not None:
@@ -114,7 +128,7 @@ def estimate_group_errors(
             _cache[cache_key] = (E.copy(), seconds)
             while len(_cache) > CACHE_SIZE:
                 _cache.popitem(last=False)
-    return E, seconds
+    return (E, seconds, factors) if keep_runs else (E, seconds)
 
 
 def clear_estimate_cache() -> None:

@@ -34,7 +34,7 @@ from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
 from ..errors import FairAuditError, ParameterError, RankError
 from ..formatting import number
 from ..groups import check_groups
-from ..uncertainty import Disparity
+from ..uncertainty import Disparity, resolve_replicates
 from ..vocabulary import term
 from ._core import FAIR_STOPPING_RULES, STOPPING_RULES, GroupedData, check_solver_parameters, exact_factors, group_errors
 from ._estimates import data_key, estimate_group_errors
@@ -229,28 +229,23 @@ def am_too_slow(n_rows: int, n_features: int, options: dict) -> str | None:
 
 
 # ============================================================================ the audit
-REPLICATE_ESTIMATES = 1
-"""``T`` of Algorithm 1 inside a bootstrap replicate: each group's own error ``E_ℓ`` is
-re-estimated on the resampled rows from one random start instead of ``n_estimates``. The mean
-of ``T`` runs and one run have the same expectation; one run only adds its start's noise, which
-widens the intervals a little (never narrows them), at a fifth of the cost — ``E_ℓ`` was 4.4 of
-the 7 s of a replicate on the default sample with ``T = 5``."""
-
-
 class NMFAudit(FamilyAudit):
     """The NMF family's side of the audit protocol (:class:`fairaudit.audit.FamilyAudit`).
 
     The audit's own fit: each rank's ``E_ℓ`` once, standard NMF, and each Fairer-NMF variant
     (from the standard NMF with ``init="nmf"``), every fit naming its version (the ``method``
-    detail). A replicate re-estimates ``E_ℓ`` on the resampled rows
-    (:data:`REPLICATE_ESTIMATES`), refits standard NMF from the audit's own factors
+    detail). A replicate starts every iterative fit from the audit's own, so that its interval is
+    the sampling variability of the audit's solution (another random start is another solution,
+    measured apart: :meth:`restart`): it re-estimates ``E_ℓ`` on the resampled rows by
+    continuing each of Algorithm 1's ``T`` runs from where the audit's run ended
+    (:meth:`replicate_estimates`), refits standard NMF from the audit's own factors
     (multiplicative updates; coordinate descent restarts at random, since scikit-learn's
     stopping rule is relative to its first iteration and a start at the solution never stops)
-    and each Fairer-NMF variant from its own audit fit — the same settings
-    (:func:`vanilla_settings`, :func:`fairer_settings`) and the same restart of standard NMF from
-    a Fairer-NMF fit with a lower total error (:func:`at_own_optimum`). Held-out rows get their ``W`` by NNLS
-    against the fitted ``H`` and their own ``E_ℓ`` (Algorithm 1 on the held-out rows of each
-    group).
+    and each Fairer-NMF variant from its own audit fit — its factors and, for Algorithm 3, its
+    counts ``c`` — with the same settings (:func:`vanilla_settings`, :func:`fairer_settings`) and
+    the same restart of standard NMF from a Fairer-NMF fit with a lower total error
+    (:func:`at_own_optimum`). Held-out rows get their ``W`` by NNLS against the fitted ``H`` and
+    their own ``E_ℓ`` (Algorithm 1 on the held-out rows of each group).
     """
 
     method = "nmf"
@@ -268,6 +263,7 @@ class NMFAudit(FamilyAudit):
             VARIANTS, lambda name: am_too_slow(*self.prepared.X.shape, self.options) if name == "fair_am" else None
         )
         self._heldout_estimates: dict = {}
+        self.bootstrapping = resolve_replicates(self.method, config.bootstrap)[0] > 0
         exact = self.prepared.exact_rank
         self.replicate_ranks_skipped = {
             rank: f"at rank {rank} (≥ {exact}, the features or the smallest group's rows) every group's own NMF is exact "
@@ -276,12 +272,6 @@ class NMFAudit(FamilyAudit):
             if rank >= exact
         }
 
-    @classmethod
-    def rank_count(cls, config: AuditConfig, n_rows: int, n_features: int) -> int:
-        """:func:`nmf_ranks` before the input is prepared: up to the features and the rows (the
-        smallest group's rows, which also cap them, are not known here)."""
-        return len(config.resolved_ranks(min(n_features, n_rows)))
-
     @property
     def active(self) -> bool:
         return bool(self.chosen)
@@ -289,12 +279,44 @@ class NMFAudit(FamilyAudit):
     def _sensitive(self, rows) -> pd.Series:
         return pd.Series(pd.Categorical.from_codes(self.codes[rows], categories=list(self.labels)))
 
-    def _estimates(self, grouped: GroupedData, rank: int, n_estimates: int, random_state) -> tuple[np.ndarray, float]:
-        """``E_ℓ`` of ``grouped`` by Algorithm 1 with the audit's settings (cached for an int seed)."""
+    def _estimates(self, grouped: GroupedData, rank: int, n_estimates: int, random_state, *, starts=None, keep_runs=False):
+        """``E_ℓ`` of ``grouped`` by Algorithm 1 with the audit's settings (cached for an int seed;
+        ``starts``, ``keep_runs``: :func:`estimate_group_errors`'s)."""
         return estimate_group_errors(
             grouped, rank, n_estimates=n_estimates, max_iter=STANDARD_MAX_ITER, random_state=random_state,
-            key=data_key(grouped) if isinstance(random_state, int) else None, **standard_settings(self.options),
+            key=data_key(grouped) if isinstance(random_state, int) else None, starts=starts, keep_runs=keep_runs,
+            **standard_settings(self.options),
         )
+
+    def audit_estimates(self, fits: Fits, grouped: GroupedData, rank: int) -> np.ndarray:
+        """The audit's ``E_ℓ`` at ``rank`` (Algorithm 1 with ``n_estimates`` runs), its time in
+        ``fits.shared["estimate_seconds"]``; when replicates follow, every run's factors kept in
+        ``fits.shared["runs"]`` for :meth:`replicate_estimates` (and the rows' grouping)."""
+        seed = self.config.random_state
+        if not self.bootstrapping or rank in self.replicate_ranks_skipped:
+            E, fits.shared["estimate_seconds"][rank] = self._estimates(grouped, rank, self.options["n_estimates"], seed)
+            return E
+        E, fits.shared["estimate_seconds"][rank], runs = self._estimates(grouped, rank, self.options["n_estimates"], seed, keep_runs=True)
+        fits.shared.setdefault("runs", {})[rank] = runs
+        fits.shared["grouped"] = (grouped.inverse, grouped.slices)
+        fits.shared.setdefault("E", {})[rank] = E
+        return E
+
+    def replicate_estimates(self, grouped: GroupedData, rank: int, warm: Fits, rows) -> np.ndarray:
+        """``E_ℓ`` of a resample ``grouped`` (of the family's ``rows``): each of the audit's
+        Algorithm-1 runs continued on the resampled rows of its group, from the factors it ended
+        with (each resampled row's ``W`` row is its original's) — the audit's estimate measured on
+        another sample, not a new draw of random starts."""
+        inverse, slices = warm.shared["grouped"]
+        original = inverse[np.searchsorted(warm.rows, rows)]  # each resampled row's place among the audit's grouped rows
+        starts = []
+        for g, runs in enumerate(warm.shared["runs"][rank]):
+            if runs is None:
+                starts.append(None)
+                continue
+            within = original[grouped.order[grouped.slices[g]]] - slices[g].start
+            starts.append([(W[within], H) for W, H in runs])
+        return self._estimates(grouped, rank, self.options["n_estimates"], None, starts=starts)[0]
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
@@ -312,7 +334,7 @@ class NMFAudit(FamilyAudit):
         for rank in self.ranks:
             # Every warning but the iteration caps goes to the audit; the caps are summarised below.
             with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
-                E, fits.shared["estimate_seconds"][rank] = self._estimates(grouped, rank, options["n_estimates"], seed)
+                E = self.audit_estimates(fits, grouped, rank)
             if caps:
                 estimate_capped.append(rank)
             found = {}
@@ -368,7 +390,7 @@ class NMFAudit(FamilyAudit):
         for rank in self.ranks:
             if rank in self.replicate_ranks_skipped:
                 continue
-            E, _ = self._estimates(grouped, rank, REPLICATE_ESTIMATES, rng)
+            E = self.replicate_estimates(grouped, rank, warm, fits.rows)
             start = int(rng.integers(2**31 - 1))
             if "vanilla" in self.chosen:
                 audited = warm.models[("vanilla", rank)]
@@ -379,12 +401,56 @@ class NMFAudit(FamilyAudit):
             for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
                 if name in self.chosen:
                     audited = warm.models[(name, rank)]
+                    counts = {"counts": audited.counts_} if solver == "mu" else {}
                     fits.models[(name, rank)] = FairerNMF(
                         rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver)
-                    ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_)
+                    ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_, **counts)
             if "vanilla" in self.chosen:  # the same procedure as the audit's (at_own_optimum)
                 fair = {n: fits.models[(n, rank)] for n in self.chosen if n != "vanilla"}
                 fits.models[("vanilla", rank)] = at_own_optimum(fits.models[("vanilla", rank)], fair, X, sensitive, E, compared)[0]
+
+    restarts = 2
+    """Two: a restart refits every variant from a cold start, as long as the audit's own fits took
+    (3.4 s of CPU on the default sample, against 3.0 s for a warm-started replicate)."""
+    restart_reason = (
+        "each restart refits standard NMF from other random factors and every Fairer-NMF variant from it, as the "
+        "audit does, with the audit's E_ℓ (Algorithm 1's own spread over its T random starts is in E_ℓ's runs)"
+    )
+
+    def restart(self, fits: Fits, rows, seed) -> Fits:
+        """The audit's procedure on its own rows from other random factors (``seed``): standard
+        NMF, then each Fairer-NMF variant from it (``init="nmf"``) or from the same random start
+        (``init="random"``), at every bootstrapped rank, with the audit's ``E_ℓ``."""
+        X, sensitive = self.prepared.X[rows], self._sensitive(rows)
+        options = self.options
+        refits = Fits(rows=rows, shared={"estimate_seconds": {}})
+        start = int(np.random.default_rng(seed).integers(2**31 - 1))
+        for rank in self.ranks:
+            if rank in self.replicate_ranks_skipped:
+                continue
+            E = fits.shared["E"][rank]
+            vanilla = NMF(rank, estimates=E, random_state=start, **vanilla_settings(options)).fit(X, sensitive_features=sensitive)
+            if "vanilla" in self.chosen:
+                refits.models[("vanilla", rank)] = vanilla
+            for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
+                if name not in self.chosen:
+                    continue
+                settings = {**fairer_settings(options, solver), "estimates": E, "random_state": start}
+                if options["init"] == "nmf":
+                    fair = FairerNMF(rank, init="custom", **settings).fit(X, sensitive_features=sensitive, W=vanilla.W_, H=vanilla.components_)
+                else:
+                    fair = FairerNMF(rank, init="random", **settings).fit(X, sensitive_features=sensitive)
+                refits.models[(name, rank)] = fair
+            if "vanilla" in self.chosen:  # the same procedure as the audit's (at_own_optimum)
+                fair = {n: refits.models[(n, rank)] for n in self.chosen if n != "vanilla"}
+                refits.models[("vanilla", rank)] = at_own_optimum(vanilla, fair, X, sensitive, E, vanilla_settings(options))[0]
+        return refits
+
+    def restart_seconds(self, fits: Fits) -> float:
+        """A restart refits every variant at the bootstrapped ranks, not ``E_ℓ``: the audit's own fit
+        times of those (each fit's own iterations; a Fairer-NMF fit's record also counts its starting
+        NMF)."""
+        return float(sum(model.fit_seconds_ for (_, rank), model in fits.models.items() if rank not in self.replicate_ranks_skipped))
 
     # ------------------------------------------------------------------ measuring
     def measure(self, fits: Fits, rows, out: Recorder, *, heldout=False, replicate=False) -> None:
@@ -427,7 +493,7 @@ class NMFAudit(FamilyAudit):
         held-out part, once per replicate (one run per group) for a resampled one."""
         grouped = GroupedData.build(self.prepared.X[rows], self._sensitive(rows))
         if replicate:
-            return self._estimates(grouped, rank, REPLICATE_ESTIMATES, np.random.default_rng([int(rows.sum()), rank]))[0]
+            return self._estimates(grouped, rank, 1, np.random.default_rng([int(rows.sum()), rank]))[0]
         if rank not in self._heldout_estimates:
             self._heldout_estimates[rank] = self._estimates(grouped, rank, self.options["n_estimates"], self.config.random_state)[0]
         return self._heldout_estimates[rank]

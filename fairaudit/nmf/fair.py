@@ -130,6 +130,9 @@ class FairerNMF(NMFBase):
         How much each group drives the solution: ``c / Σc`` for ``"mu"``; for ``"am"`` the
         normalised dual values of the last H-step's cone constraints (0 for a group whose
         loss is below the maximum).
+    counts_ : ndarray (n_groups,)
+        ``"mu"`` only: the counts ``c`` themselves at the end (Algorithm 3, line 8), which
+        ``fit(..., counts=…)`` can start a later fit from.
     n_iter_ : int
     loss_history_ : ndarray
         The objective (largest relative loss) at the start (not for AM from a random start,
@@ -210,10 +213,17 @@ class FairerNMF(NMFBase):
         return FAIR_STOPPING_RULES
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features=None, W=None, H=None):
-        """Fit on ``X`` with one group value per row; ``W``, ``H`` for ``init="custom"``."""
+    def fit(self, X, y=None, *, sensitive_features=None, W=None, H=None, counts=None):
+        """Fit on ``X`` with one group value per row; ``W``, ``H`` for ``init="custom"``.
+
+        ``counts`` (``solver="mu"`` with ``init="custom"``): Algorithm 3's ``c`` to start from
+        instead of line 3's ``c⁽⁰⁾`` — with ``W`` and ``H`` an earlier fit's whole state
+        (``counts_``), so that a fit of resampled rows (a bootstrap replicate) continues that
+        fit rather than starting its min–max weighting afresh."""
+        if counts is not None and (self.solver != "mu" or self.init != "custom"):
+            raise FairAuditError("counts start Algorithm 3 (solver='mu') from an earlier fit's state, with init='custom'.")
         with blas_threads():
-            return self._fit(X, sensitive_features, W, H)
+            return self._fit(X, sensitive_features, W, H, counts)
 
     def _check_options(self, W, H) -> None:
         if self.solver not in FAIR_SOLVERS:
@@ -229,7 +239,7 @@ class FairerNMF(NMFBase):
         if self.init != "custom" and (W is not None or H is not None):
             raise FairAuditError("W and H are starting factors for init='custom'; set init='custom' or drop them.")
 
-    def _fit(self, X, sensitive_features, W, H):
+    def _fit(self, X, sensitive_features, W, H, counts=None):
         self._check_options(W, H)
         X = self._validate_input(X, min_samples=2)  # two groups need two rows
         r = self._check_common(X)
@@ -247,7 +257,7 @@ class FairerNMF(NMFBase):
         start = time.perf_counter()
         if self.solver == "mu":
             fit = _fit_mu(data, E, W_sorted, H0, weights=self.mu_weights, rule=rule, keep_best=self.keep_best,
-                          uniform_start=self.stopping == "authors")
+                          uniform_start=self.stopping == "authors", counts=counts)
         else:
             fit = _fit_am(data, E, W_sorted, H0, rule=rule, has_H=self.init != "random", keep_best=self.keep_best)
         self.fit_seconds_ = time.perf_counter() - start
@@ -257,6 +267,8 @@ class FairerNMF(NMFBase):
         self.loss_history_ = np.asarray(fit.history)
         self.converged_ = fit.converged
         self.weights_ = fit.weights
+        if fit.counts is not None:
+            self.counts_ = fit.counts
         self._set_group_attributes(data, fit.W, fit.H, E)
         return self
 
@@ -286,6 +298,7 @@ class _Fit:
         self.n_iter = 0
         self.converged = False
         self.h_solvers: dict[str, int] = {}
+        self.counts: np.ndarray | None = None
         self._best: tuple | None = None
 
     def record(self, objective: float) -> None:
@@ -305,12 +318,16 @@ class _Fit:
 def _fit_mu(
     data: GroupedData, E: np.ndarray, W: np.ndarray, H: np.ndarray, *, weights: str, rule: StoppingRule, keep_best: bool,
     uniform_start: bool = False,
+    counts: np.ndarray | None = None,
 ) -> _Fit:
     """Algorithm 3. ``uniform_start``: ``c⁽⁰⁾ = 1/L`` for every group (the authors' released
     code) instead of line 3's 0 (or 1 for our ``"gradient"`` weights)."""
     X, slices, norms, squared = data.X, data.slices, data.norms, data.squared_norms
-    # Line 3: c⁽⁰⁾ = 0. Ours ("gradient"): every c_ℓ starts at 1. The authors' code: 1/L.
-    if uniform_start:
+    # Line 3: c⁽⁰⁾ = 0. Ours ("gradient"): every c_ℓ starts at 1. The authors' code: 1/L. An earlier
+    # fit's counts continue it.
+    if counts is not None:
+        c = np.array(counts, dtype=float, copy=True)
+    elif uniform_start:
         c = np.full(data.n_groups, 1.0 / data.n_groups)
     else:
         c = np.zeros(data.n_groups) if weights == "squared" else np.ones(data.n_groups)
@@ -339,6 +356,7 @@ def _fit_mu(
         mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors))  # lines 9–10
         _, HHt = mu_update_W(X, W, H, work)  # line 11
     fit.weights = _shares(c)
+    fit.counts = c
     rule.warn_if_capped(iteration, objective)
     fit.finish(iteration, rule)
     return fit

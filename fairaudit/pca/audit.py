@@ -321,6 +321,20 @@ class PCAAudit(FamilyAudit):
             return PoissonReplicate(index, count, int(self.config.random_state or 0))
         return super().resample(rng, rows, index, count)
 
+    @property
+    def replicates_here(self) -> bool:
+        """On data read partition by partition the replicates run in this process: one pass over
+        the data (:meth:`prepare_replicates`) gives every replicate's moments, kept with the data."""
+        return dask_instance(self.data, "PartitionedData")
+
+    def prepare_replicates(self, count: int) -> None:
+        """The dask engine's pass over the data for ``count`` Poisson-bootstrap replicates (reported
+        as ``stage="bootstrap_pass"`` progress), before the first replicate."""
+        if dask_instance(self.data, "PartitionedData"):
+            from ..engine import PoissonReplicate
+
+            self.engine.replicate_summary(self.data, PoissonReplicate(0, count, int(self.config.random_state or 0)), self._pass_progress())
+
     def _summary(self, rows, *, sample: bool, scaling=None):
         """The engine's summary of ``rows`` (repeats counted: bootstrap weights; or a Poisson
         bootstrap replicate of the dask engine) and the row weights (``None``: every row once, the
@@ -350,13 +364,6 @@ class PCAAudit(FamilyAudit):
                              "stage": "bootstrap_pass", "unit": "partitions"})
 
         return progress
-
-    def replicate_cost(self):
-        """On data read partition by partition, the dask engine's Poisson bootstrap: one more pass
-        over the data, then the fits (:meth:`PartitionedData.replicate_cost`)."""
-        if dask_instance(self.data, "PartitionedData"):
-            return self.data.replicate_cost(len(self.ranks))
-        return super().replicate_cost()
 
     def _problem(self, summary, weights, centre=None) -> GroupProblem:
         if summary.rows is None:

@@ -15,6 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 from fairaudit import AuditConfig, run_audit
 from fairaudit.models import load_model
+from fairaudit.report import result_json
 from fairaudit.samples import DEFAULT_SAMPLE, load_sample
 from tests.app.test_app import wait_for_runs
 
@@ -144,8 +145,8 @@ def test_compare_two_reports():
                                         flag_ratio=50.0))
     at = _app()
     at.switch_page("pages/compare.py").run()
-    at.file_uploader(key="compare-a").set_value(("before.json", before.to_json().encode(), "application/json")).run()
-    at.file_uploader(key="compare-b").set_value(("after.json", after.to_json().encode(), "application/json")).run()
+    at.file_uploader(key="compare-a").set_value(("before.json", result_json(before).encode(), "application/json")).run()
+    at.file_uploader(key="compare-b").set_value(("after.json", result_json(after).encode(), "application/json")).run()
     assert not at.exception and not at.error
     assert at.subheader[0].value == "Verdicts"
     [improved] = [s.value.replace("\\", "") for s in at.success if "PCA · PCA:" in s.value.replace("\\", "")]

@@ -56,7 +56,7 @@ def test_pca_page_runs_its_quick_default_audit_on_first_open():
 
 
 def test_feature_selection_page_runs_its_quick_default_audit_on_first_open():
-    """Its numbers take about a second on the default sample (``fairaudit.cost``), so the page
+    """Its numbers take about a second on the default sample (the page's size rule), so the page
     starts its default audit unasked, as the PCA page does."""
     at = app().run()
     at.switch_page("pages/feature_selection.py").run()

@@ -3,6 +3,8 @@ cancel, the shared numeric cache bound to each session's names."""
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from fairaudit.audit import AuditConfig
@@ -17,39 +19,44 @@ def tiny(name: str = "t.csv") -> AuditData:
     return data
 
 
-def test_overall_fraction_weights_families_and_time_left_uses_the_measured_pace():
+def test_time_left_is_the_audits_own_measurement_once_every_family_has_one():
+    """No model of the machine: the time left is what the running audits measure of themselves (a
+    family's fits by their pace, its intervals from its first replicates, timed), and the run says
+    none until every family still to come has one."""
     run = Run(label="all", data=None, data_token=1, store=ResultStore(),
               jobs=[Job("pca", AuditConfig()), Job("nmf", AuditConfig()), Job("fs", AuditConfig())])
-    assert run.fraction() == 0 and run.seconds_left() is None  # nothing to estimate from yet
+    assert run.fraction(now=0.0) == 0 and run.seconds_left(now=0.0) is None  # nothing to estimate from yet
     pca, nmf, fs = run.jobs
-    weight = {job.method: job.weight for job in run.jobs}  # expected seconds (fairaudit.cost)
-    assert weight["nmf"] > weight["pca"] > 0 and weight["fs"] > 0  # NMF on 40 rows: its E_ℓ estimates and two fair solvers
     pca.state, pca.seconds = "done", 2.0
-    total = sum(weight.values())
-    assert abs(run.fraction() - weight["pca"] / total) < 1e-12
-    # PCA took 2 s for its expected time: the rest is estimated at the same pace
-    assert abs(run.seconds_left(now=0.0) - 2.0 * (weight["nmf"] + weight["fs"]) / weight["pca"]) < 1e-9
-    nmf.state, nmf.started, nmf.done, nmf.total = "running", 10.0, 5, 10
-    share = nmf.share()
-    left = run.seconds_left(now=20.0)  # NMF's share done in 10 s: its rest at that pace, FS at the combined pace
-    pace = (2.0 + 10.0) / (weight["pca"] + weight["nmf"] * share)
-    assert abs(left - (10.0 / share - 10.0 + weight["fs"] * pace)) < 1e-9
+    run._job, nmf.state, nmf.started = nmf, "running", 10.0
+    run._progress({"method": "nmf", "variant": "vanilla", "rank": 2, "done": 5, "total": 10, "stage": "fit", "seconds_left": 8.0})
+    assert run.seconds_left() is None  # FS has not measured anything yet
+    assert nmf.left_now(nmf.left_at + 9.0) is None  # slower than measured: no time said until the next event
+    assert abs(nmf.share(now=nmf.left_at) - nmf.elapsed(nmf.left_at) / (nmf.elapsed(nmf.left_at) + 8.0)) < 1e-12
+    fs.state, fs.seconds, fs.left, fs.left_at = "estimated", 1.0, 30.0, 0.0  # its intervals announced: 30 s
+    now = nmf.left_at + 3.0
+    assert abs(run.seconds_left(now=now) - (8.0 - 3.0 + 30.0)) < 1e-9  # a waiting family's time does not run down
+    spent = 2.0 + nmf.elapsed(now) + 1.0
+    assert abs(run.fraction(now=now) - spent / (spent + 35.0)) < 1e-12
 
 
 def test_a_familys_intervals_count_in_its_progress_after_its_fits():
-    """The bootstrap replicates come after the fits and usually take longer: the bar does not
-    jump back when they start, and reaches the family's end only with the last replicate."""
+    """The replicates' own measurement moves the bar: the announcement (the first replicates
+    timed) gives the intervals' time, each replicate's event its time left; the family's end comes
+    with the last replicate, and a cancel stops at the next event."""
     job = Job("pca", AuditConfig(bootstrap=100))
     run = Run(label="PCA", data=None, data_token=1, store=ResultStore(), jobs=[job])
-    assert job.expected.replicates == 100 and job.expected.bootstrap > job.expected.fits
-    job.state = "running"
+    job.state, job.started = "running", time.monotonic()
     run._job = job
-    run._progress({"method": "pca", "variant": "vanilla", "rank": 1, "done": 40, "total": 40, "stage": "fit"})
-    after_fits = run.fraction()
-    assert abs(after_fits - job.expected.fits / job.expected.seconds) < 1e-12
-    run._progress({"method": "pca", "variant": "", "rank": None, "done": 1, "total": 100, "stage": "bootstrap"})
-    assert run.fraction() > after_fits and job.counted() == "1 of 100 bootstrap replicates"
-    run._progress({"method": "pca", "variant": "", "rank": None, "done": 100, "total": 100, "stage": "bootstrap"})
+    run._progress({"method": "pca", "variant": "vanilla", "rank": 1, "done": 40, "total": 40, "stage": "fit", "seconds_left": 0.0})
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 0, "total": 100, "stage": "estimates"})
+    assert job.left is None and run.seconds_left() is None  # the intervals' time: not measured yet
+    run._progress({"method": None, "stage": "announce", "expected_seconds": 12.0, "seconds": 1.0,
+                   "families": {"pca": {"replicates": 100, "each": 0.1, "expected_seconds": 10.5, "spent": 0.5}}})
+    assert abs(job.left - 10.0) < 1e-12 and run.seconds_left() <= 10.0
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 1, "total": 100, "stage": "bootstrap", "seconds_left": 9.9})
+    assert job.counted() == "1 of 100 bootstrap replicates" and 0 < run.fraction() < 1
+    run._progress({"method": "pca", "variant": "", "rank": None, "done": 100, "total": 100, "stage": "bootstrap", "seconds_left": 0.0})
     assert abs(run.fraction() - 1.0) < 1e-12
     run.cancel()
     try:
@@ -151,6 +158,9 @@ class _GatedRun:
             assert fake.gate.wait(60)
         self.progress(fake.estimates)
         fake.handed_over.set()
+
+    def calibrate(self) -> None:
+        """The first replicates, timed: nothing to do for the fake."""
 
     def finish(self):
         done = 0

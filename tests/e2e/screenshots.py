@@ -66,6 +66,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
     from sklearn.decomposition import PCA
 
     from fairaudit import AuditConfig, load, run_audit
+    from fairaudit.report import result_json
     from fairaudit.samples import DEFAULT_SAMPLE, load_sample
 
     data = load_sample(DEFAULT_SAMPLE)
@@ -75,7 +76,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
     frame.to_csv(files["new_rows.csv"], index=False)
     pd.DataFrame(PCA(n_components=4).fit(data.X).components_, columns=data.feature_names).to_csv(files["my_components.csv"], index=False)
     variants = ("vanilla", "fair_eig")
-    files["before.json"].write_text(run_audit(data, AuditConfig(methods=("pca",), ranks=range(1, 5), variants=variants)).to_json())
+    files["before.json"].write_text(result_json(run_audit(data, AuditConfig(methods=("pca",), ranks=range(1, 5), variants=variants))))
     # "after": the same file with a third of the smaller group's rows left out (a data change)
     raw = pd.read_csv(REPO / "sample_data" / f"{DEFAULT_SAMPLE}.csv")
     smaller = raw.group.value_counts().idxmin()
@@ -83,7 +84,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
     changed = folder / "after_data.csv"
     raw.drop(rows[: len(rows) // 3]).to_csv(changed, index=False)
     later = load(changed, sensitive="group", label="outcome")
-    files["after.json"].write_text(run_audit(later, AuditConfig(methods=("pca",), ranks=range(1, 6), variants=variants)).to_json())
+    files["after.json"].write_text(result_json(run_audit(later, AuditConfig(methods=("pca",), ranks=range(1, 6), variants=variants))))
     return files
 
 

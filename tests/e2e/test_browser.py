@@ -129,7 +129,7 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     # intervals and verdicts, as a user asks for them (20 replicates keep it quick)
     page.get_by_role("spinbutton", name="Bootstrap replicates").fill("20")
     page.get_by_role("button", name="Run audit").click()
-    page.get_by_text("20 stratified bootstrap replicates", exact=False).wait_for()
+    page.get_by_text("percentile intervals from 20 stratified bootstrap replicates", exact=False).wait_for()  # all in, not provisional
     page.get_by_text("Why these verdicts: the rules", exact=False).first.wait_for()  # the verdicts' rules, one click away
     assert page.locator("[data-testid=stMarkdownContainer] span", has_text="No evidence").count() >= 1  # the badge
     assert page.locator(".js-plotly-plot path.js-fill").count() >= 1  # interval bands drawn in the charts

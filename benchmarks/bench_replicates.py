@@ -1,0 +1,236 @@
+"""Verdicts in seconds (issue 23): whole commands, the replicates on one and two processes, the
+announced time against the time taken, and a Dask cluster against this process.
+
+    flock /tmp/fairaudit-heavy.lock .venv/bin/python benchmarks/bench_replicates.py \
+        [--parts commands,parallel,announce,dask] [--busy] [--repeat 1]
+
+* ``commands`` — whole commands as a user types them (``python -m fairaudit audit … --json``,
+  every family's default audit with its default intervals), wall seconds from start to exit: the
+  default sample (600 × 10) per family (targets: PCA ≤ 3 s, feature selection ≤ 5 s, NMF ≤ 10 s,
+  CP ≤ 10 s), every family on the 4,165 × 12 credit table (``bench_all_families``'s table; ≤ 60 s)
+  and the PCA family of a 50 × 5,000 table (``bench_pca_wide``'s; ≤ 15 s). Each line also gives
+  the time the audit announced (the JSON's ``expected_seconds``) against the time it took in its
+  process (the JSON's ``seconds``; the command's imports come before the audit starts).
+* ``parallel`` — each family's replicates on the default sample (and the credit table's NMF and
+  CP), serially (``n_jobs=1``) and on two processes (``n_jobs=2``), alternated in this process
+  after a warm-up (the workers started): the intervals' seconds and their ratio (target ≥ 1.7×),
+  and whether the records are the same.
+* ``announce`` — ``run_audit`` of every family on the default sample and on the credit table: the
+  time announced (``AuditResult.expected_seconds``) against the time taken (target within ±35 %);
+  ``--busy`` runs it with another process keeping one core busy.
+* ``dask`` — the default sample's feature-selection and NMF audits with their replicates on a
+  ``distributed.LocalCluster`` (two worker processes, one thread each) against this process: the
+  same records.
+
+Every line says the load average (the cores are shared; timings move with it). Nothing here is
+a timed test: the figures go in ``docs/architecture.md`` with their load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from fairaudit.audit import FACT_METRICS, AuditConfig, run_audit
+from fairaudit.samples import DEFAULT_SAMPLE, load_sample
+
+try:
+    from _common import REPO, shared
+    from bench_all_families import CREDIT, credit_sample
+except ImportError:  # run from elsewhere
+    sys.path.insert(0, os.path.dirname(__file__))
+    from _common import REPO, shared
+    from bench_all_families import CREDIT, credit_sample
+
+FAMILIES = ("pca", "fs", "nmf", "cpd")
+TARGETS = {"pca": 3.0, "fs": 5.0, "nmf": 10.0, "cpd": 10.0}
+
+
+def load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
+def _spin(stop) -> None:  # pragma: no cover - the busy process
+    while not stop.is_set():
+        sum(i * i for i in range(10_000))
+
+
+@contextlib.contextmanager
+def busy_core(on: bool):
+    """Another process keeping one core busy while the block runs (``on``)."""
+    if not on:
+        yield
+        return
+    stop = multiprocessing.Event()
+    process = multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+    process.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        process.join(5)
+
+
+# ---------------------------------------------------------------------------- whole commands
+def command(csv: Path, sensitive: str, extra: list[str]) -> tuple[float, dict]:
+    """Wall seconds of one ``python -m fairaudit audit`` and its JSON report."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "r.json"
+        started = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fairaudit", "audit", str(csv), "--sensitive", sensitive, "--quiet", "--json", str(out),
+                        "--allow-slow", *extra], check=True, cwd=REPO)
+        return time.perf_counter() - started, json.loads(out.read_text())
+
+
+def _said(payload: dict, seconds: float) -> str:
+    expected = payload.get("expected_seconds")
+    if not expected:
+        return "no time announced"
+    taken = payload["seconds"]
+    return (f"announced {expected:.1f} s for the {taken:.1f} s the audit took in its process, announced/taken "
+            f"{expected / taken:.2f}{_within(expected, taken)}")
+
+
+def _within(announced: float, taken: float) -> str:
+    """Whether the announced time is within ±35 % of the time taken (issue 23's target)."""
+    return " (within ±35 %)" if abs(announced - taken) <= 0.35 * taken else " (outside ±35 %)"
+
+
+def part_commands(args) -> None:
+    sample = REPO / "sample_data" / f"{DEFAULT_SAMPLE}.csv"
+    for family in args.families:
+        runs = [command(sample, "group", ["--label", "outcome", "--methods", family]) for _ in range(args.repeat)]
+        seconds, payload = min(runs, key=lambda run: run[0])
+        replicates = payload["uncertainty"][family].get("replicates")
+        print(f"default sample, {family:<4} {seconds:6.2f} s (target ≤ {TARGETS[family]:g} s; {replicates} replicates; "
+              f"{_said(payload, seconds)}; {load()})", flush=True)
+    path = shared(CREDIT)
+    if args.quick:
+        pass
+    elif path is None:
+        print(f"skipped the credit table: ../shared/datasets/{CREDIT} is not there")
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            table = Path(folder) / "credit_sex_4165x12.csv"
+            credit_sample(path).to_csv(table, index=False)
+            seconds, payload = command(table, "SEX", ["--methods", ",".join(FAMILIES)])
+        counts = ", ".join(f"{m} {s.get('replicates')}" for m, s in payload["uncertainty"].items())
+        print(f"credit 4,165 × 12, every family {seconds:6.1f} s (target ≤ 60 s; replicates {counts}; {_said(payload, seconds)}; "
+              f"{load()})", flush=True)
+    rng = np.random.default_rng(0)
+    n, d = 50, 5000
+    X = rng.normal(size=(n, 8)) @ rng.normal(size=(8, d)) + rng.normal(size=(n, d))
+    with tempfile.TemporaryDirectory() as folder:
+        wide = Path(folder) / "wide.csv"
+        header = "g," + ",".join(f"x{j}" for j in range(d))
+        wide.write_text(header + "\n" + "".join(("a" if i < 30 else "b") + "," + ",".join(f"{v:.6g}" for v in row) + "\n"
+                                                 for i, row in enumerate(X)))
+        seconds, payload = command(wide, "g", ["--methods", "pca"])
+    print(f"wide 50 × 5,000, pca  {seconds:6.1f} s (target ≤ 15 s; {payload['uncertainty']['pca'].get('replicates')} replicates; "
+          f"{_said(payload, seconds)}; {load()})", flush=True)
+
+
+# ---------------------------------------------------------------------------- one and two processes
+def _measured(result):
+    records = result.records
+    return records[~records.metric.isin(FACT_METRICS)].reset_index(drop=True)
+
+
+def _cases(args, credit_families) -> list[tuple]:
+    """``(name, data, families)``: the default sample per family, and the credit table (unless
+    ``--quick`` or absent) with each of ``credit_families``."""
+    cases = [("default sample", load_sample(DEFAULT_SAMPLE), family) for family in args.families]
+    path = shared(CREDIT)
+    if path is not None and not args.quick:
+        from fairaudit import prepare, read_table
+
+        text = credit_sample(path).to_csv(index=False, lineterminator="\n").encode()
+        credit = prepare(read_table(text, name="credit_sex_4165x12.csv"), sensitive="SEX")
+        cases += [("credit 4,165 × 12", credit, families) for families in credit_families]
+    return cases
+
+
+def part_parallel(args) -> None:
+    cases = _cases(args, ("nmf", "cpd"))
+    run_audit(load_sample(DEFAULT_SAMPLE), AuditConfig(ranks=(1,), variants="vanilla", bootstrap=10, n_jobs=2))  # the workers started
+    for name, data, family in cases:
+        config = AuditConfig(methods=(family,), bootstrap=args.bootstrap)
+        seconds = {1: [], 2: []}
+        found = {}
+        for _ in range(args.repeat):
+            for jobs in (1, 2):
+                result = run_audit(data, AuditConfig(**{**vars(config), "n_jobs": jobs}))
+                seconds[jobs].append(result.uncertainty[family]["seconds"])
+                found[jobs] = _measured(result)
+        one, two = min(seconds[1]), min(seconds[2])
+        replicates = result.uncertainty[family]["replicates"]
+        print(f"{name}, {family:<4} {replicates} replicates: one process {one:6.2f} s, two {two:6.2f} s — {one / two:.2f}× "
+              f"(target ≥ 1.7×); records the same: {found[1].equals(found[2])}; {load()}", flush=True)
+
+
+# ---------------------------------------------------------------------------- announced against taken
+def part_announce(args) -> None:
+    cases = _cases(args, (",".join(FAMILIES),))
+    with busy_core(args.busy):
+        for name, data, families in cases:
+            result = run_audit(data, AuditConfig(methods=tuple(families.split(","))))
+            if result.expected_seconds is None:
+                print(f"{name}, {families}: no replicates ran")
+                continue
+            print(f"{name}, {families}: announced {result.expected_seconds:.1f} s, taken {result.seconds:.1f} s — announced/taken "
+                  f"{result.expected_seconds / result.seconds:.2f}{_within(result.expected_seconds, result.seconds)}"
+                  f"{'; one core kept busy' if args.busy else ''}; {load()}", flush=True)
+
+
+# ---------------------------------------------------------------------------- a Dask cluster
+def part_dask(args) -> None:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        print("skipped dask: distributed is not installed")
+        return
+    data = load_sample(DEFAULT_SAMPLE)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        for family in ("fs", "nmf"):
+            config = AuditConfig(methods=(family,), bootstrap=20)
+            here = run_audit(data, AuditConfig(**{**vars(config), "n_jobs": 1}))
+            there = run_audit(data, AuditConfig(**{**vars(config), "scheduler": client}))
+            print(f"dask LocalCluster (2 workers × 1 thread), {family}: records the same as in this process: "
+                  f"{_measured(here).equals(_measured(there))}; intervals {there.uncertainty[family]['seconds']:.1f} s there, "
+                  f"{here.uncertainty[family]['seconds']:.1f} s here; {load()}", flush=True)
+
+
+PARTS = {"commands": part_commands, "parallel": part_parallel, "announce": part_announce, "dask": part_dask}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parts", default=",".join(PARTS))
+    parser.add_argument("--families", default=",".join(FAMILIES))
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the fastest is reported)")
+    parser.add_argument("--bootstrap", type=int, default=None, help="replicates for the parallel part (default: each family's)")
+    parser.add_argument("--busy", action="store_true", help="announce: another process keeps one core busy")
+    parser.add_argument("--quick", action="store_true", help="not the credit table (the default sample, and the wide table's command)")
+    args = parser.parse_args(argv)
+    args.families = [f for f in args.families.split(",") if f]
+    if os.environ.get("FAIRAUDIT_DEFAULT_BOOTSTRAP"):
+        print("note: FAIRAUDIT_DEFAULT_BOOTSTRAP is set, so the default replicates are capped", file=sys.stderr)
+    print(f"{os.cpu_count()} cores; {load()}", flush=True)
+    for part in args.parts.split(","):
+        PARTS[part](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

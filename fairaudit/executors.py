@@ -1,0 +1,291 @@
+"""Where independent jobs run: in this process, on local worker processes, or on a Dask cluster.
+
+A job is a call ``function(context, job)`` of a module-level function that depends on nothing but
+its arguments (the bootstrap replicates of an audit: :func:`fairaudit.audit.run_replicate`), so it
+gives the same value wherever it runs; an executor only decides where, and hands each value back
+as soon as it is there (:class:`Done`, with the wall seconds the call took where it ran). Three:
+
+* :class:`SerialExecutor` — one call after the other, in this process;
+* :class:`ProcessExecutor` — this process and ``n_jobs − 1`` worker processes (joblib's loky,
+  which scikit-learn already brings): this process computes jobs itself while the workers start
+  and between handing them work, so a short batch never waits for a worker to import NumPy;
+  workers are reused from one batch (and audit) to the next, run one BLAS/OpenMP thread each,
+  and receive the context once each — written to a file and memory-mapped, not pickled into
+  every job;
+* :class:`DaskExecutor` — the workers of a ``distributed.Client`` (the context scattered to each
+  once).
+
+Threads would not do: two bootstrap replicates on two threads were slower than one after the
+other (their short NumPy calls hold the GIL; ``docs/architecture.md``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass
+
+from .linalg import blas_threads
+
+WORKER_IDLE_SECONDS = 300
+"""Worker processes left idle this long shut down (the dashboard's server keeps them between
+audits; a command's end shuts them down)."""
+
+WORKER_ENV = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+"""Every thread pool of a worker process at one thread: the processes are the parallelism."""
+
+QUEUED_PER_WORKER = 2
+"""Jobs handed to each worker at once: one running and one waiting, so that a worker does not
+idle while this process computes a job of its own before handing it the next."""
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, else the machine's count)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Done:
+    """One finished job: the job, what the function returned, the wall seconds of the call where it
+    ran (a worker's first call of a context does not count the context's loading), and where."""
+
+    job: object
+    value: object
+    seconds: float
+    where: str
+
+
+Launch = Callable[[], bool]
+"""Asked before every job is started: ``False`` stops starting jobs (a time budget); the jobs
+already running finish and are handed back."""
+
+
+def _always() -> bool:
+    return True
+
+
+class SerialExecutor:
+    """Every job in this process, one after the other, in order."""
+
+    streams = 1
+    description = "in this process"
+
+    def warm(self, modules: Sequence[str] = ()) -> None:
+        """Nothing to start."""
+
+    def run(self, function, context, jobs: Iterable, *, token: str | None = None, launch: Launch = _always) -> Iterator[Done]:
+        for job in jobs:
+            if not launch():
+                return
+            started = time.perf_counter()
+            value = function(context, job)
+            yield Done(job, value, time.perf_counter() - started, "here")
+
+    def release(self, token: str) -> None:
+        """Nothing was shipped."""
+
+    def close(self) -> None:
+        """Nothing to stop."""
+
+
+class ProcessExecutor:
+    """This process and ``n_jobs − 1`` loky worker processes (module docstring).
+
+    Jobs are taken in order: this process takes the next one itself whenever every worker has
+    :data:`QUEUED_PER_WORKER` jobs, and every one while the workers are still starting (importing
+    NumPy, SciPy and the families: ~1.3 s each), so the values come back roughly in order and a
+    batch shorter than a worker's start-up is computed here alone.
+    """
+
+    description = "on local processes"
+
+    def __init__(self, n_jobs: int):
+        self.n_jobs = max(1, int(n_jobs))
+        self.workers = self.n_jobs - 1
+        self.streams = self.n_jobs
+        self._shipped: dict[str, str] = {}  # token → the folder holding its context
+        self._starting: list = []  # the workers' first tasks (their imports): not done, not ready
+        self.description = f"on {self.n_jobs} processes"
+
+    def _pool(self):
+        from joblib.externals.loky import get_reusable_executor
+
+        return get_reusable_executor(max_workers=self.workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
+
+    def warm(self, modules: Sequence[str] = ()) -> None:
+        """Start the workers now (importing ``modules``), while this process does other work."""
+        if self.workers:
+            pool = self._pool()
+            self._starting = [pool.submit(_import, tuple(modules)) for _ in range(self.workers)]
+
+    def _ready(self) -> bool:
+        """Whether the workers have started (their imports done); started now when nobody has."""
+        if not self._starting:
+            self.warm()
+            return False
+        return all(future.done() for future in self._starting)
+
+    def _ship(self, context, token: str) -> str:
+        """The file the workers load ``context`` from (written once per token)."""
+        if token not in self._shipped:
+            import joblib
+
+            folder = tempfile.mkdtemp(prefix="fairaudit-jobs-")
+            path = os.path.join(folder, "context.pkl")
+            joblib.dump(context, path, protocol=5)
+            self._shipped[token] = folder
+        return os.path.join(self._shipped[token], "context.pkl")
+
+    def release(self, token: str) -> None:
+        """Forget ``token``'s context (its file; a worker's copy goes with the next context)."""
+        folder = self._shipped.pop(token, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        """Forget every context shipped; the workers stay for the next audit (they stop when idle)."""
+        for token in list(self._shipped):
+            self.release(token)
+
+    def run(self, function, context, jobs: Iterable, *, token: str | None = None, launch: Launch = _always) -> Iterator[Done]:
+        if not self.workers:
+            yield from SerialExecutor().run(function, context, jobs, launch=launch)
+            return
+        token = token or uuid.uuid4().hex
+        pending = deque(jobs)
+        running: dict = {}  # future → job
+        pool = path = None
+        try:
+            while pending or running:
+                for future in [f for f in running if f.done()]:
+                    job = running.pop(future)
+                    value, seconds = future.result()
+                    yield Done(job, value, seconds, "worker")
+                if pending and not launch():
+                    pending.clear()
+                # the last job of a batch is this process's: a short batch (the first replicates, timed) is split, not queued
+                while len(pending) > 1 and len(running) < QUEUED_PER_WORKER * self.workers and (running or self._ready()):
+                    if pool is None:
+                        pool, path = self._pool(), self._ship(context, token)
+                    job = pending.popleft()
+                    running[pool.submit(_call, path, token, function, job)] = job
+                if pending and launch():  # every worker has its jobs: compute the next one here
+                    job = pending.popleft()
+                    started = time.perf_counter()
+                    value = function(context, job)
+                    yield Done(job, value, time.perf_counter() - started, "here")
+                elif running:
+                    wait(list(running), return_when=FIRST_COMPLETED)
+        finally:
+            for future in running:  # stopped early (an exception, a cancel): what has not started is dropped
+                future.cancel()
+
+
+class DaskExecutor:
+    """The workers of a ``distributed.Client``: the context scattered to every worker once, every
+    job submitted at once in order, values handed back as they complete."""
+
+    def __init__(self, client, *, own: bool = False):
+        self.client, self.own = client, own
+        self.streams = max(1, sum(client.nthreads().values()))
+        self.description = f"on the Dask cluster at {client.scheduler.address} ({self.streams} threads)"
+        self._shipped: dict[str, object] = {}
+
+    def warm(self, modules: Sequence[str] = ()) -> None:
+        """The cluster's workers are running already."""
+
+    def release(self, token: str) -> None:
+        future = self._shipped.pop(token, None)
+        if future is not None:
+            with contextlib.suppress(Exception):
+                self.client.cancel(future)
+
+    def close(self) -> None:
+        """Forget the scattered contexts; a client made here for an address is closed."""
+        for token in list(self._shipped):
+            self.release(token)
+        if self.own:
+            with contextlib.suppress(Exception):
+                self.client.close()
+
+    def run(self, function, context, jobs: Iterable, *, token: str | None = None, launch: Launch = _always) -> Iterator[Done]:
+        from distributed import as_completed
+
+        token = token or uuid.uuid4().hex
+        if token not in self._shipped:
+            self._shipped[token] = self.client.scatter(context, broadcast=True, hash=False)
+        shipped = self._shipped[token]
+        jobs = list(jobs)
+        futures = {self.client.submit(_dask_call, shipped, function, job, pure=False): job for job in jobs}
+        stream = as_completed(list(futures), loop=self.client.loop)
+        try:
+            for future in stream:
+                value, seconds = future.result()
+                yield Done(futures[future], value, seconds, "cluster")
+                if not launch():
+                    left = [f for f in futures if not f.done()]
+                    self.client.cancel([f for f in left if f.status == "pending"])
+                    for rest in left:  # those already running finish and count
+                        with contextlib.suppress(Exception):
+                            value, seconds = rest.result()
+                            yield Done(futures[rest], value, seconds, "cluster")
+                    return
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+
+# ---------------------------------------------------------------------------- in the workers
+_CONTEXTS: dict[str, object] = {}
+"""A worker's context, by token (the latest only: a worker serves one batch at a time)."""
+
+
+def _context(path: str, token: str):
+    found = _CONTEXTS.get(token)
+    if found is None:
+        import joblib
+
+        _CONTEXTS.clear()
+        found = _CONTEXTS[token] = joblib.load(path, mmap_mode="r")
+    return found
+
+
+def _call(path: str, token: str, function, job):
+    """A job in a worker process: its context loaded once (memory-mapped arrays), one thread per
+    pool; returns ``(value, seconds)``."""
+    context = _context(path, token)
+    started = time.perf_counter()
+    with blas_threads(1, user_api=None):
+        value = function(context, job)
+    return value, time.perf_counter() - started
+
+
+def _dask_call(context, function, job):
+    started = time.perf_counter()
+    with blas_threads(1, user_api=None):
+        value = function(context, job)
+    return value, time.perf_counter() - started
+
+
+def _import(modules: tuple[str, ...]) -> None:
+    for name in modules:
+        importlib.import_module(name)
+
+
+def dask_executor(scheduler) -> DaskExecutor:
+    """The :class:`DaskExecutor` of ``scheduler``: a ``distributed.Client``, or an address to connect
+    to (that connection closed by :meth:`DaskExecutor.close`)."""
+    from distributed import Client
+
+    if isinstance(scheduler, Client):
+        return DaskExecutor(scheduler)
+    return DaskExecutor(Client(scheduler, set_as_default=False), own=True)
