@@ -197,8 +197,10 @@ def build_parser() -> argparse.ArgumentParser:
     outputs.add_argument("--json", help="write the JSON result here")
     outputs.add_argument("--csv", help="write the tidy records as CSV here")
     outputs.add_argument("--quiet", action="store_true", help="print nothing on success (no summary, no progress on stderr)")
-    outputs.add_argument("--verbose", action="store_true",
-                         help="print each finding's details too: the other pairs of groups, the groups too small to judge, the tests")
+    outputs.add_argument("-v", "--verbose", action="store_true",
+                         help="print everything, not one line per finding: each family's per-rank table and fit details, "
+                         "every finding's sentence and details (the other pairs of groups, the groups too small to judge, the "
+                         "tests), the verdict rules, and the numbers without an interval and why")
     outputs.add_argument("--card", metavar="CARD.md",
                          help="write an audit card here (Markdown: data hash, configuration, versions, verdicts, rules) and its "
                               "JSON beside it (CARD.json), to sit beside a model card")
@@ -697,35 +699,72 @@ class ProgressReporter:
 
 # ---------------------------------------------------------------- the commands
 def _print_summary(result, found: dict, out, verbose: bool = False) -> None:
-    from .formatting import number
-    from .report import summary_table
-
+    """The data accounting, then the answer: one line per finding (verdict, rank, groups, the number
+    that decided it), the skipped variants and the real warnings; facts that are no warnings (the
+    numbers without an interval, the details, the per-rank table, the rules) are counted on one
+    ``notes`` line. ``verbose``: each family's per-rank table and fit details, every finding's
+    sentence with its details, the verdict rules and every note, as before."""
     data = result.data
     groups = ", ".join(f"{g} ({n})" for g, n in data["group_sizes"].items())
     print(f"{data['name']}: {data['rows']} rows, {data['n_features']} features; groups: {groups}", file=out)
     _print_accounting(data, out)
     if data.get("engine"):
         print(f"engine: {data['engine']['text']}", file=out)
-    for method in dict.fromkeys(result.records.method):
-        table = summary_table(result, method)
-        keep = [
-            c
-            for c in (
-                "variant", "rank", "max_loss", "loss_gap", "loss_ratio", "variance_explained", "max_rel_loss", "rel_loss_gap",
-                "total_rel_error", "acc", "nmi", "balance", "relative_balance", "proportion", "alignment_protected", "lam",
-                "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "leace_distortion", "effective_rank", "seconds",
-            )
-            if c in table.columns
-        ]
-        print(f"\n[{method}]", file=out)
-        print(table[keep].to_string(index=False, float_format=number), file=out)
-        print(_directions(keep), file=out)
-        _print_details(result, method, out)
+    if verbose:
+        for method in dict.fromkeys(result.records.method):
+            _print_table(result, method, out)
     _print_findings(result, found, out, verbose)
     for skip in result.skipped:
         print(f"skipped {skip['method']}/{skip['variant']}: {render(skip['reason'], 'cli')}", file=out)
+    facts = _fact_notes(result)
     for warning in result.warnings:
-        print(f"warning: {render(warning, 'cli')}", file=out)
+        if verbose or warning not in facts:
+            print(f"{'note' if warning in facts else 'warning'}: {render(warning, 'cli')}", file=out)
+    if not verbose:
+        _print_notes_line(result, found, facts, out)
+
+
+def _print_table(result, method: str, out) -> None:
+    """``method``'s per-rank table, which way each column is better, and its fit details (``--verbose``)."""
+    from .formatting import number
+    from .report import summary_table
+
+    table = summary_table(result, method)
+    keep = [
+        c
+        for c in (
+            "variant", "rank", "max_loss", "loss_gap", "loss_ratio", "variance_explained", "max_rel_loss", "rel_loss_gap",
+            "total_rel_error", "acc", "nmi", "balance", "relative_balance", "proportion", "alignment_protected", "lam",
+            "residual_fit", "orthogonality", "nkhsic", "balanced_accuracy", "leakage_pvalue", "leace_distortion", "effective_rank", "seconds",
+        )
+        if c in table.columns
+    ]
+    print(f"\n[{method}]", file=out)
+    print(table[keep].to_string(index=False, float_format=number), file=out)
+    print(_directions(keep), file=out)
+    _print_details(result, method, out)
+
+
+def _fact_notes(result) -> set[str]:
+    """The result's warnings that state facts, not problems: why a number has no interval."""
+    from .audit import no_interval_warning
+
+    return {no_interval_warning(method, what, reason) for method, summary in (result.uncertainty or {}).items()
+            for what, reason in summary.get("not_bootstrapped", {}).items()}
+
+
+def _print_notes_line(result, found: dict, facts: set[str], out) -> None:
+    """One line counting what ``--verbose`` adds (nothing when it would add nothing)."""
+    from .formatting import plural
+
+    details = sum(len(f.details) for items in found.values() for f in items)
+    parts = [plural(len(facts & set(result.warnings)), "number") + " without an interval, and why"] if facts & set(result.warnings) else []
+    if details:
+        parts.append(plural(details, "detail") + " of the findings")
+    parts.append("the full finding sentences, the per-rank tables")
+    if any(f.verdict != "info" for items in found.values() for f in items):
+        parts.append("the verdict rules")
+    print(f"notes: {'; '.join(parts)} — see --verbose (and the HTML and JSON reports)", file=out)
 
 
 def _directions(columns) -> str:
@@ -739,31 +778,41 @@ def _directions(columns) -> str:
 
 
 def _print_findings(result, found: dict, out, verbose: bool = False) -> None:
-    """Each finding with its verdict (``verbose``: and its details, indented), how the intervals
-    were made, and the verdict rules once."""
+    """How the intervals were made (a line per family), then each finding on one line (verdict,
+    family, variant, rank, groups, the number that decided it: :func:`fairaudit.summary.finding_line`)
+    and, for several families, the audit summary; ``verbose``: each finding's sentence and details,
+    and the verdict rules once per setting."""
     from .findings import verdict_rules
     from .formatting import level, number, plural
     from .report import start_spread_text, verdict_settings
+    from .summary import audit_summary, finding_line
 
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
         what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
+        if not verbose:
+            what = f"{plural(replicates, 'bootstrap replicate')}" if replicates else f"none ({summary.get('why', '')})"
         took = (f"; {summary['seconds']:.1f} s, announced {summary['expected_seconds']:.1f} s, {summary.get('jobs', '')}"
-                if replicates and summary.get("expected_seconds") is not None else "")
+                if verbose and replicates and summary.get("expected_seconds") is not None
+                else f", {summary['seconds']:.1f} s" if replicates and summary.get("seconds") is not None else "")
         print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}{took}", file=out)
-        if summary.get("start_spread"):
+        if verbose and summary.get("start_spread"):
             print(f"between random starts ({method}): {render(start_spread_text(summary, marks=False), 'cli')}", file=out)
-    hidden = 0
+    if not verbose:
+        items = [f for fs in found.values() for f in fs]
+        if items:
+            print("findings (verdict, family, variant, rank, groups, the number that decided it):", file=out)
+        for finding in items:
+            print(render(finding_line(finding), "cli"), file=out)
+        if len(found) > 1:
+            for family in audit_summary(found):
+                print(f"summary: {render(family.text(), 'cli')}", file=out)
+        return
     for method, items in found.items():
         for finding in items:
             print(f"finding ({method}, {finding.verdict}): {render(str(finding), 'cli')}", file=out)
-            if verbose:
-                for line in finding.details:
-                    print(f"  · {render(line, 'cli')}", file=out)
-            hidden += len(finding.details)
-    if hidden and not verbose:
-        print(f"({plural(hidden, 'detail')} of these findings — the other pairs of groups, the groups too small to judge, "
-              "the tests — with --verbose, and in the HTML and JSON reports)", file=out)
+            for line in finding.details:
+                print(f"  · {render(line, 'cli')}", file=out)
     if any(f.verdict != "info" for items in found.values() for f in items):
         settings = verdict_settings(result)
         for families, flag_ratio, confidence, min_rows in settings:  # once per setting (families audited apart may differ)

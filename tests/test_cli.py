@@ -39,7 +39,46 @@ def test_audit_writes_json_csv_and_html(tmp_path, capsys):
     assert {r["variant"] for r in payload["records"]} == {"vanilla", "fair_eig"}
     assert out_csv.read_text().startswith("method,variant,rank,group,metric,value")
     assert "<html" in out_html.read_text()[:200]
-    assert "finding (pca, " in out  # each finding with its verdict
+    assert "findings (verdict, family, variant, rank, groups" in out and "\nINFO        pca  vanilla " in out  # one line per finding
+
+
+QUIET_RUNS = {
+    "pca": ["--bootstrap", "20"],
+    "fs": [],
+    "nmf": ["--ranks", "1:3"],
+}
+"""The families of the default sample that run in seconds (the suite's default: no intervals; PCA
+with a few replicates, so that its verdicts are real)."""
+
+
+@pytest.mark.parametrize("method", list(QUIET_RUNS))
+def test_the_default_output_is_short_and_names_every_findings_verdict(tmp_path, capsys, method):
+    """The quiet default: the data accounting, one line per finding (its verdict, family, variant,
+    rank), the files written and one notes line — within 40 lines; ``--verbose`` adds the rest."""
+    from fairaudit.findings import VERDICT_LABELS
+
+    report = tmp_path / "r.json"
+    argv = ["audit", SAMPLE, "--sensitive", "group", "--methods", method, *QUIET_RUNS[method], "--json", str(report)]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) <= 40, out
+    found = json.loads(report.read_text())["findings"]
+    assert found
+    for finding in found:
+        verdict = VERDICT_LABELS[finding["verdict"]].split(":")[0].upper()
+        head = f"{verdict:<11} {method:<4} {finding['variant'] or '':<15} " + (f"rank {finding['rank']:<3}" if finding["rank"] else "")
+        assert any(line.startswith(head) for line in lines), (head, out)
+    if method == "pca":
+        assert {f["verdict"] for f in found} >= {"gap", "mitigated"}  # real verdicts, not only statements
+        gap = next(line for line in lines if line.startswith("GAP         pca  vanilla "))
+        assert "group=B vs group=A  loss " in gap and "95 % " in gap and "p<0.001" in gap
+    assert lines[-2].startswith("notes: ") and "see --verbose" in lines[-2] and lines[-1] == f"wrote {report}"
+    assert "warning: pca: no interval" not in out and "verdict rules (" not in out and "[pca]" not in out
+    code, verbose, err = run(capsys, *argv, "-v")
+    assert code == 0, err
+    assert f"[{method}]" in verbose and f"finding ({method}, " in verbose and "notes: " not in verbose
+    assert ("verdict rules" in verbose) == any(f["verdict"] != "info" for f in found)
 
 
 def test_label_and_skip_rows_are_accepted(tmp_path, capsys):
@@ -116,7 +155,7 @@ def test_the_verdict_rules_are_printed_once_per_setting_the_families_used():
     fs = run_audit(data, AuditConfig(methods=("fs",), ranks=(2,), variants="lapscore", bootstrap=10, flag_ratio=1.5, confidence=0.9))
     result = combine_results([pca, fs])
     out = io.StringIO()
-    _print_findings(result, findings(result), out)
+    _print_findings(result, findings(result), out, verbose=True)
     heads = [line for line in out.getvalue().splitlines() if line.startswith("verdict rules")]
     assert heads == ["verdict rules (pca: tolerance 1.25, confidence 95 %, groups of at least 30 rows judged):",
                      "verdict rules (fs: tolerance 1.50, confidence 90 %, groups of at least 30 rows judged):"]

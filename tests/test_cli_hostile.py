@@ -151,7 +151,7 @@ def test_progress_goes_to_stderr_per_family_and_fit_and_quiet_silences_it(tmp_pa
     assert any(" s] pca: 1/" in line for line in lines) and any(" s] nmf: " in line for line in lines)
     assert any(line.startswith("fairaudit: pca done: 12 fits in") for line in lines)  # 6 default variants × 2 ranks
     assert any(line.startswith("fairaudit: nmf done:") for line in lines)
-    assert "finding (pca, " in out and "fairaudit:" not in out
+    assert "\nINFO        pca  vanilla " in out and "fairaudit:" not in out
     assert not any("point estimates done" in line for line in lines)  # no intervals here (the tests' default cap)
     code = main(["audit", str(path), "--sensitive", "sex", "--ranks", "1:2", "--methods", "pca", "--bootstrap", "10"])
     lines = capsys.readouterr().err.splitlines()

@@ -132,7 +132,7 @@ def write(tmp_path, frame, name="data.csv"):
 def test_cli_runs_nmf_and_writes_json(tmp_path, capsys):
     path = write(tmp_path, two_group_frame())
     out = tmp_path / "r.json"
-    code = main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "1:3", "--json", str(out)])
+    code = main(["audit", path, "--sensitive", "group", "--methods", "nmf", "--ranks", "1:3", "--json", str(out), "--verbose"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "[nmf]" in printed and "max_rel_loss" in printed and "finding (nmf, " in printed

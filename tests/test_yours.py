@@ -245,7 +245,7 @@ def test_the_summary_says_what_your_representation_did_in_every_mode(tmp_path, c
     mine = tmp_path / "mine.npy"
     np.save(mine, rng.normal(size=(n, 3)) if kind == "embedding" else np.abs(rng.normal(size=(2, 4))))
     out = tmp_path / "r.json"
-    argv = ["audit", str(source), "--sensitive", "grp", "--methods", method, "--ranks", "2", f"--{kind}", str(mine), "--json", str(out),
+    argv = ["audit", str(source), "--sensitive", "grp", "--methods", method, "--ranks", "2", f"--{kind}", str(mine), "--json", str(out), "-v",
             *EXTRA_FLAGS[method]]
     code = main(argv)
     printed, err = capsys.readouterr()
