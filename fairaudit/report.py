@@ -30,6 +30,7 @@ from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, START_MARK, START_NOTE, cell, level, number, plural
 from .metrics import metric_definition
 from .plots import TABLE_ARROWS_NOTE, better_text, family_figures, metric_line, negative_loss_note, table_title, variant_title
+from .summary import audit_summary, key_figure, question, verdict_rows
 from .verdicts import MIN_JUDGED_ROWS, Settings
 from .vocabulary import render, term
 
@@ -54,6 +55,7 @@ padding:0 .45rem;border-radius:3px;border:1px solid currentColor}
 code{background:#f0f3f6;padding:1px 4px;border-radius:3px}details{margin:.6rem 0}
 .figure .note{margin:2px 8px 6px}
 div.table{max-width:100%;overflow-x:auto}/* a wide per-rank table scrolls inside the page, not the page */
+p.question{font-size:1.25rem;font-weight:600;margin:.4rem 0 .2rem}table.verdicts td.verdict-cell{white-space:nowrap}
 @media screen and (prefers-color-scheme: dark){/* print keeps the light theme */
 body{color:#e6edf3;background:#0d1117}h2{border-color:#30363d}td,th{border-color:#30363d}th{background:#161b22}
 .finding{background:#161b22}.finding.gap{background:#2b2206}.finding.worse{background:#33190b}.finding.mitigated{background:#0b2233}
@@ -410,20 +412,67 @@ def _figure_html(fig, metric: str | None = None) -> str:
     ) + caption + "</div>"
 
 
+def _badge(verdict: str, provisional: int | None = None) -> str:
+    """A verdict as the findings' labelled badge (colour, border and words), in a table cell."""
+    early = f" (provisional, {plural(provisional, 'replicate')})" if provisional is not None else ""
+    return (f'<td class="verdict-cell {_e(verdict)}"><span class="verdict">{_e(VERDICT_LABELS.get(verdict, verdict))}</span>'
+            f"{_e(early)}</td>")
+
+
+def verdict_table_html(found: list[Finding], interface: str = "library") -> str:
+    """A family's verdict per variant at the rank that matters (:func:`fairaudit.summary.verdict_rows`)."""
+    rows = verdict_rows(found)
+    if not rows:
+        return '<p class="note">No verdict: the findings state facts only (see “How this was decided”).</p>'
+    head = "".join(f"<th>{h}</th>" for h in ("variant", "verdict", "judged", "rank", "groups", "the number that decided it"))
+    body = "".join(
+        f"<tr><td>{_e(r.title)}</td>{_badge(r.verdict, r.provisional)}<td>{_e(r.what)}</td>"
+        f'<td class="num">{_e("" if r.rank is None else r.rank)}</td><td>{_e(r.groups)}</td><td>{_e(words(r.number, interface))}</td></tr>'
+        for r in rows
+    )
+    return f'<div class="table"><table class="verdicts"><thead><tr>{head}</tr></thead>{body}</table></div>'
+
+
+def audit_summary_html(found: dict[str, list[Finding]], interface: str = "library") -> str:
+    """Above the families: which show a gap, which fair variants close it and at what cost
+    (:func:`fairaudit.summary.audit_summary`)."""
+    families = audit_summary(found)
+    if not families:
+        return ""
+    head = "".join(f"<th>{h}</th>" for h in ("family", "vanilla", "where", "closed by (cost)", "not closed · less fair"))
+    body = "".join(
+        f"<tr><td>{_e(f.title)}</td>{_badge(f.verdict)}<td>{_e('; '.join(f.gaps) or '—')}</td>"
+        f"<td>{_e('; '.join(f'{t} ({c})' if c else t for t, c in f.closed) or '—')}</td>"
+        f"<td>{_e('; '.join([*f.open, *(t + ' (less fair)' for t in f.worse)]) or '—')}</td></tr>"
+        for f in families
+    )
+    return f'<div class="table"><table class="verdicts"><thead><tr>{head}</tr></thead>{body}</table></div>'
+
+
 def _family_section(result: AuditResult, method: str, found: list[Finding], interface: str = "library") -> str:
-    parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>"]
-    parts += [_finding_html(finding, interface) for finding in found]
-    for metric, fig in family_figures(result.records, method):
-        parts.append(_figure_html(fig, metric))
+    """A family: its one-screen answer first (the question, the verdict table, the one chart), then
+    every other chart, the per-rank table and how the verdicts were decided (every finding in full,
+    with its details and rule), each under its heading."""
+    parts = [f"<h2>{_e(FAMILY_TITLES.get(method, method))}</h2>",
+             f'<p class="question">{_e(question(method, result.data.get("sensitive")))}</p>',
+             verdict_table_html(found, interface)]
+    key, rest = key_figure(family_figures(result.records, method), method)
+    if key is not None:
+        parts.append(_figure_html(key[1], key[0]))
+    if rest:
+        parts.append("<h3>All charts</h3>")
+        parts += [_figure_html(fig, metric) for metric, fig in rest]
     header, rows = summary_rows(result, method)
     if rows:
         parts.append(
-            f"<h3>Per-rank summary</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
+            f"<h3>Per-rank table</h3><p class=\"note\">Each value with its interval in brackets (where computed). {_e(TABLE_ARROWS_NOTE)}</p>"
             + _table(rows, header)
             + "".join(f'<p class="note">{_e(note)}</p>' for note in table_notes(rows))
             + (f'<p class="note">{_e(negative)}</p>' if (negative := negative_loss_note(summary_table(result, method))) else "")
         )
     parts.append(_details_html(result, method))
+    if found:
+        parts.append("<h3>How this was decided</h3>" + "".join(_finding_html(finding, interface) for finding in found))
     return "".join(parts)
 
 
@@ -513,13 +562,15 @@ def render_html(result: AuditResult, found: dict[str, list[Finding]] | None = No
     found = findings(result) if found is None else found
     name = result.data.get("name", "data")
     families = "".join(_family_section(result, m, found.get(m, []), interface) for m in dict.fromkeys(result.records.method))
-    summary = "".join(_finding_html(f, interface, details=False) for found_here in found.values() for f in found_here if f.verdict != "info")
+    summary = audit_summary_html(found, interface)
     body = (
         f"<h1>Fairness audit: {_e(name)}</h1>"
         f'<p class="note">Created {_e(result.created)} by fairaudit {_e(result.fairaudit_version)} in '
         f"{result.seconds:.1f} s. Rows are centred and scaled as listed under Data; every number below "
         "comes from the records table at the end.</p>"
-        + ("<h2>Summary</h2>" + summary if summary else "")
+        + ("<h2>Summary</h2><p class=\"note\">Per family: whether vanilla shows a gap (where, between whom), which fair "
+           "variants close it and at what cost, which do not. Each family's section starts with its verdicts and the chart "
+           "that carries them; every finding in full is under its “How this was decided”.</p>" + summary if summary else "")
         + _data_section(result)
         + families
         + _verdicts_section(result, interface)

@@ -43,6 +43,7 @@ from fairaudit.plots import (
 )
 from fairaudit.report import details_rows_by_ranks, summary_table, summary_text, table_notes
 from fairaudit.samples import DEFAULT_SAMPLE, SAMPLES, load_sample
+from fairaudit.summary import audit_summary, key_figure, question, verdict_rows
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.verdicts import MIN_JUDGED_ROWS
 from fairaudit.vocabulary import render
@@ -421,45 +422,90 @@ def show_findings_list(items: Sequence[Finding]) -> None:
                     st.markdown(f"{verdict_badge(verdict)} {words(rule)}")
 
 
-def show_findings(result: AuditResult, method: str) -> None:
-    """The reference selector, then ``method``'s findings judged against it."""
-    reference_selector(result, method)
+def judged_findings(result: AuditResult, method: str) -> list[Finding]:
+    """``method``'s findings judged against the reference chosen for it (“Compare with”); a reference
+    chosen for an earlier result that this one cannot judge is forgotten, with the error shown."""
     try:
-        found = findings(judged(result, method)).get(method, [])
-    except FairAuditError as exc:  # a reference chosen for an earlier result that this one cannot judge
+        return findings(judged(result, method)).get(method, [])
+    except FairAuditError as exc:
         chosen_references().pop(method, None)
         show_error(exc)
-        found = findings(result).get(method, [])
-    show_findings_list(found)
+        return findings(result).get(method, [])
 
 
-def show_uncertainty(result: AuditResult, method: str) -> None:
-    """How this result's intervals were made (or why there are none), and its held-out rows."""
+def show_verdict_table(found: Sequence[Finding]) -> None:
+    """A family's verdict per variant at the rank that matters, one row each: variant, verdict badge,
+    what is judged, rank, groups and the number that decided it (``fairaudit.summary.verdict_rows``:
+    read from the findings' evidence, never recomputed)."""
+    rows = verdict_rows(found)
+    if not rows:
+        st.caption("No verdict to show: the findings below state facts only.")
+        return
+    lines = ["| Variant | Verdict | Judged | Rank | Groups | The number that decided it |", "|:--|:--|:--|--:|:--|:--|"]
+    for row in rows:
+        early = "" if row.provisional is None else f" *provisional ({plural(row.provisional, 'replicate')})*"
+        lines.append(f"| {plain(row.title)} | {verdict_badge(row.verdict)}{early} | {plain(row.what)} | "
+                     f"{'' if row.rank is None else row.rank} | {plain(row.groups)} | {plain(row.number)} |")
+    st.markdown("\n".join(lines))
+
+
+def show_audit_summary(found: dict[str, list[Finding]]) -> None:
+    """Above the families (the Report page): which families show a gap, which fair variants close it
+    and at what cost, which are less fair (``fairaudit.summary.audit_summary``)."""
+    families = audit_summary(found)
+    if not families:
+        return
+    lines = ["| Family | Vanilla | Where | Closed by (cost) | Not closed · less fair |", "|:--|:--|:--|:--|:--|"]
+    for family in families:
+        closed = "; ".join(f"{plain(t)} ({plain(c)})" if c else plain(t) for t, c in family.closed) or "—"
+        left = "; ".join([*(plain(t) for t in family.open), *(f"{plain(t)} (less fair)" for t in family.worse)]) or "—"
+        lines.append(f"| {plain(family.title)} | {verdict_badge(family.verdict)} | {plain('; '.join(family.gaps)) or '—'} | {closed} | {left} |")
+    st.markdown("\n".join(lines))
+
+
+def show_findings(result: AuditResult, method: str, found: Sequence[Finding] | None = None) -> None:
+    """``method``'s findings in full (sentences, details, rules), judged against the chosen reference."""
+    show_findings_list(judged_findings(result, method) if found is None else found)
+
+
+def show_uncertainty(result: AuditResult, method: str, *, state: bool = True, how: bool = True) -> None:
+    """How this result's intervals were made (or why there are none), and its held-out rows.
+    ``state``: the boxes that change how the answer reads (intervals pending or provisional, or none
+    at all: no verdicts) — shown above the answer; ``how``: the caption of how they were made and the
+    held-out rows — under “How this was decided”."""
     summary = (result.uncertainty or {}).get(method)
     if not summary:
         return
     replicates = int(summary.get("replicates") or 0)
-    if pending_intervals(result, method):
-        st.info(
-            f"Point estimates, {result.seconds:.1f} s in: every number below is measured; their intervals "
-            f"({plural(replicates, 'stratified bootstrap replicate')}) are being computed — progress above. Until they "
-            "are in, no finding carries a verdict and the charts have no bands; the page fills them in when they "
-            "are. Cancelling keeps these numbers.",
-            icon=":material/hourglass_top:",
-        )
-        return
     chosen = family_run(result.config, method)
-    why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
-    if summary.get("provisional"):
-        done = int(summary["replicates_done"])
-        st.info(
-            f"Provisional, {result.seconds:.1f} s in: the intervals and verdicts below come from the first "
-            f"{plural(done, 'bootstrap replicate')} of {replicates}; the rest are running (progress above) and the page "
-            "refines them as they come in. A verdict may still change until they are all in.",
-            icon=":material/hourglass_top:",
-        )
+    if state:
+        if pending_intervals(result, method):
+            st.info(
+                f"Point estimates, {result.seconds:.1f} s in: every number below is measured; their intervals "
+                f"({plural(replicates, 'stratified bootstrap replicate')}) are being computed — progress above. Until they "
+                "are in, no finding carries a verdict and the charts have no bands; the page fills them in when they "
+                "are. Cancelling keeps these numbers.",
+                icon=":material/hourglass_top:",
+            )
+        elif summary.get("provisional"):
+            done = int(summary["replicates_done"])
+            st.info(
+                f"Provisional, {result.seconds:.1f} s in: the intervals and verdicts below come from the first "
+                f"{plural(done, 'bootstrap replicate')} of {replicates}; the rest are running (progress above) and the page "
+                "refines them as they come in. A verdict may still change until they are all in.",
+                icon=":material/hourglass_top:",
+            )
+        elif not replicates:
+            why = "“Bootstrap replicates” was 0" if chosen.get("bootstrap") == 0 else words(summary.get("why", ""))
+            st.info(
+                f"No intervals: {why}. Without them no finding carries a verdict (gap, mitigated, …): each is a plain "
+                "statement, untested against sampling noise. Set “Bootstrap replicates” in the settings to compute them.",
+                icon=":material/info:",
+            )
+    if not how:
         return
-    if replicates:
+    if replicates and not pending_intervals(result, method) and not summary.get("provisional"):
+        why = "as chosen" if chosen.get("bootstrap") is not None else words(summary.get("why", ""))
         seconds, announced = summary.get("seconds"), summary.get("expected_seconds")
         spread = summary.get("start_spread") or {}
         st.caption(
@@ -472,13 +518,6 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
                f"{spread['checked']} numbers by more than their interval is wide (‡ in the table)."
                if spread.get("larger_count") else "")
         )
-    else:
-        why = "“Bootstrap replicates” was 0" if chosen.get("bootstrap") == 0 else words(summary.get("why", ""))
-        st.info(
-            f"No intervals: {why}. Without them no finding carries a verdict (gap, mitigated, …): each is a plain "
-            "statement, untested against sampling noise. Set “Bootstrap replicates” above to compute them.",
-            icon=":material/info:",
-        )
     split = summary.get("rows")
     if split:
         st.caption(
@@ -487,10 +526,11 @@ def show_uncertainty(result: AuditResult, method: str) -> None:
         )
 
 
-def show_figures(result: AuditResult, method: str, variants=None) -> None:
+def show_figures(result: AuditResult, method: str, variants=None, figures=None) -> None:
     """Per-group figures full width (vanilla and fair panels side by side), the rest two abreast;
-    under each, its metric's one-line definition and which way is better."""
-    figures = family_figures(result.records, method, variants)
+    under each, its metric's one-line definition and which way is better (``figures``: these of
+    ``family_figures``' list, e.g. all but the one above the page's answer)."""
+    figures = family_figures(result.records, method, variants) if figures is None else figures
     wide = {metric for kind, metric in FAMILY_FIGURES.get(method, []) if kind != "variant"}
     group_figures = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) in wide]  # held-out twins too
     other = [(m, f) for m, f in figures if m.removeprefix(HELDOUT_PREFIX) not in wide]
@@ -666,18 +706,62 @@ def pending_intervals(result: AuditResult, method: str) -> bool:
     return bool((result.uncertainty or {}).get(method, {}).get("intervals_pending"))
 
 
-def show_result(result: AuditResult, method: str, variants=None) -> None:
+ANSWER_TABS = ("All charts", "Per-rank table", "How this was decided")
+"""Under a family page's answer: everything else, one click away."""
+
+
+def show_answer(result: AuditResult, method: str, variants=None) -> tuple[list[Finding], list]:
+    """The one-screen answer under the page's question: the verdict per variant at the rank that
+    matters (``fairaudit.summary.verdict_rows``), then the one chart that carries it
+    (``fairaudit.summary.key_figure``), then “Compare with”. Returns the findings shown and the
+    other charts (for “All charts”)."""
     pending = pending_intervals(result, method)
-    show_uncertainty(result, method)
+    show_uncertainty(result, method, how=False)
+    found = [] if pending else judged_findings(result, method)
     if pending:
-        st.caption("Findings and their verdicts: with the intervals.")
+        st.caption("Verdicts: with the intervals.")
     else:
-        show_findings(result, method)
-    show_figures(result, method, variants)
-    show_table(result, method)
-    show_details(result, method)
+        show_verdict_table(found)
+    key, rest = key_figure(family_figures(result.records, method, variants), method)
+    if key is not None:
+        metric, fig = key
+        st.plotly_chart(fig, key=f"{method}-key-{metric}", width="stretch")
+        _definition(metric)
+    if not pending:
+        reference_selector(result, method)
+    return found, rest
+
+
+def show_result(result: AuditResult, method: str, variants=None, intro: str = "", below=None) -> None:
+    """A family's result: the answer (:func:`show_answer`), then — in ``below``, a container further
+    down the page, if given — every other chart, the per-rank table and how the verdicts were decided
+    in tabs (:data:`ANSWER_TABS`; ``intro``, the page's explanation of the method, in the last), the
+    skipped variants and warnings, and where the result came from."""
+    found, rest = show_answer(result, method, variants)
+    with below if below is not None else st.container():
+        _show_more(result, method, variants, found, rest, intro)
+
+
+def _show_more(result: AuditResult, method: str, variants, found: list[Finding], rest: list, intro: str) -> None:
+    pending = pending_intervals(result, method)
+    charts, table, decided = st.tabs(list(ANSWER_TABS))
+    with charts:
+        st.plotly_chart(group_sizes_figure(result.data.get("group_sizes", {})), key=f"{method}-group-sizes",
+                        config={"displayModeBar": False})
+        show_figures(result, method, variants, figures=rest)
+    with table:
+        show_table(result, method)
+        show_details(result, method)
+    with decided:
+        show_uncertainty(result, method, state=False)
+        if pending:
+            st.caption("Findings and their verdicts: with the intervals.")
+        else:
+            show_findings(result, method, found)
+        if intro:
+            st.markdown(intro)
+        show_explainers(result, method)
     show_notes(result, method)
-    show_explainers(result, method)
     if pending:
         return
     st.caption(
@@ -856,14 +940,20 @@ def method_page(
     """
     data, token = current_data(), data_token()
     saved = saved_settings(method)
-    st.title(title)
-    text, sizes = st.columns([3, 1])
-    with text:
-        st.markdown(intro)
-        st.caption(data_summary(data) + " — change it on the **Data** page.")
-    with sizes:
-        st.plotly_chart(group_sizes_figure(data.group_sizes()), key=f"{method}-group-sizes", config={"displayModeBar": False})
-    with st.form(f"{method}-settings"):
+    reg = registry()
+    had_result = reg.estimates_for(method, token) is not None or method in reg.latest(token)
+    st.title(plain(question(method, data.sensitive)))
+    st.caption(f"{FAMILY_TITLES.get(method, method)} · {data_summary(data)} — change it on the **Data** page.")
+    answer = st.container()  # filled below, once the settings are read and any run started
+    if not had_result:
+        text, sizes = st.columns([3, 1])
+        with text:
+            st.markdown(intro)
+        with sizes:
+            st.plotly_chart(group_sizes_figure(data.group_sizes()), key=f"{method}-group-sizes-intro", config={"displayModeBar": False})
+    settings = st.expander("Settings of the run", expanded=not had_result, icon=":material/tune:")
+    below = st.container()  # under the settings: every other chart, the per-rank table, how it was decided
+    with settings, st.form(f"{method}-settings"):
         chosen = st.pills(
             "Variants (vanilla and fair, shown side by side)",
             options=list(variants),
@@ -891,13 +981,14 @@ def method_page(
         leace = leace_control(f"{method}-leace", saved)
         trust = uncertainty_controls(method, saved, {method: default_replicates(method)})
         submitted = st.form_submit_button("Run audit", type="primary")
-    for variant in variants:
-        if variant in heavy and (variant in chosen or variant in skipped):
-            note = "" if variant in chosen else " (not selected by default on data this size)"
-            st.warning(f"{variants[variant]}{note}: {plain(heavy[variant])}")
+    with settings:
+        for variant in variants:
+            if variant in heavy and (variant in chosen or variant in skipped):
+                note = "" if variant in chosen else " (not selected by default on data this size)"
+                st.warning(f"{variants[variant]}{note}: {plain(heavy[variant])}")
     config = None
     if not chosen:
-        st.info("Choose at least one variant.")
+        settings.info("Choose at least one variant.")
     else:
         try:
             config = AuditConfig(
@@ -912,10 +1003,11 @@ def method_page(
                 **trust,
             )
         except FairAuditError as exc:
-            show_error(exc)
+            with settings:
+                show_error(exc)
     if config is not None:
-        last_time_caption(method, token)
-    reg = registry()
+        with settings:
+            last_time_caption(method, token)
     running = reg.running_for(method, token)
     first_visit = (method, token) not in st.session_state.setdefault("auto-started", set())
     # nothing starts unasked whose numbers take more than a few seconds to show (the page's own size rule);
@@ -928,20 +1020,22 @@ def method_page(
         }
         start_run(FAMILY_TITLES.get(method, method), [(method, config)])
         running = reg.running_for(method, token)
-    if running is not None:
-        runs_panel(f"page-{method}", method)
-    show_run_messages(method)
+    with answer:
+        if running is not None:
+            runs_panel(f"page-{method}", method)
+        show_run_messages(method)
     estimates = reg.estimates_for(method, token)
     latest = estimates or reg.latest(token).get(method)
     if latest is None:
         if running is None:
-            st.info("Press **Run audit** to fit the chosen variants over the ranks.")
+            answer.info("Press **Run audit** (in the settings below) to fit the chosen variants over the ranks.")
         return None
     result, used = latest
     if running is not None and estimates is None:
-        st.caption("Below: the previous result, until the run above finishes.")
+        answer.caption("Below: the previous result, until the run above finishes.")
     shown_variants = [v for v in variants if used.names(method, v) or (used.variants == "all" and used.wants(method, v))]
     present = set(result.records.variant)  # each variant's representation after LEACE (AuditConfig.leace) beside it
     shown_variants = [name for v in shown_variants for name in (v, erased_variant(v)) if name == v or name in present]
-    show_result(result, method, shown_variants)
+    with answer:
+        show_result(result, method, shown_variants, intro=f"**{title}** {intro}", below=below)
     return result
