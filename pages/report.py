@@ -30,6 +30,7 @@ from pages.common import (
     runs_panel,
     saved_settings,
     show_error,
+    show_audit_summary,
     show_findings_list,
     show_last_run_messages,
     start_run,
@@ -40,6 +41,7 @@ from pages.common import (
 st.title("Report")
 data = current_data()
 st.caption(data_summary(data))
+answer = st.container()  # the audit summary, once there are results (drawn below)
 
 st.markdown(
     "The report holds the data fingerprint (file name, sha256, rows, group sizes), the "
@@ -109,6 +111,11 @@ if built is None or built[0] != identity:  # build once per set of results, not 
         built = (identity, combined, found, files, zip_files(files))
     st.session_state["report-built"] = built
 _, combined, found, files, zipped = built
+with answer:
+    st.subheader("Audit summary")
+    show_audit_summary(found)
+    st.caption("Per family: whether vanilla shows a gap (where, between whom), which fair variants close it and at what "
+               "cost, which do not. The findings in full are below, each family's charts on its page and in the HTML report.")
 stem = str(combined.data.get("name", "data")).rsplit(".", 1)[0] or "data"
 stem += "-" + "".join(ch for ch in str(combined.created or "")[:16] if ch.isdigit() or ch == "T").replace("T", "-")  # two downloads: two names
 html = files["report.html"]

@@ -373,3 +373,6 @@ def test_the_report_runs_every_family_in_one_run_and_shows_them_all():
     assert len(at.get("download_button")) == REPORT_DOWNLOADS
     families = " ".join(unescaped(c.value) for c in at.caption)
     assert all(title in families for title in ("PCA", "NMF", "Feature selection", "Tensor (CP)"))
+    summary = next(m.value for m in at.markdown if m.value.startswith("| Family | Vanilla |"))  # above the families
+    assert at.subheader[0].value == "Audit summary"
+    assert all(f"| {title} |" in unescaped(summary) for title in ("PCA", "NMF", "Tensor (CP)"))
