@@ -4,6 +4,8 @@ after changing a page, and look at the images).
     .venv/bin/python tests/e2e/screenshots.py OUT_DIR [--families pca,nmf,fs,cpd] [--bootstrap N] [--holdout pca] [--leace pca,nmf]
         [--data-only]
     .venv/bin/python tests/e2e/screenshots.py OUT_DIR --findings   # the findings of a file with a small third group
+    .venv/bin/python tests/e2e/screenshots.py OUT_DIR --answer [--widths 1400,1000] [--height 900] [--families …]
+        # the first screen of each page after its run: is the answer visible without scrolling?
 
 Starts the dashboard on a free local port, runs each family's audit on the default sample from its
 page (the way a user does: one session, sidebar links, the controls and the Run button; the
@@ -112,7 +114,11 @@ def _take_it_further(page, files: dict[str, Path]) -> None:
 
 
 def _run(page, bootstrap: str, holdout: bool, leace: bool = False) -> None:
-    """On a method page: the intervals' controls as asked (and LEACE's box), then Run audit."""
+    """On a method page: the intervals' controls as asked (and LEACE's box), then Run audit (the
+    settings fold away once the page has a result: opened first)."""
+    if not page.get_by_role("button", name="Run audit").is_visible():
+        page.get_by_text("Settings of the run").first.click()
+        time.sleep(1)
     if bootstrap:
         page.get_by_role("spinbutton", name="Bootstrap replicates").fill(bootstrap)
     if holdout:
@@ -242,6 +248,43 @@ def _shoot_findings(page, path: Path) -> None:
     print(path, flush=True)
 
 
+def _answers(browser, port: int, args) -> None:
+    """``--answer``: one session runs every family (and fills the Compare page), then each page's
+    first screen is photographed at every width, light and dark; then the HTML report's first page."""
+    page = browser.new_page(viewport={"width": 1400, "height": args.height})
+    page.set_default_timeout(900_000)
+    _goto(page, port)
+    families = args.families.split(",")
+    for family in families:
+        _open(page, PAGES[family])
+        _idle(page)
+        _run(page, args.bootstrap, False)
+        _idle(page)
+    if "pca" in families:
+        _take_it_further(page, _inputs(args.out))
+    report = _report(page, args.out)
+    for width in map(int, args.widths.split(",")):
+        page.set_viewport_size({"width": width, "height": args.height})
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            for name in [*families, "report", "compare"]:
+                _open(page, PAGES[name])
+                _idle(page)
+                page.evaluate("window.scrollTo(0, 0)")
+                _shoot(page, args.out / f"{name}-{width}-{scheme}.png")
+    for width in map(int, args.widths.split(",")):
+        page.set_viewport_size({"width": width, "height": args.height})
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.goto(report.as_uri())
+            page.wait_for_load_state("load")
+            time.sleep(2)
+            _shoot(page, args.out / f"report-html-{width}-{scheme}.png")
+            page.locator("h2", has_text="PCA").first.evaluate("heading => heading.scrollIntoView()")
+            time.sleep(1)
+            _shoot(page, args.out / f"report-html-pca-{width}-{scheme}.png")
+
+
 def _goto(page, port: int) -> None:
     """Open the dashboard (retrying while the server starts) and wait for the Data page."""
     for _ in range(120):
@@ -268,7 +311,13 @@ def main() -> int:
     parser.add_argument("--height", type=int, default=3200, help="viewport height in pixels (a page taller than it is cut)")
     parser.add_argument("--data-only", action="store_true", help="only the Data page's states")
     parser.add_argument("--findings", action="store_true", help="only the PCA findings of a file with a small third group")
+    parser.add_argument("--answer", action="store_true",
+                        help="only the first screen (a viewport of --height, default 900) of each family page after its run, the "
+                        "Report and Compare pages and the HTML report, at each of --widths, light and dark")
+    parser.add_argument("--widths", default="1400,1000", help="viewport widths of --answer")
     args = parser.parse_args()
+    if args.answer and args.height == parser.get_default("height"):
+        args.height = 900
     args.out.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
@@ -283,6 +332,9 @@ def main() -> int:
                     _goto(findings_page, port)
                     _findings_states(findings_page, args.out, scheme, args.bootstrap)
                     findings_page.close()
+                return 0
+            if args.answer:
+                _answers(browser, port, args)
                 return 0
             files = _data_files(args.out)
             for scheme in ("light", "dark"):  # a session per theme, so each starts from the sample
