@@ -424,10 +424,14 @@ def verdict_table_html(found: list[Finding], interface: str = "library") -> str:
     rows = verdict_rows(found)
     if not rows:
         return '<p class="note">No verdict: the findings state facts only (see “How this was decided”).</p>'
-    head = "".join(f"<th>{h}</th>" for h in ("variant", "verdict", "judged", "rank", "groups", "the number that decided it"))
+    costs = any(r.cost for r in rows)
+    head = "".join(f"<th>{_e(h)}</th>" for h in ("variant", "verdict", "judged", "rank", "groups",
+                                                  f"the number that decided it ({level(rows[0].confidence)} interval)",
+                                                  *(("cost",) if costs else ())))
     body = "".join(
         f"<tr><td>{_e(r.title)}</td>{_badge(r.verdict, r.provisional)}<td>{_e(r.what)}</td>"
-        f'<td class="num">{_e("" if r.rank is None else r.rank)}</td><td>{_e(r.groups)}</td><td>{_e(words(r.number, interface))}</td></tr>'
+        f'<td class="num">{_e("" if r.rank is None else r.rank)}</td><td>{_e(r.groups)}</td><td>{_e(words(r.number, interface))}</td>'
+        + (f"<td>{_e(r.cost or '—')}</td>" if costs else "") + "</tr>"
         for r in rows
     )
     return f'<div class="table"><table class="verdicts"><thead><tr>{head}</tr></thead>{body}</table></div>'

@@ -51,9 +51,18 @@ def question(method: str, sensitive: Sequence[str] | str | None) -> str:
     return QUESTIONS.get(method, "Does {column} change what " + FAMILY_TITLES.get(method, method) + " finds?").format(column=column)
 
 
-def _span(low, high, confidence) -> str:
-    text = interval(low, high)
+def _span(low, high, confidence, scale: float = 0.0) -> str:
+    """``95 % 1.36–2.00`` (``confidence`` None: ``1.36–2.00``); ends a million times smaller than
+    ``scale`` (the values compared) are rounding noise, written ``≈0``."""
+    text = interval(*(_noise(v, scale) for v in (low, high)))
     return "" if text == "n/a" else f"{level(confidence)} {text}" if confidence else text
+
+
+def _noise(value, scale: float):
+    """``value``, or 0 when it is a million times smaller than ``scale`` (written ``≈0``/``0``)."""
+    if value is None or not scale or not math.isfinite(float(value)):
+        return value
+    return 0.0 if abs(float(value)) < 1e-6 * abs(scale) else value
 
 
 def _estimate(est: Mapping | None, confidence) -> str:
@@ -65,10 +74,17 @@ def _estimate(est: Mapping | None, confidence) -> str:
 
 
 def _pair_text(pair: Mapping, what: str, confidence) -> str:
-    span = _span(pair.get("ci_low"), pair.get("ci_high"), confidence)
-    tests = ", ".join(part for part in (span, _p(pair.get("p_adjusted"))) if part)
-    return f"{what} {number(pair.get('value'))} vs {number(pair.get('other_value'))} (diff {number(pair.get('difference'))}" + (
-        f", {tests})" if tests else ")")
+    """``loss 2.08 vs 0.272 (diff 1.81, 95 % 1.36–2.00, p<0.001)``; ``confidence`` None: the
+    compact form without the level and the metric, ``2.08 vs 0.272 · diff 1.81 (1.36–2.00), p<0.001``."""
+    scale = max(abs(pair.get("value") or 0.0), abs(pair.get("other_value") or 0.0))
+    span = _span(pair.get("ci_low"), pair.get("ci_high"), confidence, scale)
+    difference = number(_noise(pair.get("difference"), scale))
+    p = _p(pair.get("p_adjusted"))
+    values = f"{number(pair.get('value'))} vs {number(pair.get('other_value'))}"
+    if confidence is None:
+        return f"{values} · diff {difference}" + (f" ({span})" if span else "") + (f", {p}" if p else "")
+    tests = ", ".join(part for part in (span, p) if part)
+    return f"{what} {values} (diff {difference}" + (f", {tests})" if tests else ")")
 
 
 def _p(p) -> str:
@@ -104,39 +120,44 @@ def groups_text(finding: Finding) -> str:
     return f"{pair.get('group')} vs {pair.get('other')}"
 
 
-def cost_text(finding: Finding) -> str:
+def cost_text(finding: Finding, compact: bool = False) -> str:
     """What a fair variant paid, from its evidence: ``+5.67 % total reconstruction error``, ``residual
-    fit 0.0618 (vanilla 0.0107)``, or ``""``."""
+    fit 0.0618 (vanilla 0.0107)``, or ``""`` (``compact``: ``+5.67 % error``, ``fit 0.0618 (vanilla 0.0107)``)."""
     e = finding.evidence or {}
     cost = e.get("cost") or {}
     if cost.get("change_percent") is not None:
-        return f"{percent(cost['change_percent'] / 100, sign=True)} {COST_WORDS.get(finding.family, 'total error')}"
+        return f"{percent(cost['change_percent'] / 100, sign=True)} {'error' if compact else COST_WORDS.get(finding.family, 'total error')}"
     if e.get("residual_fit") is not None and e.get("vanilla_residual_fit") is not None:
-        return f"residual fit {number(e['residual_fit'])} (vanilla {number(e['vanilla_residual_fit'])})"
+        return f"{'fit' if compact else 'residual fit'} {number(e['residual_fit'])} (vanilla {number(e['vanilla_residual_fit'])})"
     if e.get("alignment_data") is not None and e.get("baselines_alignment_data"):
         values = [v for v in e["baselines_alignment_data"] if v is not None]
-        return (f"alignment with all features {number(e['alignment_data'])} (baselines "
+        return (f"{'keeps' if compact else 'alignment with all features'} {number(e['alignment_data'])} (baselines "
                 f"{interval(min(values), max(values)) if values else 'n/a'})")
     return ""
 
 
-def deciding_number(finding: Finding) -> str | None:
+def deciding_number(finding: Finding, compact: bool = False) -> str | None:
     """The number that decided ``finding``, with its interval and test, in a few words; None for a
-    statement of fact (no disparity, balance or leakage evidence)."""
+    statement of fact (no disparity, balance or leakage evidence). ``compact``: for a table whose
+    header names the confidence level and whose other columns say what is judged and the cost —
+    without them."""
     e, kind = finding.evidence or {}, finding_kind(finding)
-    confidence = e.get("confidence") or (e.get("settings") or {}).get("confidence") or 0.95
+    confidence = None if compact else e.get("confidence") or 0.95
     if kind == "leakage":
         tests = ", ".join(p for p in (f"chance {number(e.get('chance'))}", _p(e.get("pvalue"))) if p)
-        text = f"balanced accuracy {_estimate({'value': e.get('balanced_accuracy'), **e}, confidence)}; {tests}"
+        measured = _estimate({"value": e.get("balanced_accuracy"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}, confidence)
+        text = f"bal. acc. {measured} vs {tests}" if compact else f"balanced accuracy {measured}; {tests}"
         if finding.variant != "vanilla" and isinstance(e.get("vanilla_balanced_accuracy"), Mapping):
             text += f"; vanilla {number(e['vanilla_balanced_accuracy'].get('value'))}"
     elif kind == "balance":
         pair = e.get("headline") or {}
-        text = (f"cluster share {_estimate(e.get('share'), confidence)}; parity {number(e.get('parity', 1.0))}"
-                + (f", {_p(pair.get('p_adjusted'))}" if _p(pair.get("p_adjusted")) else ""))
+        p = _p(pair.get("p_adjusted"))
+        text = (f"{'share' if compact else 'cluster share'} {_estimate(e.get('share'), confidence)}"
+                + (f" vs parity {number(e.get('parity', 1.0))}" if compact else f"; parity {number(e.get('parity', 1.0))}")
+                + (f", {p}" if p else ""))
     elif kind == "selection":
         baselines = [v for v in (e.get("baselines_alignment_protected") or {}).values() if v is not None]
-        text = (f"alignment with the groups {_estimate(e.get('alignment_protected'), confidence)} vs baselines "
+        text = (f"alignment{'' if compact else ' with the groups'} {_estimate(e.get('alignment_protected'), confidence)} vs baselines "
                 f"{interval(min(baselines), max(baselines)) if baselines else 'n/a'}; cluster share "
                 f"{_estimate(e.get('cluster_share'), confidence)}")
     elif kind:
@@ -144,13 +165,13 @@ def deciding_number(finding: Finding) -> str | None:
         if kind.startswith(HELDOUT_PREFIX):
             what = "held-out " + what
         if finding.verdict == "worse" and e.get("worst") and e.get("vanilla_worst"):
-            text = (f"worst {e['worst'].get('group')} {what} {_estimate(e['worst'], confidence)} vs vanilla's worst "
-                    f"{_estimate(e['vanilla_worst'], confidence)}")
+            text = (f"worst {e['worst'].get('group')}{'' if compact else ' ' + what} {_estimate(e['worst'], confidence)} vs "
+                    f"vanilla's worst {_estimate(e['vanilla_worst'], confidence)}")
         else:
             text = _pair_text(e.get("headline") or {}, what, confidence)
     else:
         return None
-    if finding.verdict in ("mitigated", "worse", "gap") and finding.variant not in (None, "vanilla") and cost_text(finding):
+    if not compact and finding.verdict in ("mitigated", "worse", "gap") and finding.variant not in (None, "vanilla") and cost_text(finding):
         text += f"; cost {cost_text(finding)}"
     return text
 
@@ -185,10 +206,17 @@ class VerdictRow:
     what: str
     groups: str
     number: str
+    """The deciding number in the table's compact form (its level in the table's header)."""
+    cost: str = ""
+    """A fair variant's cost (compact), ``""`` for vanilla and where the evidence states none."""
     provisional: int | None = None
+    confidence: float = 0.95
 
 
 KIND_WORDS = {"leakage": "leakage", "balance": "cluster balance", "selection": "FUFS vs baselines"}
+SHORT_WORDS = {"cluster balance": "balance", "FUFS vs baselines": "alignment", "relative loss": "rel. loss", "residual fit": "fit",
+               "held-out loss": "held-out loss"}
+"""The verdict table's column of what is judged, short (the table must fit one screen)."""
 
 
 def verdict_rows(found: Sequence[Finding]) -> list[VerdictRow]:
@@ -204,8 +232,10 @@ def verdict_rows(found: Sequence[Finding]) -> list[VerdictRow]:
         if kind.startswith(HELDOUT_PREFIX):
             what = "held-out " + what
         variant = finding.variant or ""
+        cost = cost_text(finding, compact=True) if variant not in ("", "vanilla") and kind != "balance" else ""
         rows.append(VerdictRow(variant, variant_title(finding.family, variant) if variant else "—", finding.verdict, finding.rank,
-                               what, groups_text(finding), decided, finding.provisional))
+                               SHORT_WORDS.get(what, what), groups_text(finding), deciding_number(finding, compact=True) or decided,
+                               cost, finding.provisional, float((finding.evidence or {}).get("confidence") or 0.95)))
     return rows
 
 
@@ -222,7 +252,7 @@ class FamilySummary:
     closed: list[tuple[str, str]] = field(default_factory=list)
     """Fair variants that close a gap (mitigated): ``(title, cost)``."""
     open: list[str] = field(default_factory=list)
-    """Fair variants that leave a gap (their titles)."""
+    """Fair variants that leave a gap: ``"HSIC-BCD (linear kernel) (leakage)"``."""
     worse: list[str] = field(default_factory=list)
     """Fair variants less fair than vanilla (their titles)."""
 
@@ -271,9 +301,10 @@ def audit_summary(found: Mapping[str, Sequence[Finding]]) -> list[FamilySummary]
                 summary.closed.append((title, cost_text(f)))
             elif f.verdict == "worse" and title not in summary.worse:
                 summary.worse.append(title)
-            elif f.verdict == "gap" and title not in summary.open:
-                summary.open.append(title)
-        summary.open = [t for t in summary.open if t not in summary.worse]
+            elif f.verdict == "gap":
+                kind = finding_kind(f)
+                summary.open.append(f"{title} ({KIND_WORDS.get(kind) or METRIC_WORDS.get(kind, kind.replace('_', ' '))})")
+        summary.open = [t for t in dict.fromkeys(summary.open) if t.rsplit(" (", 1)[0] not in summary.worse]
         out.append(summary)
     return out
 

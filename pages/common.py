@@ -441,11 +441,14 @@ def show_verdict_table(found: Sequence[Finding]) -> None:
     if not rows:
         st.caption("No verdict to show: the findings below state facts only.")
         return
-    lines = ["| Variant | Verdict | Judged | Rank | Groups | The number that decided it |", "|:--|:--|:--|--:|:--|:--|"]
+    costs = any(row.cost for row in rows)
+    lines = [f"| Variant | Verdict | Judged | Rank | Groups | The number that decided it ({level(rows[0].confidence)} interval) |"
+             + (" Cost |" if costs else ""), "|:--|:--|:--|--:|:--|:--|" + (":--|" if costs else "")]
     for row in rows:
         early = "" if row.provisional is None else f" *provisional ({plural(row.provisional, 'replicate')})*"
         lines.append(f"| {plain(row.title)} | {verdict_badge(row.verdict)}{early} | {plain(row.what)} | "
-                     f"{'' if row.rank is None else row.rank} | {plain(row.groups)} | {plain(row.number)} |")
+                     f"{'' if row.rank is None else row.rank} | {plain(row.groups)} | {plain(row.number)} |"
+                     + (f" {plain(row.cost) or '—'} |" if costs else ""))
     st.markdown("\n".join(lines))
 
 
@@ -706,6 +709,10 @@ def pending_intervals(result: AuditResult, method: str) -> bool:
     return bool((result.uncertainty or {}).get(method, {}).get("intervals_pending"))
 
 
+KEY_FIGURE_HEIGHT = 360
+"""Pixels of the chart under the verdict table: with the question and the table it fits a screen of
+900 pixels (the charts under “All charts” keep their own height)."""
+
 ANSWER_TABS = ("All charts", "Per-rank table", "How this was decided")
 """Under a family page's answer: everything else, one click away."""
 
@@ -725,6 +732,7 @@ def show_answer(result: AuditResult, method: str, variants=None) -> tuple[list[F
     key, rest = key_figure(family_figures(result.records, method, variants), method)
     if key is not None:
         metric, fig = key
+        fig.update_layout(height=KEY_FIGURE_HEIGHT)
         st.plotly_chart(fig, key=f"{method}-key-{metric}", width="stretch")
         _definition(metric)
     if not pending:

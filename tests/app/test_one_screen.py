@@ -25,10 +25,10 @@ def test_a_pca_run_opens_on_its_answer():
     shown = [e for e in leaves(at.main) if e.type != "caption"]  # captions: the data in use, a chart's reading
     title, table, chart = shown[:3]
     assert title.type == "title" and title.value == "Does PCA reconstruct every group of “group” as well?"
-    assert table.type == "markdown" and table.value.startswith("| Variant | Verdict | Judged | Rank | Groups | The number that decided it |")
+    assert table.type == "markdown" and table.value.startswith("| Variant | Verdict | Judged | Rank | Groups | The number that decided it (95 % interval) | Cost |")
     rows = table.value.splitlines()[2:]
-    assert any(":orange-badge[" in row and "| loss |" in row and "group=B vs group=A" in row and "95 % " in row for row in rows)
-    assert any(":blue-badge[" in row and "Fair PCA" in row and "cost " in row for row in rows)  # mitigated, at a cost
+    assert any(":orange-badge[" in row and "| loss |" in row and "group=B vs group=A" in row and " · diff " in row for row in rows)
+    assert any(":blue-badge[" in row and "Fair PCA" in row and " % error |" in row for row in rows)  # mitigated, at a cost
     assert chart.type == "plotly_chart" and "loss" in json.loads(chart.proto.spec)["layout"]["title"]["text"].lower()
     assert [t.label for t in at.tabs] == ["All charts", "Per-rank table", "How this was decided"]
     settings = next(e for e in at.expander if e.label == "Settings of the run")
