@@ -42,9 +42,12 @@ PAGES = {
 page = st.navigation(PAGES)
 settle_runs()
 with st.sidebar:
-    # The answer first: less empty space above a page's question, and a title that fits one line.
+    # The answer first: less empty space above a page's question, a title that fits one line, compact
+    # tables (a table wider than a narrow window scrolls sideways inside it, its first columns in view).
     st.html("<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem}"
-            "[data-testid='stMainBlockContainer'] h1{font-size:1.9rem}</style>")
+            "[data-testid='stMainBlockContainer'] h1{font-size:1.9rem}"
+            "[data-testid='stMainBlockContainer'] [data-testid='stMarkdownContainer'] table{font-size:.875rem;display:block;overflow-x:auto}"
+            "[data-testid='stMainBlockContainer'] [data-testid='stMarkdownContainer'] :is(td,th){padding:.2rem .5rem;line-height:1.35}</style>")
     st.markdown("### fairaudit")
     st.caption("Does your representation serve every group equally well? Vanilla vs fair, side by side.")
     st.caption("Data in use: " + data_summary(current_data()))

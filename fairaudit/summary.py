@@ -211,6 +211,9 @@ class VerdictRow:
     """A fair variant's cost (compact), ``""`` for vanilla and where the evidence states none."""
     provisional: int | None = None
     confidence: float = 0.95
+    short: str = ""
+    """The variant's title without its parenthesis where that leaves the table's titles apart
+    (“Fair PCA”, not “Fair PCA (exact eigen-solver)”), for a table that must fit one screen."""
 
 
 KIND_WORDS = {"leakage": "leakage", "balance": "cluster balance", "selection": "FUFS vs baselines"}
@@ -236,6 +239,10 @@ def verdict_rows(found: Sequence[Finding]) -> list[VerdictRow]:
         rows.append(VerdictRow(variant, variant_title(finding.family, variant) if variant else "—", finding.verdict, finding.rank,
                                SHORT_WORDS.get(what, what), groups_text(finding), deciding_number(finding, compact=True) or decided,
                                cost, finding.provisional, float((finding.evidence or {}).get("confidence") or 0.95)))
+    stems = {row.title: row.title.split(" (", 1)[0] for row in rows}
+    clash = {stem for stem in stems.values() if sum(1 for t, s in stems.items() if s == stem) > 1}
+    for row in rows:
+        row.short = row.title if stems[row.title] in clash else stems[row.title]
     return rows
 
 

@@ -8,6 +8,7 @@ before any Markdown-rendering call, widget labels included.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -442,14 +443,27 @@ def show_verdict_table(found: Sequence[Finding]) -> None:
         st.caption("No verdict to show: the findings below state facts only.")
         return
     costs = any(row.cost for row in rows)
-    lines = [f"| Variant | Verdict | Judged | Rank | Groups | The number that decided it ({level(rows[0].confidence)} interval) |"
+    lines = [f"| Variant | Verdict | Judged | Rank | Groups | Deciding number ({level(rows[0].confidence)} interval) |"
              + (" Cost |" if costs else ""), "|:--|:--|:--|--:|:--|:--|" + (":--|" if costs else "")]
     for row in rows:
         early = "" if row.provisional is None else f" *provisional ({plural(row.provisional, 'replicate')})*"
-        lines.append(f"| {plain(row.title)} | {verdict_badge(row.verdict)}{early} | {plain(row.what)} | "
-                     f"{'' if row.rank is None else row.rank} | {plain(row.groups)} | {plain(row.number)} |"
-                     + (f" {plain(row.cost) or '—'} |" if costs else ""))
+        lines.append(f"| {plain(row.short)} | {verdict_badge(row.verdict)}{early} | {plain(row.what)} | "
+                     f"{'' if row.rank is None else row.rank} | {_unbroken(plain(row.groups))} | {_phrases(plain(row.number))} |"
+                     + (f" {_unbroken(plain(row.cost)) or '—'} |" if costs else ""))
     st.markdown("\n".join(lines))
+
+
+def _unbroken(text: str) -> str:
+    """``text`` kept on one line (its spaces non-breaking): the verdict table's short cells, so that only
+    the deciding number wraps."""
+    return text.replace(" ", "\u00a0")
+
+
+def _phrases(text: str) -> str:
+    """``text`` wrapping only between its phrases (after “·”, “;” or “,”, before “vs”): a narrow
+    column reads “2.12 vs 0.281 ·” / “diff 1.84 (1.34–2.10),” / “p<0.001”, never a number cut from
+    its interval (a table too wide for the window scrolls sideways instead)."""
+    return " ".join(_unbroken(part) for part in re.split(r"(?<=[·;,]) | (?=vs )", text))
 
 
 def show_audit_summary(found: dict[str, list[Finding]]) -> None:
@@ -709,7 +723,7 @@ def pending_intervals(result: AuditResult, method: str) -> bool:
     return bool((result.uncertainty or {}).get(method, {}).get("intervals_pending"))
 
 
-KEY_FIGURE_HEIGHT = 360
+KEY_FIGURE_HEIGHT = 340
 """Pixels of the chart under the verdict table: with the question and the table it fits a screen of
 900 pixels (the charts under “All charts” keep their own height)."""
 

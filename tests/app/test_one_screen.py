@@ -25,7 +25,7 @@ def test_a_pca_run_opens_on_its_answer():
     shown = [e for e in leaves(at.main) if e.type != "caption"]  # captions: the data in use, a chart's reading
     title, table, chart = shown[:3]
     assert title.type == "title" and title.value == "Does PCA reconstruct every group of “group” as well?"
-    assert table.type == "markdown" and table.value.startswith("| Variant | Verdict | Judged | Rank | Groups | The number that decided it (95 % interval) | Cost |")
+    assert table.type == "markdown" and table.value.startswith("| Variant | Verdict | Judged | Rank | Groups | Deciding number (95 % interval) | Cost |")
     rows = table.value.splitlines()[2:]
     assert any(":orange-badge[" in row and "| loss |" in row and "group=B vs group=A" in row and " · diff " in row for row in rows)
     assert any(":blue-badge[" in row and "Fair PCA" in row and " % error |" in row for row in rows)  # mitigated, at a cost
