@@ -787,6 +787,7 @@ def _print_findings(result, found: dict, out, verbose: bool = False) -> None:
     from .report import start_spread_text, verdict_settings
     from .summary import audit_summary, finding_line
 
+    said: dict[str, list[str]] = {}  # quiet: one line for the families whose intervals were made alike
     for method, summary in result.uncertainty.items():
         replicates = int(summary.get("replicates", 0))
         what = f"{plural(replicates, 'bootstrap replicate')} ({summary.get('why', '')})" if replicates else summary.get("why", "no intervals")
@@ -795,9 +796,15 @@ def _print_findings(result, found: dict, out, verbose: bool = False) -> None:
         took = (f"; {summary['seconds']:.1f} s, announced {summary['expected_seconds']:.1f} s, {summary.get('jobs', '')}"
                 if verbose and replicates and summary.get("expected_seconds") is not None
                 else f", {summary['seconds']:.1f} s" if replicates and summary.get("seconds") is not None else "")
-        print(f"intervals ({method}): {level(summary.get('confidence', 0.95))}, {render(what, 'cli')}{took}", file=out)
-        if verbose and summary.get("start_spread"):
+        text = f"{level(summary.get('confidence', 0.95))}, {render(what, 'cli')}{took}"
+        if not verbose:
+            said.setdefault(text, []).append(method)
+            continue
+        print(f"intervals ({method}): {text}", file=out)
+        if summary.get("start_spread"):
             print(f"between random starts ({method}): {render(start_spread_text(summary, marks=False), 'cli')}", file=out)
+    for text, methods in said.items():
+        print(f"intervals ({', '.join(methods)}): {text}", file=out)
     if not verbose:
         items = [f for fs in found.values() for f in fs]
         if items:

@@ -426,7 +426,7 @@ def verdict_table_html(found: list[Finding], interface: str = "library") -> str:
         return '<p class="note">No verdict: the findings state facts only (see “How this was decided”).</p>'
     costs = any(r.cost for r in rows)
     head = "".join(f"<th>{_e(h)}</th>" for h in ("variant", "verdict", "judged", "rank", "groups",
-                                                  f"the number that decided it ({level(rows[0].confidence)} interval)",
+                                                  f"deciding number ({level(rows[0].confidence)} interval)",
                                                   *(("cost",) if costs else ())))
     body = "".join(
         f"<tr><td>{_e(r.title)}</td>{_badge(r.verdict, r.provisional)}<td>{_e(r.what)}</td>"
@@ -445,7 +445,7 @@ def audit_summary_html(found: dict[str, list[Finding]], interface: str = "librar
         return ""
     head = "".join(f"<th>{h}</th>" for h in ("family", "vanilla", "where", "closed by (cost)", "not closed · less fair"))
     body = "".join(
-        f"<tr><td>{_e(f.title)}</td>{_badge(f.verdict)}<td>{_e('; '.join(f.gaps) or '—')}</td>"
+        f"<tr><td>{_e(f.title)}</td>{_badge(f.verdict)}<td>{_e(f.where() or '—')}</td>"
         f"<td>{_e('; '.join(f'{t} ({c})' if c else t for t, c in f.closed) or '—')}</td>"
         f"<td>{_e('; '.join([*f.open, *(t + ' (less fair)' for t in f.worse)]) or '—')}</td></tr>"
         for f in families

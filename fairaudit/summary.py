@@ -253,9 +253,14 @@ class FamilySummary:
     method: str
     title: str
     verdict: str
-    """Vanilla's (for feature selection: the baselines') worst verdict: ``gap``, ``no_evidence`` or ``info``."""
+    """Vanilla's (for feature selection: the baselines') verdict over what it was judged on: ``gap`` if
+    any, else ``info`` if anything went unjudged (no intervals: nothing is cleared), else ``no_evidence``."""
     gaps: list[str] = field(default_factory=list)
     """Vanilla's gaps: ``"loss at rank 3 (group=B vs group=A)"``."""
+    no_evidence: list[str] = field(default_factory=list)
+    """What vanilla shows no evidence of a gap in: ``"leakage at rank 1"``."""
+    unjudged: list[str] = field(default_factory=list)
+    """What vanilla was not judged on (no intervals): ``"relative loss at rank 1"``."""
     closed: list[tuple[str, str]] = field(default_factory=list)
     """Fair variants that close a gap (mitigated): ``(title, cost)``."""
     open: list[str] = field(default_factory=list)
@@ -263,45 +268,56 @@ class FamilySummary:
     worse: list[str] = field(default_factory=list)
     """Fair variants less fair than vanilla (their titles)."""
 
+    def where(self) -> str:
+        """Vanilla's verdicts by what they judge: ``gap: loss at rank 3 (…); no evidence: leakage at rank 3``."""
+        parts = [f"gap: {'; '.join(self.gaps)}" if self.gaps else "",
+                 f"no evidence: {'; '.join(self.no_evidence)}" if self.no_evidence else "",
+                 f"not judged (no intervals): {'; '.join(self.unjudged)}" if self.unjudged else ""]
+        return "; ".join(p for p in parts if p)
+
     def text(self) -> str:
         """The family in one sentence."""
-        head = {"gap": "gap", "no_evidence": "no evidence of a gap", "info": "no verdict (no intervals)"}.get(self.verdict, self.verdict)
-        parts = [head + (": " + "; ".join(self.gaps) if self.gaps else "")]
+        parts = [self.where()]
         if self.closed:
             parts.append("closed by " + ", ".join(f"{t} ({c})" if c else t for t, c in self.closed))
         if self.open:
             parts.append("still a gap with " + ", ".join(self.open))
         if self.worse:
             parts.append("less fair: " + ", ".join(self.worse))
-        return f"{self.title}: " + "; ".join(parts)
-
-
-ORDER = {"gap": 0, "worse": 0, "no_evidence": 1, "mitigated": 1, "info": 2}
+        return f"{self.title}: " + "; ".join(p for p in parts if p)
 
 
 def _is_baseline(finding: Finding) -> bool:
     return finding.variant == "vanilla" or finding_kind(finding) == "balance"
 
 
+def _what(finding: Finding, groups: bool = True) -> str:
+    kind = finding_kind(finding)
+    what = KIND_WORDS.get(kind) or METRIC_WORDS.get(kind.removeprefix(HELDOUT_PREFIX), kind.replace("_", " "))
+    if kind.startswith(HELDOUT_PREFIX):
+        what = "held-out " + what
+    return f"{what} at rank {finding.rank}" + (f" ({groups_text(finding)})" if groups else "")
+
+
 def audit_summary(found: Mapping[str, Sequence[Finding]]) -> list[FamilySummary]:
-    """Per family of ``found`` (``fairaudit.findings.findings``): whether vanilla shows a gap (and
-    where, between whom), which fair variants close it and at what cost (their evidence's), which
-    leave it and which are less fair."""
+    """Per family of ``found`` (``fairaudit.findings.findings``): where vanilla shows a gap (and
+    between whom), no evidence of one, or was not judged (no intervals: never read as cleared);
+    which fair variants close a gap and at what cost (their evidence's), which leave one and which
+    are less fair."""
     out = []
     for method, items in found.items():
         judged = [f for f in items if finding_kind(f)]
         if not judged:
             continue
-        base = [f for f in judged if _is_baseline(f)]
-        verdict = min((f.verdict for f in base), key=lambda v: ORDER.get(v, 2), default="info")
-        summary = FamilySummary(method, FAMILY_TITLES.get(method, method), verdict)
-        for f in base:
-            if f.verdict == "gap":
-                kind = finding_kind(f)
-                what = KIND_WORDS.get(kind) or METRIC_WORDS.get(kind, kind.replace("_", " "))
-                summary.gaps.append(f"{what} at rank {f.rank} ({groups_text(f)})")
+        summary = FamilySummary(method, FAMILY_TITLES.get(method, method), "info")
         for f in judged:
             if _is_baseline(f):
+                if f.verdict == "gap":
+                    summary.gaps.append(_what(f))
+                elif f.verdict == "no_evidence":
+                    summary.no_evidence.append(_what(f, groups=False))
+                else:
+                    summary.unjudged.append(_what(f, groups=False))
                 continue
             title = variant_title(method, f.variant or "")
             if f.verdict == "mitigated":
@@ -311,6 +327,7 @@ def audit_summary(found: Mapping[str, Sequence[Finding]]) -> list[FamilySummary]
             elif f.verdict == "gap":
                 kind = finding_kind(f)
                 summary.open.append(f"{title} ({KIND_WORDS.get(kind) or METRIC_WORDS.get(kind, kind.replace('_', ' '))})")
+        summary.verdict = "gap" if summary.gaps else "info" if summary.unjudged or not summary.no_evidence else "no_evidence"
         summary.open = [t for t in dict.fromkeys(summary.open) if t.rsplit(" (", 1)[0] not in summary.worse]
         out.append(summary)
     return out

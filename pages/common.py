@@ -476,7 +476,7 @@ def show_audit_summary(found: dict[str, list[Finding]]) -> None:
     for family in families:
         closed = "; ".join(f"{plain(t)} ({plain(c)})" if c else plain(t) for t, c in family.closed) or "—"
         left = "; ".join([*(plain(t) for t in family.open), *(f"{plain(t)} (less fair)" for t in family.worse)]) or "—"
-        lines.append(f"| {plain(family.title)} | {verdict_badge(family.verdict)} | {plain('; '.join(family.gaps)) or '—'} | {closed} | {left} |")
+        lines.append(f"| {plain(family.title)} | {verdict_badge(family.verdict)} | {plain(family.where()) or '—'} | {closed} | {left} |")
     st.markdown("\n".join(lines))
 
 

@@ -66,12 +66,18 @@ def test_families_without_a_gap_and_statements_of_fact():
     khsic = Finding("cpd", 4, "khsic", "mitigated", "…", evidence={**leak, "balanced_accuracy": 0.5, "ci_low": 0.45, "ci_high": 0.55,
                                                                      "pvalue": 0.6, "residual_fit": 0.06, "vanilla_residual_fit": 0.01})
     nmf, fs, cpd = audit_summary({"nmf": [none, fact], "fs": [balance, fufs], "cpd": [vanilla_cp, khsic]})
-    assert nmf.verdict == "no_evidence" and not nmf.gaps and not nmf.closed
+    assert nmf.verdict == "no_evidence" and not nmf.gaps and not nmf.closed and nmf.no_evidence == ["relative loss at rank 2"]
+    assert nmf.text() == "NMF: no evidence: relative loss at rank 2"
     assert fs.verdict == "gap" and fs.gaps == ["cluster balance at rank 2 (g=B)"]
     assert fs.closed == [("FUFS (fair)", "alignment with all features 0.800 (baselines 0.600–0.900)")]
     assert cpd.gaps == ["leakage at rank 4 (2 groups)"] and cpd.closed == [("KHSIC-BCD (RBF kernel)", "residual fit 0.0600 (vanilla 0.0100)")]
     assert "leakage: balanced accuracy 0.500 (95 % 0.450–0.550); chance 0.500, p=0.60" in finding_line(khsic)
     assert audit_summary({"pca": [fact]}) == []  # nothing judged: no summary line
+    untested = Finding("nmf", 2, "vanilla", "info", "…", evidence={"metric": "rel_loss", "headline": pair})
+    quiet_leak = Finding("nmf", 2, "vanilla", "no_evidence", "…", evidence={**leak, "balanced_accuracy": 0.5, "pvalue": 0.7})
+    (unjudged,) = audit_summary({"nmf": [untested, quiet_leak]})  # no intervals: the loss is never read as cleared
+    assert unjudged.verdict == "info" and unjudged.unjudged == ["relative loss at rank 2"] and unjudged.no_evidence == ["leakage at rank 2"]
+    assert unjudged.where() == "no evidence: leakage at rank 2; not judged (no intervals): relative loss at rank 2"
 
 
 def test_each_familys_question_and_key_chart(pca_found):
