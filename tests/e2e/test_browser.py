@@ -121,16 +121,20 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
 
     page.get_by_role("link", name="Audit it with PCA").click()  # the next step offered after "Use this data"
     page.get_by_text("patients.csv", exact=False).first.wait_for()
-    page.get_by_text("vanilla PCA's reconstruction loss is").wait_for()
-    chart = page.locator(".js-plotly-plot:has(.scatterlayer .trace)").first  # the first audit curve
+    page.get_by_role("heading", name="Does PCA reconstruct every group of").wait_for()  # the question, first
+    page.get_by_text("Deciding number (95 % interval)").wait_for()  # then the verdict table
+    chart = page.locator(".js-plotly-plot:has(.scatterlayer .trace)").first  # then the one chart
     chart.locator(".scatterlayer .trace").first.wait_for()
     assert chart.locator("text.gtitle").first.text_content().startswith("Reconstruction loss")
 
-    # intervals and verdicts, as a user asks for them (20 replicates keep it quick)
+    # intervals and verdicts, as a user asks for them (20 replicates keep it quick), in the settings folded under the answer
+    page.get_by_text("Settings of the run").first.click()
     page.get_by_role("spinbutton", name="Bootstrap replicates").fill("20")
     page.get_by_role("button", name="Run audit").click()
+    page.get_by_role("tab", name="How this was decided").click()  # the findings in full and the rules: one click away
     page.get_by_text("percentile intervals from 20 stratified bootstrap replicates", exact=False).wait_for()  # all in, not provisional
-    page.get_by_text("Why these verdicts: the rules", exact=False).first.wait_for()  # the verdicts' rules, one click away
+    page.get_by_text("vanilla PCA's reconstruction loss is").first.wait_for()
+    page.get_by_text("Why these verdicts: the rules", exact=False).first.wait_for()
     assert page.locator("[data-testid=stMarkdownContainer] span", has_text="No evidence").count() >= 1  # the badge
     assert page.locator(".js-plotly-plot path.js-fill").count() >= 1  # interval bands drawn in the charts
 
