@@ -128,11 +128,17 @@ def test_upload_audit_and_download_the_report(page, app_url, tmp_path):
     assert chart.locator("text.gtitle").first.text_content().startswith("Reconstruction loss")
 
     # intervals and verdicts, as a user asks for them (20 replicates keep it quick), in the settings folded under the answer
-    page.get_by_text("Settings of the run").first.click()
+    if not page.get_by_role("button", name="Run audit").is_visible():
+        page.get_by_text("Settings of the run").first.click()
     page.get_by_role("spinbutton", name="Bootstrap replicates").fill("20")
     page.get_by_role("button", name="Run audit").click()
-    page.get_by_role("tab", name="How this was decided").click()  # the findings in full and the rules: one click away
-    page.get_by_text("percentile intervals from 20 stratified bootstrap replicates", exact=False).wait_for()  # all in, not provisional
+    done = page.get_by_text("percentile intervals from 20 stratified bootstrap replicates", exact=False)  # all in, not provisional
+    for _ in range(60):  # the page redraws its tabs when the run ends: open the findings in full once it has
+        page.get_by_role("tab", name="How this was decided").click()  # the findings in full and the rules: one click away
+        if done.is_visible():
+            break
+        time.sleep(2)
+    done.wait_for()
     page.get_by_text("vanilla PCA's reconstruction loss is").first.wait_for()
     page.get_by_text("Why these verdicts: the rules", exact=False).first.wait_for()
     assert page.locator("[data-testid=stMarkdownContainer] span", has_text="No evidence").count() >= 1  # the badge
