@@ -71,9 +71,13 @@ except FairAuditError as exc:
 default = ", ".join(default_names(a, b, (first[0], second[0])))
 if st.session_state.get("compare-names-default") != default:  # new files: names from them, not the last pair's
     st.session_state["compare-names-default"] = default
-    st.session_state["compare-names"] = default if default.count(",") == 1 else "first, second"
+    st.session_state["compare-names-kept"] = default if default.count(",") == 1 else "first, second"
+    st.session_state["compare-names"] = st.session_state["compare-names-kept"]
+elif "compare-names" not in st.session_state:  # Streamlit forgets a widget's value while its page is not shown
+    st.session_state["compare-names"] = st.session_state.get("compare-names-kept", default)
 names_text = st.text_input("Names of the two audits", key="compare-names",
                            help="Two names separated by a comma, e.g. before, after; they label the values everywhere below.")
+st.session_state["compare-names-kept"] = names_text
 try:
     names = tuple(part.strip() for part in names_text.split(",") if part.strip())
     if len(names) != 2:
