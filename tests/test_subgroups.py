@@ -143,3 +143,15 @@ def test_cli_subgroups_prints_the_finding(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert f"Worst-served subgroup: {PLANTED}." in printed
     assert any(f["evidence"].get("kind") == "worst subgroup" for f in json.loads(out.read_text())["findings"])
+
+
+def test_the_audit_goes_on_when_the_search_cannot_run():
+    """A value holding the separator, another family, your components: a note, no search, no error."""
+    frame = planted_subgroup(n=600, share=0.1, random_state=1)
+    odd = frame.assign(region=frame.region.str.replace("west", "we & st"))
+    result = _audit(_data(odd), bootstrap=0)
+    assert worst_subgroup(result) is None
+    assert any("cannot tell the sensitive columns apart" in note for note in result.warnings)
+    nmf = run_audit(_data(frame.assign(**{c: frame[c].abs() for c in frame.filter(like="x")})),
+                    AuditConfig(methods=["nmf"], variants=["vanilla"], ranks=[1], bootstrap=0, subgroups=True, n_jobs=1))
+    assert any("covers the PCA family only" in note for note in nmf.warnings)

@@ -30,6 +30,7 @@ import math
 import numpy as np
 from sklearn.base import clone
 
+from ..errors import ParameterError
 from ..groups import GroupCodes
 from ..linalg import blas_threads
 from ..subgroups import REST, SEARCHED_VARIANT, SUBGROUP_METRIC, Subgroup, candidate_subgroups
@@ -97,9 +98,14 @@ def search(family, fits) -> list[tuple]:
     config, sink = family.config, family.sink
     problem: GroupProblem = fits.shared["problem"]
     sizes = np.asarray(problem.sizes, dtype=float)
-    candidates = candidate_subgroups(family.labels, sizes.astype(int), family.data.sensitive, config.min_judged_rows)
+    columns = tuple(getattr(family.data, "sensitive", None) or ("group",))
+    try:
+        candidates = candidate_subgroups(family.labels, sizes.astype(int), columns, config.min_judged_rows)
+    except ParameterError as exc:  # a value holding the separator: the audit goes on without the search
+        sink.warn(f"pca: {exc.args[0]}")
+        return []
     if not candidates:
-        sink.warn(f"pca: subgroup search: no subgroup of {', '.join(family.data.sensitive)} has at least "
+        sink.warn(f"pca: subgroup search: no subgroup of {', '.join(columns)} has at least "
                   f"{config.min_judged_rows} rows with as many outside it ({term('min_judged_rows')}).")
         return []
     ranks = list(family.ranks)
