@@ -53,7 +53,8 @@ def union_losses(covariances: np.ndarray, sizes: np.ndarray, cells: np.ndarray, 
     ``m_i``, ``maps`` each rank's fitted map in problem coordinates
     (:class:`~fairaudit.linalg.LowRankMap`)."""
     scatter = covariances * sizes[:, None, None]
-    inside = np.einsum("qk,...kij->...qij", cells, scatter)
+    *lead, k, s, _ = scatter.shape
+    inside = (cells @ scatter.reshape(*lead, k, s * s)).reshape(*lead, cells.shape[0], s, s)
     outside = scatter.sum(axis=-3)[..., None, :, :] - inside
     rows = cells @ sizes
     found = []
@@ -66,7 +67,7 @@ def union_losses(covariances: np.ndarray, sizes: np.ndarray, cells: np.ndarray, 
         losses = np.empty_like(errors)
         for j, (rank, projection) in enumerate(zip(ranks, maps, strict=True)):
             B, w = projection.basis, projection.weights
-            captured = np.einsum("...ij,ir,jr->...r", C, B, B) @ (2 * w - w * w)
+            captured = np.sum((C @ B) * B, axis=-2) @ (2 * w - w * w)
             errors[..., j] = traces - captured
             losses[..., j] = errors[..., j] - np.clip(traces - spectra[..., :rank].sum(axis=-1), 0.0, None)
         found.append((losses, errors))
