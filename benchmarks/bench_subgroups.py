@@ -13,7 +13,8 @@ rate and the time it adds.
    EDUCATION, from ``../shared``), as a ratio in the same process; and the search's own seconds
    (``uncertainty["pca"]["subgroup_seconds"]``).
 
-Run: ``python benchmarks/bench_subgroups.py [--seeds 20] [--bootstrap 100] [--repeat 2] [--weak]``.
+Run: ``python benchmarks/bench_subgroups.py [--seeds 20] [--bootstrap 100] [--repeat 2] [--weak]`` (``--seeds 0``:
+the timing alone; ``--no-timing``: the rates alone).
 Prints ``uptime``'s load: times on a shared machine are noisy; read the ratios.
 """
 
@@ -57,6 +58,8 @@ def rates(seeds: int, bootstrap: int, weak: bool) -> None:
             verdicts.append(found.verdict)
             named += found.verdict == "gap" and found.headline.group == PLANTED
             seconds.append(result.uncertainty["pca"]["subgroup_seconds"])
+        if not seeds:
+            return
         gaps = verdicts.count("gap")
         print(f"{name:10s}: gap in {gaps}/{seeds} seeds, naming {PLANTED} in {named}/{seeds}; "
               f"search {np.median(seconds):.2f} s (median), {found.candidates} subgroups × {len(found.ranks)} ranks")

@@ -1047,15 +1047,16 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     for (variant, rank), model in family.models_of(fits).items() if config.keep_models else ():
         sink.keep(variant, rank, model)
     stage = FamilyEstimates(family, summary, fits, train, test, pairs, collector.values)
-    if config.subgroups:
-        started = time.perf_counter()
-        stage.subgroups = family.search_subgroups(fits)
-        summary["subgroup_seconds"] = round(time.perf_counter() - started, 3)
     sink.comparisons = family_comparisons(stage)
     replicates, why = uncertainty.resolve_replicates(family.method, config.bootstrap)
     summary.update(replicates=replicates, why=why, estimate_seconds=round(time.perf_counter() - begun, 3))
     if replicates:
         sink.estimates_ready(summary, time.perf_counter() - begun)
+    if config.subgroups:  # after the point estimates are handed over: the search draws replicates of its own
+        started = time.perf_counter()
+        stage.subgroups = family.search_subgroups(fits)
+        summary["subgroup_seconds"] = round(time.perf_counter() - started, 3)
+        sink.comparisons = family_comparisons(stage)
     return stage
 
 
