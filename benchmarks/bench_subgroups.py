@@ -92,7 +92,8 @@ def timing(repeat: int, bootstrap: int) -> None:
                     search = min(search, result.uncertainty["pca"]["subgroup_seconds"])
         found = worst_subgroup(result)
         print(f"{name} ({data.n_rows:,} × {data.n_features}, {len(data.groups.labels)} cells): audit {best[False]:.1f} s, with the "
-              f"search {best[True]:.1f} s ({best[True] / best[False]:.2f}×; the search itself {search:.1f} s); worst subgroup "
+              f"search {best[True]:.1f} s ({best[True] / best[False]:.2f}×; the search itself {search:.1f} s, {found.candidates} subgroups); "
+              f"worst subgroup "
               f"{found.headline.group} ({found.verdict}, rank {found.rank}, difference {found.headline.difference:.3g})")
 
 
