@@ -713,8 +713,8 @@ def nmf_findings(result, reference: str | None = None) -> list[Finding]:
                       "total relative error")
 
     found, rank = disparity_findings(records, metric="rel_loss", what="relative loss", fair_variants=fair, cost=cost)
-    if rank is None:
-        return found
+    if rank is None:  # no verdict: the notes on losses below 0 still belong where those losses are shown
+        return found + _negative_loss_findings(records, [r for r in records.ranks("vanilla") if r], fair)
     top = found[0].evidence.get("headline") or {}
     own = records.groups("vanilla", rank, "own_rel_error")
     if own and top.get("group") in own and top.get("other") in own:
@@ -736,15 +736,25 @@ def nmf_findings(result, reference: str | None = None) -> list[Finding]:
                 + ", ".join(f"{g} ({number(before[g][0])} → {number(after[g][0])})" for g in raised) + ".",
                 {"rank": rank, "rel_loss": {g: {"before": before[g][0], "after": after[g][0]} for g in raised}},
             ))
-    from .nmf.notes import negative_losses  # here: a PCA audit imports no other family (tests/test_cli.py)
-
-    below = negative_losses(rank, {(variant_title("nmf", v), g): est[0] for v in ["vanilla", *fair] for g, est in records.groups(v, rank, "rel_loss").items()})
-    if below:
-        found.append(records.finding(rank, None, "info", below))
+    found.extend(_negative_loss_findings(records, [rank], fair))
     leak = leakage_finding(records, "vanilla", rank)
     if leak:
         found.append(leak)
     found.extend(_heldout_findings(records, rank, "rel_loss", "relative loss", fair[:1]))
+    return found
+
+
+def _negative_loss_findings(records: Records, ranks, fair) -> list[Finding]:
+    """At each of ``ranks``, the note on relative losses below 0 (:func:`fairaudit.nmf.notes.negative_losses`)
+    where vanilla or a fair variant has one."""
+    from .nmf.notes import negative_losses  # here: a PCA audit imports no other family (tests/test_cli.py)
+
+    found = []
+    for rank in ranks:
+        values = {(variant_title("nmf", v), g): est[0] for v in ["vanilla", *fair] for g, est in records.groups(v, rank, "rel_loss").items()}
+        below = negative_losses(rank, values)
+        if below:
+            found.append(records.finding(rank, None, "info", below))
     return found
 
 

@@ -51,7 +51,7 @@ MANIFEST = Fields(
         "format_version": Whole(1, FORMAT_VERSION),
         "kind": Text(64),  # the kinds are checked by fairaudit.models (its table of kinds)
         "method": Text(64, r"[a-z][a-z0-9_]*", "a method name (lower-case letters, digits, '_')"),
-        "variant": Text(210, NAME + r"(@[0-9]{1,9})?", "a variant name (letters, digits, '_', '.', '-')"),
+        "variant": Text(216, NAME + r"(\+leace)?(@[0-9]{1,9})?", "a variant name (letters, digits, '_', '.', '-', optionally '+leace')"),
         "rank": Whole(1, _MANY),
         "features": Items(Text(1000), min=1, max=_MANY, unique=True),
         "outputs": Items(Text(1000), min=1, max=_MANY, unique=True),

@@ -516,7 +516,7 @@ class ErasedMapModel(_RestoredModel):
         "training rows: no linear classifier predicts their group better than a constant); inverse_transform is the "
         "best linear reconstruction from them, so on the training rows group_errors reproduces the audit's error."
     )
-    required = ("representation", "mean")
+    arrays_spec = {"representation": ("features", "outputs"), "mean": ("features",)}
 
     def _estimator(self) -> LeacePCA:
         estimator = LeacePCA(n_components=self.rank)

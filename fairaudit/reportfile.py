@@ -35,7 +35,8 @@ MAX_REPORT_BYTES = 2 << 30
 """Largest report read (2 GiB; a report of 480,000 records is 100 MB)."""
 
 METHOD = Text(64, r"[a-z][a-z0-9_]*", "a method name (lower-case letters, digits, '_')")
-VARIANT = Text(210, NAME + r"(@[0-9]{1,9})?", "a variant name (letters, digits, '_', '.', '-', optionally '@' and a number)")
+VARIANT = Text(216, NAME + r"(\+leace)?(@[0-9]{1,9})?",
+               "a variant name (letters, digits, '_', '.', '-', optionally '+leace', '@' and a number)")
 
 RECORD = Fields(
     required={
