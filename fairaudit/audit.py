@@ -180,6 +180,12 @@ class AuditConfig:
     scheduler : str or distributed.Client, optional
         Compute the bootstrap replicates on this Dask cluster (a client, or its scheduler's
         address) instead of local processes; the same values.
+    subgroups : bool
+        Also search the subgroups of the sensitive columns — every subgroup fixing the values of
+        one or more of them (``sex=f``, ``race=black``, ``sex=f & race=black``) with at least
+        ``min_judged_rows`` rows — for the one vanilla PCA serves worst against the rest of the
+        rows, the multiple comparisons of the search corrected (:mod:`fairaudit.subgroups`,
+        ``docs/subgroups.md``). PCA family; off by default (its own bootstrap replicates).
     time_budget : float or None
         Seconds the whole audit may take: the bootstrap replicates stop being started once it is
         spent (each family's get an equal share of what is left when they start), and their
@@ -211,6 +217,7 @@ class AuditConfig:
     n_jobs: int | None = None
     scheduler: object = None
     time_budget: float | None = None
+    subgroups: bool = False
 
     def __post_init__(self):
         self.methods = tuple(self.methods)
@@ -241,6 +248,9 @@ class AuditConfig:
         if not isinstance(self.leace, bool | np.bool_):
             raise ParameterError(f"{term('leace')} must be True or False; got {self.leace!r}.")
         self.leace = bool(self.leace)
+        if not isinstance(self.subgroups, bool | np.bool_):
+            raise ParameterError(f"{term('subgroups')} must be True or False; got {self.subgroups!r}.")
+        self.subgroups = bool(self.subgroups)
         if self.leakage_permutations is not None and (
             isinstance(self.leakage_permutations, bool) or not isinstance(self.leakage_permutations, int) or self.leakage_permutations < 0
         ):
@@ -783,6 +793,12 @@ class FamilyAudit:
     def measure(self, fits: Fits, rows: np.ndarray, out: Recorder, *, heldout: bool = False, replicate: bool = False) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def search_subgroups(self, fits: Fits) -> list[tuple]:
+        """The subgroup search of ``AuditConfig(subgroups=True)`` on the fits of the training rows:
+        comparison rows (:mod:`fairaudit.subgroups`). A family without one says so."""
+        self.sink.warn(f"{self.method}: the subgroup search ({term('subgroups')}) covers the PCA family only.")
+        return []
+
     def resample(self, rng: np.random.Generator, rows: np.ndarray, index: int, count: int):
         """The rows of bootstrap replicate ``index`` of ``count``: a stratified resample of ``rows``
         (:func:`fairaudit.uncertainty.stratified_resample`). A family whose engine resamples
@@ -984,6 +1000,8 @@ class FamilyEstimates:
     points: dict = field(default_factory=dict)
     """The point estimates by ``(variant, rank, group, metric)`` (what the comparisons read)."""
     replicates: uncertainty.Replicates | None = None
+    subgroups: list = field(default_factory=list)
+    """The subgroup search's comparison rows (``AuditConfig(subgroups=True)``), computed once."""
 
     @property
     def intervals_pending(self) -> bool:
@@ -1034,6 +1052,11 @@ def estimate_family(family: FamilyAudit) -> FamilyEstimates:
     summary.update(replicates=replicates, why=why, estimate_seconds=round(time.perf_counter() - begun, 3))
     if replicates:
         sink.estimates_ready(summary, time.perf_counter() - begun)
+    if config.subgroups:  # after the point estimates are handed over: the search draws replicates of its own
+        started = time.perf_counter()
+        stage.subgroups = family.search_subgroups(fits)
+        summary["subgroup_seconds"] = round(time.perf_counter() - started, 3)
+        sink.comparisons = family_comparisons(stage)
     return stage
 
 
@@ -1045,7 +1068,7 @@ def family_comparisons(stage: FamilyEstimates, replicates: uncertainty.Replicate
         family.method, family.labels, family.group_rows, family.comparison_metrics(), stage.points,
         None if replicates is None else replicates.values, family.config.confidence, family.pair_nulls,
         prefixes=("",) if stage.test is None else ("", HELDOUT_PREFIX),
-    )
+    ) + stage.subgroups
 
 
 def finish_family(stage: FamilyEstimates, executor=None, *, deadline: float | None = None) -> dict:

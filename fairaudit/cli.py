@@ -176,6 +176,9 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--leace", action="store_true",
                       help="also audit every representation (yours too) after LEACE, which erases the group's linear "
                       "information, as <variant>+leace: its leakage and what erasure cost")
+    runs.add_argument("--subgroups", action="store_true",
+                      help="also search every subgroup of the sensitive columns (one value, or values of several: "
+                      "sex=f, sex=f & race=black) for the one vanilla PCA serves worst, the search's comparisons corrected")
     runs.add_argument("--sdp-max-features", type=int, default=AuditConfig.sdp_max_features,
                       help=f"skip the SDP (fair_sdp) above this many features (default {AuditConfig.sdp_max_features})")
     runs.add_argument("--mw-max-features", type=int, default=AuditConfig.mw_max_features,
@@ -511,6 +514,7 @@ def config_from_args(args) -> AuditConfig:
         random_state=args.seed,
         leakage_classifier=args.leakage_classifier,
         leace=args.leace,
+        subgroups=args.subgroups,
         sdp_max_features=args.sdp_max_features,
         mw_max_features=args.mw_max_features,
         engine=args.engine,

@@ -629,7 +629,75 @@ def pca_findings(result, reference: str | None = None) -> list[Finding]:
     if leak:
         found.append(leak)
     found.extend(_heldout_findings(records, rank, "loss", "reconstruction loss", fair[:1]))
-    return found
+    worst = subgroup_finding(records, result.data.get("sensitive") or [])
+    return found + ([worst] if worst else [])
+
+
+# ============================================================================ the worst-served subgroup
+SUBGROUP_RULE = (
+    "Worst-served subgroup ({option}): every subgroup that fixes the values of one or more sensitive columns, with at "
+    "least {min_rows} rows and as many outside it, is compared with the rest of the rows under vanilla PCA at every rank "
+    "that is not degenerate — each loss against its own best fit. A subgroup is a gap when it is served worse than the "
+    "rest by the conditions of a gap between two groups (interval, test, tolerance); each comparison's p-value is the "
+    "larger of the bootstrap test's and the test against random subgroups of the same size, and Holm's correction "
+    "counts every subgroup at every rank, which keeps the chance of any false gap in the whole search at α = {alpha}."
+)
+"""The subgroup search's rule (:mod:`fairaudit.subgroups`), filled in by :func:`subgroup_finding`."""
+
+
+def subgroup_finding(records: Records, columns) -> Finding | None:
+    """The worst-served subgroup (:func:`fairaudit.subgroups.judge_subgroups`) as a finding: a
+    *gap* naming the subgroup, *no evidence* naming the worst one and what the search could have
+    seen, or *info*; ``None`` when the audit searched no subgroup."""
+    from .subgroups import judge_subgroups
+
+    v = judge_subgroups(records.comparisons, records.settings, method=records.method, columns=columns,
+                        degenerate=records.degenerate, no_intervals=records.no_intervals)
+    if v is None:
+        return None
+    rule = SUBGROUP_RULE.format(option=term("subgroups"), min_rows=number(v.min_rows), alpha=_alpha(records))
+    evidence = {**v.to_dict(), "alpha": records.alpha}
+    pair, searched = v.headline, plural(v.candidates, "subgroup")
+    if pair is None:
+        return Finding(records.method, None, v.variant, "info", f"No subgroup searched: {v.why_not} ({term('min_judged_rows')}).",
+                       rule, json_ready(evidence))
+    what = "reconstruction loss"
+    compared = (f"at rank {pair.rank}, vanilla PCA's {what} is {number(pair.value)} for {pair.group} ({plural(pair.rows, 'row')}) "
+                f"against {number(pair.other_value)} for {pair.other}, difference "
+                f"{with_interval(pair.difference, pair.ci_low, pair.ci_high, records.confidence)}")
+    if v.verdict == "gap":
+        text = (f"Worst-served subgroup: {pair.group}. {compared[0].upper()}{compared[1:]}; {_tolerance(pair, what)} (tolerance "
+                f"{times(records.flag_ratio)}), {_p(pair.p_adjusted)} after Holm's correction over the search of {searched}.")
+    elif v.verdict == "no_evidence":
+        text = f"No subgroup stands out among {searched}: {compared}, but {_failure(pair, records, what)}.{_could_see(pair)}"
+    else:
+        text = (f"The worst-served of {searched}: {compared}. No verdict: the intervals were not computed ({v.why_not}), so this "
+                "difference is not tested against sampling noise.")
+    return Finding(records.method, pair.rank, v.variant, v.verdict, text, rule, json_ready(evidence), _subgroup_details(records, v, what))
+
+
+def _subgroup_details(records: Records, v, what: str) -> list[str]:
+    """The search (what was searched, the tests and conditions) and the next-worst subgroups."""
+    pair = v.headline
+    ranks = f"rank {v.ranks[0]}" if len(v.ranks) == 1 else f"ranks {_list(v.ranks)}"
+    out = [f"Searched: {plural(v.candidates, 'subgroup')} of {', '.join(v.columns)} (each value of one column or several, with "
+           f"at least {number(v.min_rows)} rows and as many outside it; {term('min_judged_rows')}) at {ranks}."]
+    if pair.tested:
+        test = f"The tests at rank {pair.rank}: bootstrap {_p(pair.p_bootstrap)} (standard error {number(pair.se)})"
+        if math.isfinite(pair.p_permutation):
+            test += (f"; against random subgroups of {plural(pair.rows, 'row')} {_p(pair.p_permutation)} (they differ from the "
+                     f"rest by {number(pair.null_mean)} on average, standard deviation {number(pair.null_sd)})")
+        out.append(test + f"; the larger, Holm-adjusted over {plural(pair.comparisons, 'comparison')} (subgroups × ranks): "
+                   f"{_p(pair.p_adjusted)} (α = {_alpha(records)}).")
+        if v.gaps > 1:
+            out.append(f"{plural(v.gaps, 'comparison')} of a subgroup with the rest meet every condition of a gap; this one "
+                       "has the largest difference.")
+    for other in v.worst:
+        head = (f"At rank {other.rank}, {other.group} ({plural(other.rows, 'row')}): {what} {number(other.value)} against "
+                f"{number(other.other_value)}, difference {with_interval(other.difference, other.ci_low, other.ci_high, records.confidence)}")
+        out.append(f"{head}: a gap too." if other.verdict == "gap" else f"{head}." if not other.tested
+                   else f"{head}: no evidence ({_failure(other, records, what)}).")
+    return out
 
 
 FAIR_NMF_PREFERENCE = ("fair_mu", "fair_am")

@@ -18,6 +18,9 @@ Samples
     scikit-learn's diabetes data (Efron et al. 2004; shipped inside scikit-learn, unscaled),
     442 patients, sensitive column ``sex``; ``disease_progression`` is the regression target
     and is not a feature.
+``subgroups``
+    Two sensitive columns of three values each, and one intersection of 3 % of the rows that
+    vanilla PCA serves badly (:func:`planted_subgroup`): the subgroup search's example.
 ``cpd_tensor``
     A small long-format tensor (120 users × 10 items × 6 contexts, one line per cell) drawn
     from the distribution of Kim & Gittens' synthetic data (App. A.8; :func:`fair_cpd_tensor`).
@@ -134,6 +137,38 @@ def salaries_like(n: int = 397, random_state: int = 0) -> pd.DataFrame:
                          "yrs.service": service.astype(int), "sex": sex, "salary": salary.astype(int)})
 
 
+def planted_subgroup(n: int = 2000, share: float = 0.03, planted: bool = True, random_state: int = 0) -> pd.DataFrame:
+    """Two sensitive columns of three values each (``age_band``, ``region``) and six features,
+    every row drawn from one Gaussian whose variance falls along a random orthonormal basis
+    (standard deviations 3, 2.5, 2, 1.5, 1, 0.5) — except the intersection ``age_band=old &
+    region=west`` (``share`` of the rows, 3 %), whose variance runs the other way (0.5 … 3): vanilla
+    PCA keeps the directions the other rows vary in and fails that cell, while each of its
+    columns' values alone is served about as well as the rest. The other eight cells share the
+    remaining rows equally. ``planted=False``: the same cells, every row from the common
+    distribution (a null for the subgroup search)."""
+    rng = np.random.default_rng(random_state)
+    basis = np.linalg.qr(rng.standard_normal((6, 6)))[0]
+    cells = [(age, region) for age in ("young", "middle", "old") for region in ("north", "south", "west")]
+    special = cells.index(("old", "west"))
+    counts = np.full(len(cells), 0)
+    counts[special] = round(share * n)
+    rest = [i for i in range(len(cells)) if i != special]
+    counts[rest] = (n - counts[special]) // len(rest)
+    counts[rest[: n - counts.sum()]] += 1
+    spread = np.array([3.0, 2.5, 2.0, 1.5, 1.0, 0.5])
+    blocks, ages, regions = [], [], []
+    for i, ((age, region), rows) in enumerate(zip(cells, counts, strict=True)):
+        scale = spread[::-1] if planted and i == special else spread
+        blocks.append((rng.standard_normal((rows, 6)) * scale) @ basis.T)
+        ages += [age] * rows
+        regions += [region] * rows
+    order = rng.permutation(n)
+    frame = pd.DataFrame(np.round(np.vstack(blocks), 4)[order], columns=[f"x{i + 1}" for i in range(6)])
+    frame.insert(0, "region", np.array(regions)[order])
+    frame.insert(0, "age_band", np.array(ages)[order])
+    return frame
+
+
 def diabetes() -> pd.DataFrame:
     """scikit-learn's diabetes data, unscaled, with readable column names."""
     from sklearn.datasets import load_diabetes
@@ -242,6 +277,17 @@ SAMPLES: dict[str, Sample] = {
     ),
 }
 
+SAMPLES["subgroups"] = Sample(
+    name="subgroups",
+    title="Two sensitive columns with a badly served intersection (synthetic)",
+    description=(
+        "2,000 rows, 6 features, sensitive age_band and region (3 values each); the intersection "
+        "age_band=old & region=west (3 % of the rows) varies along the directions the others vary least in. "
+        "Search it for the worst-served subgroup (PCA page)."
+    ),
+    sensitive=("age_band", "region"),
+)
+
 SAMPLES["cpd_tensor"] = Sample(
     name="cpd_tensor",
     title="Users × items × contexts, two populations (synthetic tensor, Kim & Gittens 2021, App. A.8)",
@@ -258,7 +304,8 @@ SAMPLES["cpd_tensor"] = Sample(
 
 DEFAULT_SAMPLE = "two_groups"
 
-_GENERATORS = {"two_groups": two_groups, "nmf_table1": nmf_table1, "diabetes": diabetes, "cpd_tensor": cpd_tensor}
+_GENERATORS = {"two_groups": two_groups, "nmf_table1": nmf_table1, "diabetes": diabetes, "subgroups": planted_subgroup,
+               "cpd_tensor": cpd_tensor}
 
 
 def sample_frame(name: str) -> pd.DataFrame:

@@ -229,7 +229,7 @@ def _replicate_rows(replicates: Mapping[Key, np.ndarray], variant: str, rank: in
     return np.vstack([np.full(count, np.nan) if draw is None else np.asarray(draw, dtype=float) for draw in stacked])
 
 
-def _interval_and_se(differences: np.ndarray | None, confidence: float) -> tuple[float, float, float, int]:
+def interval_and_se(differences: np.ndarray | None, confidence: float) -> tuple[float, float, float, int]:
     """``(ci_low, ci_high, se, finite replicates)`` of a difference's replicates (NaN when fewer
     than :data:`fairaudit.uncertainty.MIN_FINITE_SHARE` of them are finite)."""
     if differences is None:
@@ -245,12 +245,12 @@ def _pair_row(method, variant, rank, metric, labels, rows, values, errors, draws
     worse, better = (a, b) if values[a] >= values[b] else (b, a)
     difference = float(values[worse] - values[better])
     replicate_differences = None if draws is None else draws[worse] - draws[better]
-    low, high, se, count = _interval_and_se(replicate_differences, confidence)
+    low, high, se, count = interval_and_se(replicate_differences, confidence)
     p_boot = wald_pvalue(difference, se, None if replicate_differences is None else replicate_differences[np.isfinite(replicate_differences)])
     sign = 1.0 if worse == a else -1.0  # the null is of values[a] − values[b]
     p_perm, null_mean, null_sd = (null.pvalue, sign * null.mean, null.sd) if null is not None else (math.nan, math.nan, math.nan)
     if errors is not None and math.isfinite(errors[worse]):
-        ratio, ratio_of = _error_ratio(float(errors[worse]), difference), "error"
+        ratio, ratio_of = error_ratio(float(errors[worse]), difference), "error"
     else:
         ratio, ratio_of = _value_ratio(float(values[worse]), float(values[better])), "value"
     return (method, variant, int(rank), metric, labels[worse], labels[better], int(rows[worse]), int(rows[better]),
@@ -266,14 +266,14 @@ def _parity_rows(method, variant, rank, metric, labels, rows, values, draws, par
             continue
         shortfall = parity - float(values[g])
         replicate_shortfalls = None if draws is None else parity - draws[g]
-        low, high, se, count = _interval_and_se(replicate_shortfalls, confidence)
+        low, high, se, count = interval_and_se(replicate_shortfalls, confidence)
         p_boot = wald_pvalue(shortfall, se, None if replicate_shortfalls is None else replicate_shortfalls[np.isfinite(replicate_shortfalls)])
         out.append((method, variant, int(rank), metric, label, "", int(rows[g]), 0, float(values[g]), parity, shortfall,
                     low, high, se, p_boot, math.nan, math.nan, math.nan, _value_ratio(parity, float(values[g])), "value", count))
     return out
 
 
-def _error_ratio(error: float, difference: float) -> float:
+def error_ratio(error: float, difference: float) -> float:
     """``error / (error − difference)``: how many times larger the worse group's error is than if
     it were served as well as the other (:class:`fairaudit.uncertainty.Disparity`)."""
     served = error - difference
@@ -512,7 +512,7 @@ def detectable(se: float, null_mean: float, null_sd: float, alpha: float, tests:
     return needed
 
 
-def _pair(row: Mapping) -> Pair:
+def pair_from_row(row: Mapping) -> Pair:
     return Pair(**{name: row[name] for name in (
         "rank", "group", "other", "rows", "other_rows", "value", "other_value", "difference", "ci_low", "ci_high", "se",
         "p_bootstrap", "p_permutation", "null_mean", "null_sd", "ratio", "ratio_of")})
@@ -529,7 +529,7 @@ def _degenerate(rows: Sequence[Mapping], degenerate: Mapping[int, str]) -> set[i
     return out
 
 
-def _conditions(pair: Pair, flag_ratio: float, alpha: float) -> None:
+def settle_conditions(pair: Pair, flag_ratio: float, alpha: float) -> None:
     """Fill in ``pair``'s conditions of a gap, the failed ones and its verdict (once ``p_adjusted``
     is set): ``interval`` (its interval excludes 0), ``test`` (the intersection–union test at the
     Holm level; ``decisive_test`` names the test whose p-value is the larger, the one that decides)
@@ -549,7 +549,7 @@ def _conditions(pair: Pair, flag_ratio: float, alpha: float) -> None:
     pair.verdict = "no_evidence" if pair.failed else "gap"
 
 
-def _pair_pvalue(pair: Pair) -> float:
+def pair_pvalue(pair: Pair) -> float:
     """The intersection–union p-value of a pair: the larger of the bootstrap and the permutation
     test's. The permutation test is two-sided, but only a difference beyond what random groups of
     these sizes show *in its direction* is evidence of a gap: one at or below the permuted
@@ -603,7 +603,7 @@ def judge_disparity(
     candidates = [r for r in rows if r["group"] in judged and r["other"] in judged]
     if reference:
         candidates = [r for r in candidates if reference in (r["group"], r["other"])]
-    pairs = [_pair(r) for r in candidates]
+    pairs = [pair_from_row(r) for r in candidates]
     judged_ranks = sorted({p.rank for p in pairs})
     base = dict(method=method, variant=variant, metric=metric, min_judged_rows=settings.min_judged_rows,
                 confidence=settings.confidence, flag_ratio=settings.flag_ratio, reference_chosen=chosen)
@@ -614,12 +614,12 @@ def judge_disparity(
         return DisparityVerdict(**base, verdict="info", rank=rank, headline=None, reference=reference, pairs=[], ranks=[],
                                 gap_ranks=[], comparisons=0, small=small, why_not=why)
     for p in pairs:
-        p.p = _pair_pvalue(p)
+        p.p = pair_pvalue(p)
     tests = sum(p.tested for p in pairs)
     for p, adjusted in zip(pairs, holm([p.p for p in pairs]), strict=True):
         p.p_adjusted, p.comparisons = float(adjusted), tests
         p.detectable = detectable(p.se, p.null_mean, p.null_sd, settings.alpha, tests)
-        _conditions(p, settings.flag_ratio, settings.alpha)
+        settle_conditions(p, settings.flag_ratio, settings.alpha)
     gaps = [p for p in pairs if p.verdict == "gap"]
     headline = max(gaps or pairs, key=lambda p: (p.difference, -(p.p if p.tested else 1.0)))
     if reference is None:  # the best-served judged group at the headline's rank
@@ -706,7 +706,7 @@ def judge_balance(rows: Sequence[Mapping], sizes: Mapping[str, int], settings: S
     if not rows:
         return None
     judged = set(judged_groups(sizes, settings.min_judged_rows))
-    pairs = {v: [_pair(r) for r in rows if r["variant"] == v and r["group"] in judged] for v in variants}
+    pairs = {v: [pair_from_row(r) for r in rows if r["variant"] == v and r["group"] in judged] for v in variants}
     threshold = 1.0 / settings.flag_ratio
     every = [p for found in pairs.values() for p in found]
     for p in every:

@@ -379,6 +379,10 @@ register("leace", Option(
     "leace", "--leace", "Also audit each representation after LEACE", "each method",
     dashboard=lambda v: "“Also audit each representation after LEACE” (on the method's page, or the Models page for yours)",
 ))
+register("subgroups", Option(
+    "subgroups", "--subgroups", "Search for the worst-served subgroup", "PCA",
+    dashboard=lambda v: "“Search for the worst-served subgroup” (PCA page)",
+))
 register("out", Option("out", "--out", "Download the transformed rows", "Models",
                        dashboard=lambda v: "“Download the transformed rows” (Models page)"))
 register("compare_names", Option("names", "--names", "Names of the two audits", "Compare",

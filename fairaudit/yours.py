@@ -333,6 +333,12 @@ class YoursPCAAudit(PCAAudit):
         self.matrix, self.ranks = matrix, tuple(ranks)
         self.chosen = [YOURS, erased_variant(YOURS)] if config.leace else [YOURS]
 
+    def search_subgroups(self, fits: Fits) -> list[tuple]:
+        """The subgroup search judges vanilla PCA's representation, which is not audited here."""
+        self.sink.warn(f"yours: the subgroup search ({term('subgroups')}) judges the PCA family's vanilla PCA, not your components; "
+                       "audit the data with the PCA family for it.")
+        return []
+
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
         fits = self._new_fits(rows, replicate)
         problem = fits.shared["problem"]

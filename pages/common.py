@@ -838,6 +838,17 @@ def leace_control(key: str, saved: dict) -> bool:
     )
 
 
+def subgroups_control(key: str, saved: dict) -> bool:
+    """The checkbox of ``AuditConfig(subgroups=…)`` (the PCA page's form)."""
+    return st.checkbox(
+        "Search for the worst-served subgroup", value=bool(saved.get("subgroups", False)), key=key,
+        help="Compares every subgroup of the sensitive columns — one value of a column, or values of several (“sex=f”, "
+        "“sex=f & race=black”), each with at least the smallest group judged — with the rest of the rows under vanilla "
+        "PCA, and names the one served worst; Holm's correction counts every subgroup at every rank. It draws bootstrap "
+        "replicates of its own.",
+    )
+
+
 def uncertainty_controls(key: str, saved: dict, defaults: dict[str, tuple[int, str]]) -> dict:
     """The controls of a run's intervals, held-out rows and verdicts (the same on every method
     page and beside the Report page's run of every family); returns ``AuditConfig`` keyword
@@ -946,6 +957,7 @@ def method_page(
     ranks_ui=None,
     leakage_option: str | None = None,
     auto_run: bool = False,
+    subgroups: bool = False,
 ) -> AuditResult | None:
     """The common shape of the PCA / NMF / feature-selection / tensor pages.
 
@@ -958,7 +970,7 @@ def method_page(
     names the family option that takes the leakage classifier (the CP family has its own)
     instead of the audit-wide setting. ``auto_run``: the page starts its default audit on first
     open (the page's own size rule says when: its numbers in a few seconds; the intervals fill in
-    after).
+    after). ``subgroups``: the page offers the worst-served subgroup's search (:func:`subgroups_control`).
     """
     data, token = current_data(), data_token()
     saved = saved_settings(method)
@@ -1001,6 +1013,7 @@ def method_page(
             help="Everything random in the audit (starts, splits, subsamples) follows it: the same seed gives the same numbers.",
         ))
         leace = leace_control(f"{method}-leace", saved)
+        search = subgroups_control(f"{method}-subgroups", saved) if subgroups else False
         trust = uncertainty_controls(method, saved, {method: default_replicates(method)})
         submitted = st.form_submit_button("Run audit", type="primary")
     with settings:
@@ -1020,6 +1033,7 @@ def method_page(
                 random_state=seed,
                 leakage_classifier=leakage if not leakage_option else "qda",
                 leace=leace,
+                subgroups=search,
                 options={method: {**options, leakage_option: leakage} if leakage_option else options}
                 if (options or leakage_option) else {},
                 **trust,
@@ -1038,7 +1052,7 @@ def method_page(
         st.session_state["auto-started"].add((method, token))
         st.session_state["settings"][method] = {
             "variants": list(chosen), "rank_bounds": (min(ranks), max(ranks)) if ranks else None,
-            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed, "leace": leace, **trust,
+            "options": options, "leakage": leakage, "ranks": ranks, "seed": seed, "leace": leace, "subgroups": search, **trust,
         }
         start_run(FAMILY_TITLES.get(method, method), [(method, config)])
         running = reg.running_for(method, token)

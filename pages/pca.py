@@ -61,4 +61,5 @@ method_page(
     rank_label="Ranks d to sweep (number of components)",
     auto_run=data.n_rows * data.n_features <= AUTO_RUN_MAX_CELLS and data.n_features <= AUTO_RUN_MAX_FEATURES,
     options_ui=options,
+    subgroups=True,
 )

@@ -1,4 +1,4 @@
-"""The end-to-end examples of ``docs/erasure.md`` and ``docs/pipelines.md`` run as written.
+"""The end-to-end examples of ``docs/erasure.md``, ``docs/pipelines.md`` and ``docs/subgroups.md`` run as written.
 
 Each ```python block runs in a fresh namespace; each ```bash block's ``.venv/bin/python -m
 fairaudit …`` commands run in order through the CLI's ``main`` in a fresh folder (the embedded
@@ -16,7 +16,7 @@ import sklearn
 from fairaudit.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = ("docs/erasure.md", "docs/pipelines.md")
+PAGES = ("docs/erasure.md", "docs/pipelines.md", "docs/subgroups.md")
 PREFIX = ".venv/bin/python -m fairaudit "
 
 

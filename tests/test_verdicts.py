@@ -290,14 +290,16 @@ def _random_audit(seed: int) -> AuditResult:
     config = AuditConfig(methods=(method,), ranks=(1, 2), variants=("vanilla", "fair_eig") if method == "pca" else ("vanilla", "fair_mu"),
                          bootstrap=10, random_state=seed, holdout=0.3 if seed % 5 == 0 else None,
                          reference=names[0] if seed % 4 == 0 and sizes[0] >= 30 else None,
-                         leakage_permutations=0 if seed % 3 == 0 else None, options={"nmf": {"n_estimates": 2}} if method == "nmf" else {})
+                         leakage_permutations=0 if seed % 3 == 0 else None, options={"nmf": {"n_estimates": 2}} if method == "nmf" else {},
+                         subgroups=method == "pca" and seed % 2 == 1)
     return run_audit(data, config)
 
 
 @pytest.mark.parametrize("chunk", range(6))
 def test_every_number_in_a_finding_is_its_evidence(chunk):
     """Property over 60 random audits (PCA and NMF; 2–4 groups, some too small to judge; a chosen
-    reference, held-out rows, with and without leakage permutations): every number a finding's
+    reference, held-out rows, with and without leakage permutations, half of PCA's with the subgroup
+    search): every number a finding's
     sentence or detail states is a number of its evidence, to three significant figures, and every
     *No evidence* of a disparity names the condition of a gap that failed — the first in its
     evidence's ``failed`` list."""

@@ -483,6 +483,12 @@ class PCAAudit(FamilyAudit):
                 if pair in nulls:
                     out.add(name, rank, "loss_gap_pvalue", nulls[pair].pvalue)
 
+    def search_subgroups(self, fits: Fits) -> list[tuple]:
+        """The worst-served subgroup's search (:func:`fairaudit.pca.subgroups.search`)."""
+        from .subgroups import search
+
+        return search(self, fits)
+
     def _representation_values(self, fits: Fits, centred: np.ndarray, codes: np.ndarray, *, alongside=()) -> dict:
         """Each fit's representation metrics (:func:`fairaudit.audit.representations_metrics`: a
         variant's nested ranks tested for leakage in one pass, on worker threads; ``alongside``:
