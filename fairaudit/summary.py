@@ -93,11 +93,14 @@ def _p(p) -> str:
 
 def finding_kind(finding: Finding) -> str:
     """What a finding judges: ``"leakage"``, ``"balance"`` (feature selection's clusters),
-    ``"selection"`` (FUFS against the baselines), a disparity metric (``"loss"``, ``"rel_loss"``,
+    ``"selection"`` (FUFS against the baselines), ``"subgroup"`` (the worst-served subgroup against
+    everyone else, ``AuditConfig(subgroups=True)``), a disparity metric (``"loss"``, ``"rel_loss"``,
     ``"residual_fit"``, ``"heldout_loss"``…), or ``""`` (a statement of fact)."""
     e = finding.evidence or {}
     if e.get("kind") == "leakage":
         return "leakage"
+    if e.get("kind") == "worst subgroup" and isinstance(e.get("headline"), Mapping):
+        return "subgroup"
     if "selectors" in e:
         return "balance"
     if "cluster_share" in e:
@@ -155,6 +158,8 @@ def deciding_number(finding: Finding, compact: bool = False) -> str | None:
         text = (f"{'share' if compact else 'cluster share'} {_estimate(e.get('share'), confidence)}"
                 + (f" vs parity {number(e.get('parity', 1.0))}" if compact else f"; parity {number(e.get('parity', 1.0))}")
                 + (f", {p}" if p else ""))
+    elif kind == "subgroup":
+        text = _pair_text(e.get("headline") or {}, "loss", confidence)
     elif kind == "selection":
         baselines = [v for v in (e.get("baselines_alignment_protected") or {}).values() if v is not None]
         text = (f"alignment{'' if compact else ' with the groups'} {_estimate(e.get('alignment_protected'), confidence)} vs baselines "
@@ -216,8 +221,8 @@ class VerdictRow:
     (“Fair PCA”, not “Fair PCA (exact eigen-solver)”), for a table that must fit one screen."""
 
 
-KIND_WORDS = {"leakage": "leakage", "balance": "cluster balance", "selection": "FUFS vs baselines"}
-SHORT_WORDS = {"cluster balance": "balance", "FUFS vs baselines": "alignment", "relative loss": "rel. loss", "residual fit": "fit",
+KIND_WORDS = {"leakage": "leakage", "balance": "cluster balance", "selection": "FUFS vs baselines", "subgroup": "worst-served subgroup"}
+SHORT_WORDS = {"cluster balance": "balance", "worst-served subgroup": "subgroup", "FUFS vs baselines": "alignment", "relative loss": "rel. loss", "residual fit": "fit",
                "held-out loss": "held-out loss"}
 """The verdict table's column of what is judged, short (the table must fit one screen)."""
 

@@ -73,6 +73,11 @@ def test_families_without_a_gap_and_statements_of_fact():
     assert cpd.gaps == ["leakage at rank 4 (2 groups)"] and cpd.closed == [("KHSIC-BCD (RBF kernel)", "residual fit 0.0600 (vanilla 0.0100)")]
     assert "leakage: balanced accuracy 0.500 (95 % 0.450–0.550); chance 0.500, p=0.60" in finding_line(khsic)
     assert audit_summary({"pca": [fact]}) == []  # nothing judged: no summary line
+    worst = {"group": "a=x & b=y", "other": "everyone else", "value": 6.26, "other_value": 0.5, "difference": 5.76, "ci_low": 5.0,
+             "ci_high": 6.5, "p_adjusted": 1e-18}
+    subgroup = Finding("pca", 3, "vanilla", "gap", "Worst-served subgroup: …", evidence={"kind": "worst subgroup", "headline": worst})
+    assert finding_line(subgroup).endswith("a=x & b=y vs everyone else  loss 6.26 vs 0.500 (diff 5.76, 95 % 5.00–6.50, p<0.001)")
+    assert audit_summary({"pca": [subgroup]})[0].gaps == ["worst-served subgroup at rank 3 (a=x & b=y vs everyone else)"]
     untested = Finding("nmf", 2, "vanilla", "info", "…", evidence={"metric": "rel_loss", "headline": pair})
     quiet_leak = Finding("nmf", 2, "vanilla", "no_evidence", "…", evidence={**leak, "balanced_accuracy": 0.5, "pvalue": 0.7})
     (unjudged,) = audit_summary({"nmf": [untested, quiet_leak]})  # no intervals: the loss is never read as cleared
