@@ -141,7 +141,7 @@ def test_cli_runs_fs_with_label_and_clusters(tmp_path, capsys):
     path.write_text("\n".join(lines) + "\n")
     out_json = tmp_path / "out.json"
     code = main(["audit", str(path), "--sensitive", "group", "--label", "y", "--methods", "fs", "--ranks", "2",
-                 "--variants", "variance,fufs", "--clusters", "3", "--kmeans-runs", "2", "--json", str(out_json)])
+                 "--variants", "variance,fufs", "--clusters", "3", "--kmeans-runs", "2", "--json", str(out_json), "--verbose"])
     assert code == 0
     printed = capsys.readouterr().out
     assert "selected (fs/fufs, rank 2):" in printed and "balance" in printed
@@ -182,7 +182,7 @@ def test_cli_fufs_flags_reach_the_options_and_the_details(tmp_path, capsys):
     out_json = tmp_path / "out.json"
     code = main(["audit", str(path), "--sensitive", "group", "--methods", "fs", "--ranks", "2", "--variants", "fufs",
                  "--kmeans-runs", "2", "--fufs-formulation", "alignment", "--fufs-alpha", "2", "--fufs-beta", "0.5",
-                 "--json", str(out_json)])
+                 "--json", str(out_json), "--verbose"])  # the details per fit: with --verbose
     assert code == 0
     payload = json.loads(out_json.read_text())
     assert payload["config"]["options"]["fs"] == {"kmeans_runs": 2, "formulation": "alignment", "alpha": 2.0, "beta": 0.5}
