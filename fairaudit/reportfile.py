@@ -52,6 +52,19 @@ RECORD = Fields(
 """One record: what the comparison matches on (method, variant, rank, group, metric) and the
 numbers it compares; other fields of a record are allowed (a newer fairaudit's) and not kept."""
 
+COMPARISON = Fields(
+    required={
+        "method": METHOD, "variant": VARIANT, "rank": Whole(0, 10**9), "metric": RECORD.required["metric"],
+        "group": Text(10_000), "other": Nullable(Text(10_000)), "rows": Whole(), "other_rows": Whole(), "replicates": Whole(),
+        **{name: Nullable(Number()) for name in (
+            "value", "other_value", "difference", "ci_low", "ci_high", "se", "p_bootstrap", "p_permutation", "null_mean",
+            "null_sd", "ratio")},
+        "ratio_of": Nullable(Text(64)),
+    },
+)
+"""One pairwise comparison (:data:`fairaudit.verdicts.COMPARISON_COLUMNS`): what the verdicts are
+decided from; the counts whole numbers, the rest finite numbers or null."""
+
 _RUN = {
     "methods": Items(METHOD, max=100),
     "ranks": Nullable(Items(Whole(0, 10**9), max=100_000)),
@@ -84,6 +97,7 @@ REPORT = Fields(
         "skipped": Items(Fields(optional={"reason": Nullable(Text())})),
         "warnings": Items(Text()),
         "details": Keyed(ANY, max=100),
+        "comparisons": Items(COMPARISON),
     },
 )
 """The report around its records: the fields the comparison, the findings and the HTML read."""

@@ -256,6 +256,11 @@ def build(root: Path) -> list[Case]:
     report_case("variant-at.json", first_record("variant", "vanilla@x"), 2, "field 'records[0].variant' must be a variant name")
     report_case("value-text.json", first_record("value", "abc"), 2, "field 'records[0].value' must be a finite number")
     report_case("records-text.json", altered(lambda r: r.__setitem__("records", "abc")), 2, "field 'records' must be a list")
+    report_case("comparisons-text.json", altered(lambda r: r.__setitem__("comparisons", "abc")), 2, "field 'comparisons' must be a list")
+    report_case("comparison-rows-null.json", altered(lambda r: r["comparisons"][0].__setitem__("rows", None)), 2,
+                "field 'comparisons[0].rows' must be a whole number")
+    report_case("comparison-p-text.json", altered(lambda r: r["comparisons"][-1].__setitem__("p_bootstrap", "0.01")), 2,
+                "must be a finite number")
     report_case("findings-text.json", altered(lambda r: r.__setitem__("findings", "abc")), 2, "field 'findings' must be a list")
     report_case("flag-ratio-text.json", altered(lambda r: r["config"].__setitem__("flag_ratio", "abc")), 2, "field 'config.flag_ratio'")
     report_case("options-list.json", altered(lambda r: r["config"].__setitem__("options", [1])), 2, "field 'config.options' must be an object")
