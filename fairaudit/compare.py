@@ -469,12 +469,15 @@ def readable(value) -> str:
 def _accounting_entries(data: Mapping) -> dict[str, str]:
     """The per-group and per-column accounting of a report's data, one readable entry each."""
     out = {}
-    for entry in data.get("groups") or []:
+    groups, excluded = data.get("groups"), data.get("excluded")  # a saved report's: any JSON, read as text where odd
+    for entry in groups if isinstance(groups, list) else []:
         if isinstance(entry, Mapping) and "group" in entry:
-            dropped = ", ".join(f"{n:,} {why}" for why, n in (entry.get("dropped") or {}).items())
+            dropped = entry.get("dropped")
+            listed = ", ".join(f"{readable(n)} {why}" for why, n in dropped.items()) if isinstance(dropped, Mapping) else ""
             out[f"group {entry['group']}: rows used of read"] = (
-                f"{entry.get('rows_used', 0):,} of {entry.get('rows_read', 0):,}" + (f" (dropped: {dropped})" if dropped else ""))
-    for entry in data.get("excluded") or []:
+                f"{readable(entry.get('rows_used', 0))} of {readable(entry.get('rows_read', 0))}"
+                + (f" (dropped: {listed})" if listed else ""))
+    for entry in excluded if isinstance(excluded, list) else []:
         if isinstance(entry, Mapping) and "column" in entry:
             out[f"column {entry['column']} left out"] = str(entry.get("reason", ""))
     return out

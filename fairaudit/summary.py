@@ -246,9 +246,17 @@ def verdict_rows(found: Sequence[Finding]) -> list[VerdictRow]:
                                cost, finding.provisional, float((finding.evidence or {}).get("confidence") or 0.95)))
     stems = {row.title: row.title.split(" (", 1)[0] for row in rows}
     clash = {stem for stem in stems.values() if sum(1 for t, s in stems.items() if s == stem) > 1}
-    for row in rows:
-        row.short = row.title if stems[row.title] in clash else stems[row.title]
+    for row, finding in zip(rows, (f for f in found if deciding_number(f) is not None), strict=True):
+        if stems[row.title] not in clash:
+            row.short = stems[row.title]
+        else:
+            row.short = CLASHING_SHORT_TITLES.get(finding.family, {}).get(row.variant, row.title)
     return rows
+
+
+CLASHING_SHORT_TITLES = {"nmf": {"fair_mu": "Fairer-NMF (MU)", "fair_am": "Fairer-NMF (AM)"}}
+"""Short titles of variants whose titles share their stem (the two Fairer-NMF solvers: Algorithm 3's
+multiplicative updates, Algorithm 2's alternating minimisation), for the verdict table."""
 
 
 @dataclass
