@@ -67,6 +67,8 @@ def members(archive: zipfile.ZipFile, where: str, error: type[FairAuditError]) -
     the two would be read is up to the reader)."""
     found: dict[str, zipfile.ZipInfo] = {}
     for info in archive.infolist():
+        if not info.filename:  # zipfile's is_dir() would fail on it
+            raise error(f"{where} holds a file without a name; it is damaged or was altered.")
         if info.is_dir():
             continue
         if info.filename in found:

@@ -85,6 +85,7 @@ REPORT = Fields(
         "config": CONFIG,
         "data": Fields(optional={
             "name": Nullable(Text(1000)), "sha256": Nullable(Text(64)), "rows": Nullable(Whole()), "group_sizes": Keyed(Whole()),
+            "feature_names": Items(Text(10_000)), "groups": Items(Keyed(ANY)), "excluded": Items(Keyed(ANY)),
         }),
         "uncertainty": Keyed(Fields(optional={
             "replicates": Nullable(Whole()), "why": Nullable(Text()), "confidence": Nullable(Number(positive=True, below=1)),
