@@ -229,6 +229,13 @@ def _replicate_rows(replicates: Mapping[Key, np.ndarray], variant: str, rank: in
     return np.vstack([np.full(count, np.nan) if draw is None else np.asarray(draw, dtype=float) for draw in stacked])
 
 
+EQUAL_WITHIN = 1e-6
+"""Two groups' values that differ by at most this share of the larger are equal to rounding: the
+difference gets bootstrap p = 1. Fair PCA's exact solver equalises the groups' losses to about
+1e-9 of their size, and every replicate keeps the sign of that rounding, so a Wald test would call
+it significant (p ≈ 0) though no tolerance could; a difference this small is never a gap."""
+
+
 def interval_and_se(differences: np.ndarray | None, confidence: float) -> tuple[float, float, float, int]:
     """``(ci_low, ci_high, se, finite replicates)`` of a difference's replicates (NaN when fewer
     than :data:`fairaudit.uncertainty.MIN_FINITE_SHARE` of them are finite)."""
@@ -247,6 +254,8 @@ def _pair_row(method, variant, rank, metric, labels, rows, values, errors, draws
     replicate_differences = None if draws is None else draws[worse] - draws[better]
     low, high, se, count = interval_and_se(replicate_differences, confidence)
     p_boot = wald_pvalue(difference, se, None if replicate_differences is None else replicate_differences[np.isfinite(replicate_differences)])
+    if abs(difference) <= EQUAL_WITHIN * max(abs(float(values[worse])), abs(float(values[better]))):
+        p_boot = 1.0  # equal to rounding (an exact fair solver's equalised losses): no evidence of a difference
     sign = 1.0 if worse == a else -1.0  # the null is of values[a] − values[b]
     p_perm, null_mean, null_sd = (null.pvalue, sign * null.mean, null.sd) if null is not None else (math.nan, math.nan, math.nan)
     if errors is not None and math.isfinite(errors[worse]):
