@@ -37,11 +37,8 @@ from .verdicts import (
     Evidence,
     Pair,
     Settings,
-    detectable,
-    holm,
     pair_from_row,
-    pair_pvalue,
-    settle_conditions,
+    settle_pairs,
 )
 from .vocabulary import term
 
@@ -162,13 +159,8 @@ def judge_subgroups(
         return SubgroupVerdict(**base, verdict="info", rank=None, headline=None, worst=[], candidates=0, ranks=[], comparisons=0,
                                gaps=0, why_not=f"no subgroup has at least {minimum} rows with as many outside it")
     pairs = [pair_from_row(r) for r in judged]
+    tests = settle_pairs(pairs, settings)
     for p in pairs:
-        p.p = pair_pvalue(p)
-    tests = sum(p.tested for p in pairs)
-    for p, adjusted in zip(pairs, holm([p.p for p in pairs]), strict=True):
-        p.p_adjusted, p.comparisons = float(adjusted), tests
-        p.detectable = detectable(p.se, p.null_mean, p.null_sd, settings.alpha, tests)
-        settle_conditions(p, settings.flag_ratio, settings.alpha)
         if p.verdict == "gap" and p.difference <= 0:  # the rest served worse: not a badly served subgroup
             p.failed, p.verdict = ["tolerance"], "no_evidence"
     gaps = [p for p in pairs if p.verdict == "gap"]

@@ -582,6 +582,20 @@ def _tolerance_difference(pair: Pair, flag_ratio: float) -> float:
     return (flag_ratio - 1) * pair.other_value if pair.other_value > 0 else math.nan
 
 
+def settle_pairs(pairs: Sequence[Pair], settings: Settings) -> int:
+    """Decide a family of pairs together: each pair's intersection–union p-value
+    (:func:`pair_pvalue`), Holm's adjustment over every tested pair, the difference each test could
+    detect and the conditions of a gap (:func:`settle_conditions`). Returns how many were tested."""
+    for p in pairs:
+        p.p = pair_pvalue(p)
+    tests = sum(p.tested for p in pairs)
+    for p, adjusted in zip(pairs, holm([p.p for p in pairs]), strict=True):
+        p.p_adjusted, p.comparisons = float(adjusted), tests
+        p.detectable = detectable(p.se, p.null_mean, p.null_sd, settings.alpha, tests)
+        settle_conditions(p, settings.flag_ratio, settings.alpha)
+    return tests
+
+
 def judge_disparity(
     rows: Sequence[Mapping],
     sizes: Mapping[str, int],
@@ -622,13 +636,7 @@ def judge_disparity(
         why = (f"fewer than two groups have at least {settings.min_judged_rows} rows" if len(judged) < 2 else "no pair to compare")
         return DisparityVerdict(**base, verdict="info", rank=rank, headline=None, reference=reference, pairs=[], ranks=[],
                                 gap_ranks=[], comparisons=0, small=small, why_not=why)
-    for p in pairs:
-        p.p = pair_pvalue(p)
-    tests = sum(p.tested for p in pairs)
-    for p, adjusted in zip(pairs, holm([p.p for p in pairs]), strict=True):
-        p.p_adjusted, p.comparisons = float(adjusted), tests
-        p.detectable = detectable(p.se, p.null_mean, p.null_sd, settings.alpha, tests)
-        settle_conditions(p, settings.flag_ratio, settings.alpha)
+    tests = settle_pairs(pairs, settings)
     gaps = [p for p in pairs if p.verdict == "gap"]
     headline = max(gaps or pairs, key=lambda p: (p.difference, -(p.p if p.tested else 1.0)))
     if reference is None:  # the best-served judged group at the headline's rank
