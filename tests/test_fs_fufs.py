@@ -139,6 +139,39 @@ def test_nystroem_alignments_on_repeated_rows_are_those_of_every_row():
         np.testing.assert_allclose(B.value_grad(w, 2.0, np.array([1.0, -1.0]), targets, gradient=False)[2], every_row, rtol=1e-8)
 
 
+def test_nystroem_alignments_merge_rows_equal_on_the_used_columns():
+    """The measurement keeps rows equal on the columns a selection uses once (their counts and
+    target rows added), whether or not they differ elsewhere, and solves with ``W``'s Cholesky
+    factor: the alignments of the computation over every row, on data with and without repeats."""
+    X, Y, rng = _problem(9, n=80)
+    X[:, 0] = rng.integers(0, 4, size=80)  # few values: many rows equal on column 0 alone
+    X[:, 1] = rng.integers(0, 3, size=80)
+    d = X.shape[1]
+    for data, groups in ((X, Y), (X[np.sort(rng.integers(0, 80, size=80))], None)):
+        groups = Y[: len(data)] if groups is None else groups
+        B = NystroemRBF(data, 0.2, n_landmarks=25, random_state=2)
+        targets = [B.target_weights(np.ones(d), d), B.target_factor(groups)]
+        for used in ([0], [1], [0, 1], [0, 3], [2, 3, 4]):
+            w = np.zeros(d)
+            w[used] = 1.0
+            every_row = B.value_grad(w, len(used), np.array([1.0, -1.0]), targets)[2]
+            np.testing.assert_allclose(B.alignments(w, len(used), targets), every_row, rtol=1e-7)
+
+
+def test_nystroem_target_of_repeated_rows_is_the_target_of_every_row():
+    """With repeated rows the data target (``target_weights``) is built on the distinct rows with
+    their counts: the same alignments as a target built from every row's factor."""
+    X, Y, rng = _problem(10, n=70)
+    X = X[np.sort(rng.integers(0, 70, size=70))]
+    d = X.shape[1]
+    B = NystroemRBF(X, 0.2, n_landmarks=20, random_state=3, max_target_rank=8)
+    every_row = B.target_factor(B.factor(np.ones(d), d))
+    distinct = B.target_weights(np.ones(d), d)
+    assert distinct.norm == pytest.approx(every_row.norm, rel=1e-10)
+    np.testing.assert_allclose(distinct.data @ distinct.data.T, every_row.data @ every_row.data.T, atol=1e-9 * every_row.norm)
+    np.testing.assert_allclose(distinct.summed @ distinct.summed.T, every_row.summed @ every_row.summed.T, atol=1e-9 * every_row.norm * 70)
+
+
 def test_linear_closed_form_is_the_definition():
     X, Y, rng = _problem(4)
     d = X.shape[1]
