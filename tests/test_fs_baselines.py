@@ -137,6 +137,21 @@ def test_dense_spec_in_kernel_blocks_equals_holding_the_similarity(monkeypatch):
         np.testing.assert_allclose(SPEC(2).fit(X).scores_, expected, rtol=1e-12)
 
 
+def test_dense_spec_on_repeated_rows_counts_them():
+    """A bootstrap resample repeats rows: the dense products are computed on the distinct rows with
+    their counts (:func:`dense_heat_products`), equal to S written out over every row."""
+    rng = np.random.default_rng(3)
+    X = _data(6, n=50)[np.sort(rng.integers(0, 50, size=50))]
+    distances = ((X[:, None] - X[None]) ** 2).sum(axis=2)
+    S = np.exp(-distances / (distances.sum() / (50 * 49)))
+    root = np.sqrt(S.sum(axis=1))
+    F = root[:, None] * X
+    F /= np.linalg.norm(F, axis=0)
+    phi1 = 1.0 - np.sum(F * ((S @ (F / root[:, None])) / root[:, None]), axis=0)
+    xi1 = root / np.linalg.norm(root)
+    np.testing.assert_allclose(SPEC(2).fit(X).scores_, phi1 / (1.0 - (xi1 @ F) ** 2), rtol=1e-12)
+
+
 def test_mcfs_uses_the_generalised_eigenvectors_and_lars():
     X = _data(4, n=80)
     fitted = MCFS(3, n_clusters=2).fit(X)

@@ -43,7 +43,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..data._memory import read_only
 from ..errors import ParameterError
-from ..kernels import rbf, rbf_row_blocks
+from ..kernels import rbf, rbf_row_blocks, repeated_rows
 from ..linalg import dense_top_eigh
 from ..validation import check_rank
 from ._selector import FittedSelector
@@ -199,15 +199,29 @@ def dense_heat_products(X: np.ndarray, t: float, right) -> tuple[np.ndarray, np.
     without holding ``S``: two passes over its row blocks (:func:`fairaudit.kernels.rbf_row_blocks`),
     the first for the degrees ``S1``, the second for the product with the thin matrix ``right``
     builds from them. On the 4,165-row credit table SPEC's scores took 0.98 s (0.24 s once the
-    process had the memory) holding ``S`` and its temporaries, 139 MB each."""
-    degree = np.empty(X.shape[0])
-    for rows, block in rbf_row_blocks(X, X, 1.0 / t):
-        degree[rows] = block.sum(axis=1)
-    G = right(degree)
-    product = np.empty((X.shape[0], G.shape[1]))
-    for rows, block in rbf_row_blocks(X, X, 1.0 / t):
-        np.matmul(block, G, out=product[rows])
-    return degree, product
+    process had the memory) holding ``S`` and its temporaries, 139 MB each.
+
+    Repeated rows (a bootstrap resample's) are kept once with their counts ``c``
+    (:func:`fairaudit.kernels.repeated_rows`): copies have the same kernel row, degree and row of
+    ``right``'s matrix ``G`` (a function of a row and its degree, normalised over every row), so
+    ``S1 = S_d c`` and ``S G = S_d (c ∘ G_d)`` over the distinct rows, gathered back — 0.4 of the
+    kernel cells on a resample."""
+    found = repeated_rows(X)
+    rows, counts, inverse = (X, None, None) if found is None else found
+    degree = np.empty(rows.shape[0])
+    for block_rows, block in rbf_row_blocks(rows, rows, 1.0 / t):
+        degree[block_rows] = block.sum(axis=1) if counts is None else block @ counts
+    if counts is None:
+        G = right(degree)
+    else:
+        first = np.empty(rows.shape[0], dtype=np.intp)
+        first[inverse[::-1]] = np.arange(X.shape[0])[::-1]  # each distinct row's first occurrence
+        degree = degree[inverse]
+        G = right(degree)[first] * counts[:, None]
+    product = np.empty((rows.shape[0], G.shape[1]))
+    for block_rows, block in rbf_row_blocks(rows, rows, 1.0 / t):
+        np.matmul(block, G, out=product[block_rows])
+    return degree, (product if counts is None else product[inverse])
 
 
 class _ScoreSelector(FittedSelector):
