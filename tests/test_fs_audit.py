@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairaudit import MCFS, AuditData
+from fairaudit import FUFS, MCFS, AuditData
 from fairaudit.audit import AuditConfig, AuditResult, run_audit
 from fairaudit.cli import main
 from fairaudit.errors import ParameterError
@@ -121,6 +121,40 @@ def test_one_fit_serves_the_sweep_and_mcfs_paths_equal_fits_per_size():
         np.testing.assert_array_equal(np.sort(big.ranking_for(m)[:m]), np.flatnonzero(MCFS(m, n_clusters=2).fit(X).get_support()))
     with pytest.raises(ParameterError, match="ranking_for"):
         big.ranking_for(6)
+
+
+def test_replicates_start_fufs_from_the_audits_fit():
+    """A bootstrap replicate's FUFS as printed starts from the audit's (m, g) (issue 23: the
+    sampling variability of this solution); on the audit's own rows it stays at that solution and
+    settles within a few iterations, where the audit's fit from m = g = ½ took many. The other
+    selectors and a restart keep their own starts."""
+    from fairaudit import uncertainty
+    from fairaudit.audit import RecordSink
+    from fairaudit.fs.audit import FSAudit
+
+    data = _planted()
+    family = FSAudit(data, AuditConfig(methods=("fs",), ranks=(2, 4), options={"fs": {"kmeans_runs": 2}}), RecordSink("fs"))
+    rows = np.arange(data.n_rows)
+    fits = family.fit(rows)
+    audit_fit = fits.models[("fufs", 4)]
+    start = np.concatenate([audit_fit.scores_, audit_fit.sensitive_scores_])
+    same_rows = family.fit(rows, warm=fits, replicate=True)
+    refit = same_rows.models[("fufs", 4)]
+    np.testing.assert_array_equal(refit.init, start)
+    np.testing.assert_array_equal(refit.ranking_, audit_fit.ranking_)
+    assert refit.n_iter_ <= 3 < audit_fit.n_iter_
+    resample = uncertainty.stratified_resample(family.codes, np.random.default_rng(0))
+    assert isinstance(family.fit(resample, warm=fits, replicate=True).models[("fufs", 4)].init, np.ndarray)
+    assert family.restart(fits, rows, 5).models[("fufs", 4)].init == "half"
+    assert family.fit(rows, warm=fits).models[("fufs", 4)].init == "half"  # not a replicate: the audit's own start
+
+
+def test_fufs_start_must_fit_the_features():
+    X = _planted().X
+    with pytest.raises(ParameterError, match="init"):
+        FUFS(2, init=np.full(3, 0.5)).fit(X, sensitive_features=np.arange(len(X)) % 2)
+    with pytest.raises(ParameterError, match="init"):
+        FUFS(2, init=np.full(2 * X.shape[1], 1.5)).fit(X, sensitive_features=np.arange(len(X)) % 2)
 
 
 def test_unknown_formulation_names_the_option_in_each_interface():

@@ -218,8 +218,10 @@ class FSAudit(FamilyAudit):
         spectral embeddings' start vectors, NDFS's k-means labels, FUFS's row sample, the k-means
         runs of :meth:`measure`) as the audit did, from the audit's seed: it repeats the audit's
         procedure on the resample rather than drawing new starts, whose effect :meth:`restart`
-        measures apart."""
-        return self._fit(rows, self.config.random_state, replicate)
+        measures apart. FUFS as printed (projected gradient on eq. 6) starts from the audit's
+        ``(m, g)`` (``warm``, issue 23: the sampling variability of this solution), which on the
+        credit table settles in one iteration instead of about ten (docs/fs.md, fifth pass)."""
+        return self._fit(rows, self.config.random_state, replicate, warm=warm if replicate else None)
 
     restarts = 3
     restart_reason = (
@@ -238,7 +240,7 @@ class FSAudit(FamilyAudit):
         """One fit per selector where it serves every size: its time once."""
         return float(sum({id(fits.models[key]): seconds for key, seconds in fits.seconds.items()}.values()))
 
-    def _fit(self, rows, seed: int, replicate: bool) -> Fits:
+    def _fit(self, rows, seed: int, replicate: bool, warm: Fits | None = None) -> Fits:
         X, codes = self.X[rows], self.codes[rows]
         fits = Fits(rows=rows, shared={"order": {}})
         if not replicate:
@@ -246,7 +248,8 @@ class FSAudit(FamilyAudit):
         with blas_threads(THREADS, user_api=None):
             for name in self.chosen:
                 with self.sink.collect_warnings(name, forward=() if replicate else UserWarning) as converge:
-                    for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed):
+                    start = _warm_start(name, warm, self.options)
+                    for m, estimator, order, seconds in _selections(name, self.ranks, X, codes, self.K, self.options, seed, start):
                         fits.models[(name, m)], fits.seconds[(name, m)] = estimator, seconds
                         fits.shared["order"][(name, m)] = order
                         if not replicate:
@@ -390,11 +393,23 @@ def audit_fs(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
     run_family(FSAudit(data, config, sink))
 
 
-def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int):
+def _warm_start(name: str, warm: Fits | None, options: dict) -> np.ndarray | None:
+    """FUFS's start ``(m, g)`` from the audit's fit (:meth:`FSAudit.fit`), for the formulation as
+    printed; ``None`` for every other selector (their starts are the audit's procedure's)."""
+    if warm is None or name != "fufs" or not _one_fit_serves_every_size(name, options):
+        return None
+    fitted = next(estimator for (variant, _), estimator in warm.models.items() if variant == name)
+    return np.concatenate([fitted.scores_, fitted.sensitive_scores_])
+
+
+def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int, start: np.ndarray | None = None):
     """``(m, estimator, selected columns in order, fit seconds)`` for every size of the sweep,
-    with one fit wherever it serves every size (module docstring)."""
+    with one fit wherever it serves every size (module docstring); ``start``: FUFS's
+    (:func:`_warm_start`)."""
     if _one_fit_serves_every_size(name, options):
         estimator = _make(name, max(ranks), K, options, seed)
+        if start is not None:
+            estimator.set_params(init=start)
         started = time.perf_counter()
         estimator.fit(X, sensitive_features=codes)  # the unsupervised baselines ignore the groups
         seconds = time.perf_counter() - started

@@ -222,8 +222,10 @@ class FUFS(FittedSelector):
         RBF bandwidth of the feature kernels: ``"scale"`` = ``1 / (d · Var(X))``.
     gamma_protected : "scale" or float, default="scale"
         ``"paper"`` only: RBF bandwidth of ``K^P`` (same rule on the protected matrix).
-    init : {"half", "random"}, default="half"
-        ``"paper"`` only: start at ``m = g = ½``, or uniform draws (seeded by ``random_state``).
+    init : {"half", "random"} or array of shape (2 * n_features,), default="half"
+        ``"paper"`` only: start at ``m = g = ½``, at uniform draws (seeded by ``random_state``), or
+        at the given ``(m, g)`` (e.g. a fit's ``np.concatenate([scores_, sensitive_scores_])``: the
+        audit's bootstrap replicates start from the audit's fit, issue 23).
     max_iter : int, default=300
         Projected-gradient iterations (per stage for ``"alignment"``).
     tol : float, default=1e-6
@@ -361,8 +363,13 @@ class FUFS(FittedSelector):
             raise ParameterError(
                 f"approximation must be one of {', '.join(allowed)} with formulation={self.formulation!r}, got {self.approximation!r}."
             )
-        if self.init not in INITS:
-            raise ParameterError(f"init must be one of {', '.join(INITS)}, got {self.init!r}.")
+        if isinstance(self.init, str):
+            if self.init not in INITS:
+                raise ParameterError(f"init must be one of {', '.join(INITS)} or a start (m, g), got {self.init!r}.")
+        else:
+            start = np.asarray(self.init, dtype=float)
+            if start.shape != (2 * d,) or not np.all((start >= 0) & (start <= 1)):
+                raise ParameterError(f"an init start (m, g) must hold 2 × {d} numbers in [0, 1], got shape {start.shape}.")
         if not isinstance(self.max_iter, numbers.Integral) or self.max_iter < 1:
             raise ParameterError(f"max_iter must be a positive whole number, got {self.max_iter!r}.")
         lr = self.learning_rate
@@ -451,7 +458,10 @@ class FUFS(FittedSelector):
                 f"exact RBF kernels ({n}×{n})" if rows.size == n
                 else f"exact RBF kernels on a stratified sample of {rows.size} of {n} rows (traces × (n/s)²)"
             )
-        start = np.full(2 * da, 0.5) if self.init == "half" else rng.uniform(size=2 * da)
+        if not isinstance(self.init, str):
+            start = np.asarray(self.init, dtype=float)[np.concatenate([active, d + active])]
+        else:
+            start = np.full(2 * da, 0.5) if self.init == "half" else rng.uniform(size=2 * da)
         z, grad, history, self.n_iter_, self.converged_ = minimise_box(
             objective.value_grad, start, max_iter=self.max_iter, tol=self.tol, learning_rate=self.learning_rate
         )
