@@ -398,8 +398,8 @@ def _warm_start(name: str, warm: Fits | None, options: dict) -> np.ndarray | Non
     printed; ``None`` for every other selector (their starts are the audit's procedure's)."""
     if warm is None or name != "fufs" or not _one_fit_serves_every_size(name, options):
         return None
-    fitted = next(estimator for (variant, _), estimator in warm.models.items() if variant == name)
-    return np.concatenate([fitted.scores_, fitted.sensitive_scores_])
+    fitted = next((estimator for (variant, _), estimator in warm.models.items() if variant == name), None)
+    return None if fitted is None else np.concatenate([fitted.scores_, fitted.sensitive_scores_])
 
 
 def _selections(name: str, ranks, X, codes, K: int, options: dict, seed: int, start: np.ndarray | None = None):
