@@ -323,7 +323,7 @@ class NystroemRBF:
         (Cholesky), ``‖H K̂ H‖² = tr(W⁻¹PW⁻¹P) = ‖R⁻¹PR⁻ᵀ‖²`` and ``⟨H K̂ H, F_iF_iᵀ⟩ = ‖R⁻¹Q_i‖²``:
         two triangular solves instead of ``W⁻¹`` and its products.
 
-        A bootstrap replicate of the 4,165-row credit table: 24 → 12 ms a selection (docs/fs.md,
+        A bootstrap replicate of the 4,165-row credit table: 24 → 15–18 ms a selection (docs/fs.md,
         fifth pass). The values agree with the computation over every row (:meth:`value_grad`) to
         8·10⁻⁸ relative on single-feature selections (6·10⁻¹⁰ on wider ones): ``W`` (ridged by
         ``10⁻⁸ L``) is ill-conditioned on one feature, and the same code on the rows in another
