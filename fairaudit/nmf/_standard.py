@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.decomposition import non_negative_factorization
 from sklearn.exceptions import ConvergenceWarning
 
-from ._core import NEAR_EXACT, StoppingRule, mu_update_W, multiplicative_step
+from ._core import NEAR_EXACT, QUIET_DIVISION, StoppingRule, mu_update_W, multiplicative_step
 
 SOLVERS = ("mu", "cd")
 STANDARD_MAX_ITER = 20000
@@ -66,18 +66,24 @@ def solve_standard(
     rule.start(np.linalg.norm(X - W @ H))
     history = []
     work = np.empty((2, *W.shape))
+    positive_W, positive_H = np.empty(W.shape, dtype=bool), np.empty(H.shape, dtype=bool)
+    ratio_H = np.empty_like(H)
+    HHt = H @ H.T
     iteration = 0
-    while True:
-        iteration += 1
-        mu_update_W(X, W, H, work)  # §3.2: W ← W ⊙ XHᵀ / (WHHᵀ)
-        WtX = W.T @ X
-        WtW = W.T @ W
-        multiplicative_step(H, WtX, WtW @ H)  # §3.2: H ← H ⊙ WᵀX / (WᵀWH)
-        squared = squared_norm - 2.0 * float(np.vdot(H, WtX)) + float(np.vdot(WtW, H @ H.T))
-        error = np.sqrt(max(squared, 0.0)) if squared > NEAR_EXACT * squared_norm else float(np.linalg.norm(X - W @ H))
-        history.append(error / norm)
-        if rule.done(iteration, errors=error, objective=error / norm, scale=error / norm):
-            break
+    with np.errstate(**QUIET_DIVISION):
+        while True:
+            iteration += 1
+            mu_update_W(X, W, H, work, HHt=HHt, positive=positive_W)  # §3.2: W ← W ⊙ XHᵀ / (WHHᵀ)
+            WtX = W.T @ X
+            WtW = W.T @ W
+            np.matmul(WtW, H, out=ratio_H)
+            multiplicative_step(H, WtX, ratio_H, positive_H)  # §3.2: H ← H ⊙ WᵀX / (WᵀWH)
+            HHt = H @ H.T  # also the next W step's
+            squared = squared_norm - 2.0 * float(np.vdot(H, WtX)) + float(np.vdot(WtW, HHt))
+            error = np.sqrt(max(squared, 0.0)) if squared > NEAR_EXACT * squared_norm else float(np.linalg.norm(X - W @ H))
+            history.append(error / norm)
+            if rule.done(iteration, errors=error, objective=error / norm, scale=error / norm):
+                break
     rule.warn_if_capped(iteration, history[-1])
     return StandardFit(W, H, iteration, np.asarray(history), rule.converged)
 
