@@ -228,9 +228,10 @@ def mu_update_W(
     if work is None:
         work = np.empty((2, *W.shape))
     XHt, ratio = work[0], work[1]
+    Ht = np.swapaxes(H, -1, -2)  # Hᵀ (of every run in a stack of them: :func:`~fairaudit.nmf._standard.solve_standard_runs`)
     if HHt is None:
-        HHt = H @ H.T
-    np.matmul(X, H.T, out=XHt)
+        HHt = H @ Ht
+    np.matmul(X, Ht, out=XHt)
     np.matmul(W, HHt, out=ratio)
     multiplicative_step(W, XHt, ratio, positive)
     return XHt, HHt
