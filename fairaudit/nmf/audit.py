@@ -549,7 +549,7 @@ def continue_fit(estimator, audited, X, sensitive, **start):
     The replicate measures how the audit's solution moves with the sample; where multiplicative
     updates crawl (near-exact fits: on the default sample at ranks 8–9 the objective still fell by
     about 10⁻⁵ per 100 iterations, above the window rule's 10⁻⁴ × a relative error of 0.01), the rule
-    alone let replicates run 2,000–5,000 iterations past fits that had stopped after 400 and 1,900 —
+    alone let replicates run 1,900–5,000 iterations past fits that had stopped after 400 and 1,900 —
     progress of the solver, not variability of the sample (``docs/nmf.md``, "Speed"). Stopping there
     is the replicate's budget, not an iteration cap: no warning (the audit's own caps still warn)."""
     cap = estimator._max_iter()
