@@ -52,7 +52,7 @@ def solve_standard(
     stopping: str = "eq10",
     what: str = "NMF",
 ) -> StandardFit:
-    """Fit ``X ≈ WH`` from the starting factors ``W``, ``H`` (modified in place for ``"mu"``).
+    """Fit ``X ≈ WH`` from the starting factors ``W``, ``H`` (``"mu"`` leaves them as they are).
 
     ``stopping`` applies to ``"mu"`` (``"eq10"`` or ``"window"``); ``"cd"`` has its own rule.
     """
