@@ -215,6 +215,10 @@ def start_workers(workers: int, modules: Sequence[str] = ()) -> list:
     its own imports: the workers then import the families while this process does
     (:mod:`fairaudit.__main__`), and a :class:`ProcessExecutor` of as many workers made later finds
     them started."""
+    if _POOLS:  # the pool already started, whatever its size: asking loky for another size would resize it under a running audit
+        with contextlib.suppress(Exception):
+            pool = list(_POOLS.values())[-1]
+            return [pool.submit(_import, tuple(modules)) for _ in range(workers)]
     pool = _worker_pool(workers)
     return [pool.submit(_import, tuple(modules)) for _ in range(workers)]
 
