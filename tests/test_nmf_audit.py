@@ -226,37 +226,3 @@ def test_cli_takes_the_nmf_options(tmp_path):
     payload = json.loads(out.read_text())
     assert payload["config"]["options"]["nmf"] == {
         "stopping": "eq10", "mu_weights": "gradient", "init": "nmf", "keep_best": True, "nmf_solver": "cd", "nmf_stopping": "window"}
-
-
-@pytest.mark.parametrize("solver", ["mu", "am"])
-def test_a_replicate_continues_a_fit_for_at_most_its_own_iterations(solver):
-    """A bootstrap replicate continues the audit's fit on resampled rows by the same rule, for at most
-    as many iterations as that fit ran (at least two checks of the rule), without a cap's warning;
-    where that count reaches the estimator's own cap, the cap is the cap and says so."""
-    import warnings
-
-    from sklearn.exceptions import ConvergenceWarning
-
-    from fairaudit.nmf import FairerNMF
-    from fairaudit.nmf.audit import continue_fit
-
-    frame = two_group_frame()
-    X, groups = frame.drop(columns="group").to_numpy(), frame["group"].to_numpy()
-    least, ran = (2, 3) if solver == "am" else (200, 300)
-    settings = {"solver": solver, "stopping": "window", "tol": 0.0, "estimates": [0.1, 0.1], "init": "custom"}
-    with pytest.warns(ConvergenceWarning):
-        audited = FairerNMF(3, max_iter=ran, random_state=0, **{**settings, "init": "random"}).fit(X, sensitive_features=groups)
-    rows = np.random.default_rng(1).choice(len(X), len(X))
-    start = {"W": audited.W_[rows], "H": audited.components_}
-    if solver == "mu":
-        start["counts"] = audited.counts_
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ConvergenceWarning)
-        refit = continue_fit(FairerNMF(3, **settings), audited, X[rows], groups[rows], **start)
-    assert refit.n_iter_ == ran and not refit.converged_
-    audited.n_iter_ = 1  # a fit that stopped at once: the replicate still gets two checks of the rule
-    refit = continue_fit(FairerNMF(3, **settings), audited, X[rows], groups[rows], **start)
-    assert refit.n_iter_ == least
-    audited.n_iter_ = 10_000  # beyond the estimator's own cap: that cap stops it, with its warning
-    with pytest.warns(ConvergenceWarning, match="max_iter=250" if solver == "mu" else "max_iter=2"):
-        refit = continue_fit(FairerNMF(3, max_iter=250 if solver == "mu" else 2, **settings), audited, X[rows], groups[rows], **start)

@@ -24,12 +24,10 @@ same rank, and that standard NMF is at its own optimum (:func:`vanilla_settings`
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from sklearn.exceptions import ConvergenceWarning
 
 from ..audit import AuditConfig, FamilyAudit, Fits, Recorder, RecordSink, merged_options
 from ..data import NONNEGATIVE_POLICIES, AuditData, scale_features
@@ -39,7 +37,6 @@ from ..groups import check_groups
 from ..uncertainty import Disparity, resolve_replicates
 from ..vocabulary import term
 from ._core import (
-    CHECK_EVERY,
     FAIR_STOPPING_RULES,
     STOPPING_RULES,
     GroupedData,
@@ -404,17 +401,17 @@ class NMFAudit(FamilyAudit):
             start = int(rng.integers(2**31 - 1))
             if "vanilla" in self.chosen:
                 audited = warm.models[("vanilla", rank)]
-                vanilla = NMF(rank, estimates=E, random_state=start, **compared)
-                if options["nmf_solver"] == "mu":
-                    fits.models[("vanilla", rank)] = continue_fit(vanilla, audited, X, sensitive, W=audited.W_[position], H=audited.components_)
-                else:
-                    fits.models[("vanilla", rank)] = vanilla.fit(X, sensitive_features=sensitive)
+                factors = {"W": audited.W_[position], "H": audited.components_} if options["nmf_solver"] == "mu" else {}
+                fits.models[("vanilla", rank)] = NMF(rank, estimates=E, random_state=start, **compared).fit(
+                    X, sensitive_features=sensitive, **factors
+                )
             for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
                 if name in self.chosen:
                     audited = warm.models[(name, rank)]
                     counts = {"counts": audited.counts_} if solver == "mu" else {}
-                    fair = FairerNMF(rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver))
-                    fits.models[(name, rank)] = continue_fit(fair, audited, X, sensitive, W=audited.W_[position], H=audited.components_, **counts)
+                    fits.models[(name, rank)] = FairerNMF(
+                        rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver)
+                    ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_, **counts)
             if "vanilla" in self.chosen:  # the same procedure as the audit's (at_own_optimum)
                 fair = {n: fits.models[(n, rank)] for n in self.chosen if n != "vanilla"}
                 fits.models[("vanilla", rank)] = at_own_optimum(fits.models[("vanilla", rank)], fair, X, sensitive, E, compared)[0]
@@ -537,30 +534,6 @@ def vanilla_settings(options: dict) -> dict:
     real tables (Heart −21 % at rank 10; ``docs/nmf.md``). ``E_ℓ`` keeps ``nmf_stopping``: it is
     the paper's yardstick."""
     return {**standard_settings(options), "stopping": "eq10" if options["stopping"] == "eq10" else "window"}
-
-
-def continue_fit(estimator, audited, X, sensitive, **start):
-    """``estimator`` (an unfitted :class:`NMF` or :class:`FairerNMF` with the audit's settings) fitted on
-    a replicate's rows ``X`` from the audit's fit ``audited`` (``start``: its factors, and Algorithm
-    3's counts), stopped by the audit's rule and tolerance or after as many iterations as ``audited``
-    ran from its own start, whichever comes first (at least two checks of the rule: 200 multiplicative
-    updates, 2 AM iterations).
-
-    The replicate measures how the audit's solution moves with the sample; where multiplicative
-    updates crawl (near-exact fits: on the default sample at ranks 8–9 the objective still fell by
-    about 10⁻⁵ per 100 iterations, above the window rule's 10⁻⁴ × a relative error of 0.01), the rule
-    alone let replicates run 1,900–5,000 iterations past fits that had stopped after 400 and 1,900 —
-    progress of the solver, not variability of the sample (``docs/nmf.md``, "Speed"). Stopping there
-    is the replicate's budget, not an iteration cap: no warning (the audit's own caps still warn)."""
-    cap = estimator._max_iter()
-    least = 2 if getattr(estimator, "solver", "mu") == "am" else 2 * CHECK_EVERY
-    budget = min(cap, max(int(audited.n_iter_), least))
-    if budget >= cap:
-        return estimator.fit(X, sensitive_features=sensitive, **start)
-    estimator.set_params(max_iter=budget)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=ConvergenceWarning, message=r".*stopped at max_iter")
-        return estimator.fit(X, sensitive_features=sensitive, **start)
 
 
 RESTART_MARGIN = 1e-9
