@@ -37,8 +37,8 @@ def audit_data(frame):
 def test_audit_records_every_metric_and_shares_E(monkeypatch):
     clear_estimate_cache()
     calls = []
-    real = estimates_module.solve_standard
-    monkeypatch.setattr(estimates_module, "solve_standard", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = estimates_module.solve_standard_runs
+    monkeypatch.setattr(estimates_module, "solve_standard_runs", lambda X, starts, **k: calls.extend(starts) or real(X, starts, **k))
     data = audit_data(two_group_frame())
     result = run_audit(data, AuditConfig(methods=("nmf",), ranks=(1, 2, 3)))
     records = result.records

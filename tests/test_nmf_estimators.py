@@ -142,8 +142,8 @@ def test_estimates_are_cached_and_shared_between_variants(monkeypatch):
     X, groups = low_rank_groups(rng, noise=0.05)
     clear_estimate_cache()
     calls = []
-    real = estimates_module.solve_standard
-    monkeypatch.setattr(estimates_module, "solve_standard", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = estimates_module.solve_standard_runs
+    monkeypatch.setattr(estimates_module, "solve_standard_runs", lambda X, starts, **k: calls.extend(starts) or real(X, starts, **k))
     vanilla = NMF(3, random_state=5).fit(X, sensitive_features=groups)
     assert len(calls) == 2 * 5  # two groups × T = 5
     fair = FairerNMF(3, random_state=5).fit(X, sensitive_features=groups)
@@ -160,7 +160,7 @@ def test_estimates_are_cached_and_shared_between_variants(monkeypatch):
 def test_precomputed_estimates_skip_algorithm_1(monkeypatch):
     rng = np.random.default_rng(5)
     X, groups = low_rank_groups(rng)
-    monkeypatch.setattr(estimates_module, "solve_standard", lambda *a, **k: pytest.fail("Algorithm 1 ran"))
+    monkeypatch.setattr(estimates_module, "solve_standard_runs", lambda *a, **k: pytest.fail("Algorithm 1 ran"))
     model = FairerNMF(2, estimates=[0.0, 0.0], random_state=0).fit(X, sensitive_features=groups)
     np.testing.assert_array_equal(model.E_, [0.0, 0.0])
 
@@ -401,3 +401,30 @@ def test_fairer_nmf_on_one_hot_census_data_stays_finite():
             warnings.simplefilter("ignore", ConvergenceWarning)  # 300 iterations: enough to break down, not to converge
             fair = FairerNMF(rank, random_state=0, max_iter=300).fit(prepared.X, sensitive_features=prepared.sensitive_features)
         assert np.isfinite(fair.W_).all() and np.isfinite(fair.components_).all() and np.isfinite(fair.group_losses_).all()
+
+
+@pytest.mark.parametrize(("stopping", "tol", "max_iter"), [("eq10", 1e-4, 400), ("window", 1e-2, 600)])
+def test_runs_side_by_side_are_each_runs_own_fit(stopping, tol, max_iter):
+    """Algorithm 1's runs of a group iterate side by side (one stack of factors); each run's factors,
+    iterations and history are those of its own fit bit for bit, runs leave the stack as they stop,
+    and a run at its cap warns as its own fit does."""
+    from fairaudit.nmf._core import random_factors
+    from fairaudit.nmf._standard import solve_standard, solve_standard_runs
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(size=(40, 3)) @ rng.uniform(size=(3, 9)) + 0.05 * rng.uniform(size=(40, 9))
+    starts = [random_factors(X, 4, rng) for _ in range(5)]
+    settings = {"solver": "mu", "tol": tol, "max_iter": max_iter, "stopping": stopping}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        alone = [solve_standard(X, W.copy(), H.copy(), **settings) for W, H in starts]
+        together = solve_standard_runs(X, [(W.copy(), H.copy()) for W, H in starts], **settings)
+    assert len({fit.n_iter for fit in alone}) > 1  # the runs stop at different iterations
+    for one, other in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(one.W, other.W)
+        np.testing.assert_array_equal(one.H, other.H)
+        np.testing.assert_array_equal(one.history, other.history)
+        assert (one.n_iter, one.converged) == (other.n_iter, other.converged)
+    capped = sum(not fit.converged for fit in alone)
+    assert 0 < capped < len(starts)
+    assert sum(issubclass(w.category, ConvergenceWarning) for w in caught) == 2 * capped

@@ -25,7 +25,7 @@ from collections import OrderedDict
 import numpy as np
 
 from ._core import GroupedData, blas_threads, random_factors
-from ._standard import STANDARD_MAX_ITER, solve_standard
+from ._standard import STANDARD_MAX_ITER, solve_standard_runs
 
 CACHE_SIZE = 512
 _cache: OrderedDict[tuple, tuple[np.ndarray, float]] = OrderedDict()
@@ -105,22 +105,18 @@ def estimate_group_errors(
         else:
             runs += [(g, *random_factors(block, r, rngs[g])) for _ in range(n_estimates)]
 
-    def run(task):
-        g, W, H = task
-        block = data.X[data.slices[g]]
-        fit = solve_standard(
-            block, W, H, solver=solver, tol=tol, max_iter=max_iter, stopping=stopping,
-            what=f"NMF of group {data.labels[g]!r} (E_ℓ)",
-        )
-        return g, float(np.linalg.norm(block - fit.W @ fit.H)), (fit.W, fit.H)
-
     errors: dict[int, list[float]] = {}
     factors: list = [None] * data.n_groups
     with blas_threads():
-        for g, error, fitted in map(run, runs):
-            errors.setdefault(g, []).append(error)
+        for g in dict.fromkeys(g for g, _, _ in runs):  # each group's T runs side by side
+            block = data.X[data.slices[g]]
+            fits = solve_standard_runs(
+                block, [(W, H) for h, W, H in runs if h == g], solver=solver, tol=tol, max_iter=max_iter, stopping=stopping,
+                what=f"NMF of group {data.labels[g]!r} (E_ℓ)",
+            )
+            errors[g] = [float(np.linalg.norm(block - fit.W @ fit.H)) for fit in fits]
             if keep_runs:
-                factors[g] = (factors[g] or []) + [fitted]
+                factors[g] = [(fit.W, fit.H) for fit in fits]
     E = np.array([float(np.mean(errors[g])) if g in errors else 0.0 for g in range(data.n_groups)])
     seconds = time.perf_counter() - start
     if cache_key is not None:

@@ -36,7 +36,14 @@ from ..formatting import number
 from ..groups import check_groups
 from ..uncertainty import Disparity, resolve_replicates
 from ..vocabulary import term
-from ._core import FAIR_STOPPING_RULES, STOPPING_RULES, GroupedData, check_solver_parameters, exact_factors, group_errors
+from ._core import (
+    FAIR_STOPPING_RULES,
+    STOPPING_RULES,
+    GroupedData,
+    check_solver_parameters,
+    exact_factors,
+    group_errors,
+)
 from ._estimates import data_key, estimate_group_errors
 from ._standard import SOLVERS, STANDARD_MAX_ITER
 from .fair import MU_WEIGHTS, FairerNMF

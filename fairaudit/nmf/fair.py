@@ -19,6 +19,7 @@ from ._core import (
     CHECK_EVERY,
     FAIR_STOPPING_RULES,
     NEAR_EXACT,
+    QUIET_DIVISION,
     GroupedData,
     StoppingRule,
     blas_threads,
@@ -335,26 +336,28 @@ def _fit_mu(
     W, H = fit.W, fit.H
     HHt = H @ H.T  # afterwards the W step's own HHᵀ (H does not change after it)
     work = np.empty((2, *W.shape))
+    positive_W, positive_H = np.empty(W.shape, dtype=bool), np.empty(H.shape, dtype=bool)
     iteration = 0
-    while True:
-        # Products of the current iterate: they give its group errors and the next H step.
-        WtX = [W[s].T @ X[s] for s in slices]
-        WtW = [W[s].T @ W[s] for s in slices]
-        errors = _mu_group_errors(data, W, H, WtX, WtW, HHt)
-        losses = (errors - E) / norms
-        objective = float(losses.max())
-        if keep_best:
-            fit.weights = _shares(c)
-        fit.record(objective)
-        if iteration == 0:
-            rule.start(errors, losses)
-        elif rule.done(iteration, errors=errors, objective=objective, losses=losses,
-                       scale=lambda errors=errors: float(np.max(errors / norms))):
-            break
-        iteration += 1
-        c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
-        mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors))  # lines 9–10
-        _, HHt = mu_update_W(X, W, H, work)  # line 11
+    with np.errstate(**QUIET_DIVISION):
+        while True:
+            # Products of the current iterate: they give its group errors and the next H step.
+            WtX = [W[s].T @ X[s] for s in slices]
+            WtW = [W[s].T @ W[s] for s in slices]
+            errors = _mu_group_errors(data, W, H, WtX, WtW, HHt)
+            losses = (errors - E) / norms
+            objective = float(losses.max())
+            if keep_best:
+                fit.weights = _shares(c)
+            fit.record(objective)
+            if iteration == 0:
+                rule.start(errors, losses)
+            elif rule.done(iteration, errors=errors, objective=objective, losses=losses,
+                           scale=lambda errors=errors: float(np.max(errors / norms))):
+                break
+            iteration += 1
+            c[int(np.argmax(losses))] += 1.0  # lines 7–8: ℓ* of the previous iterate, c ← c + e_ℓ*
+            mu_update_H(H, WtX, WtW, h_step_weights(weights, c, squared, errors), positive_H)  # lines 9–10
+            _, HHt = mu_update_W(X, W, H, work, positive=positive_W)  # line 11
     fit.weights = _shares(c)
     fit.counts = c
     rule.warn_if_capped(iteration, objective)
@@ -382,15 +385,15 @@ def h_step_weights(weights: str, c: np.ndarray, squared_norms: np.ndarray, error
     return c / (norms * np.maximum(errors, 1e-12 * norms))
 
 
-def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: np.ndarray) -> None:
+def mu_update_H(H: np.ndarray, WtX: list[np.ndarray], WtW: list[np.ndarray], a: np.ndarray, positive: np.ndarray | None = None) -> None:
     """``H ← H ⊙ (Σ_ℓ a_ℓ W_ℓᵀX_ℓ) / (Σ_ℓ a_ℓ W_ℓᵀW_ℓ H)`` in place: the Lee–Seung step for
     ``min_H Σ_ℓ a_ℓ ‖X_ℓ − W_ℓH‖²`` (Algorithm 3, line 10, with ``W̃ᵀX̃ = Σ a_ℓ W_ℓᵀX_ℓ`` and
-    ``W̃ᵀW̃ = Σ a_ℓ W_ℓᵀW_ℓ``)."""
+    ``W̃ᵀW̃ = Σ a_ℓ W_ℓᵀW_ℓ``); ``positive``: the step's mask buffer (:func:`multiplicative_step`)."""
     numerator, gram = a[0] * WtX[0], a[0] * WtW[0]
     for w, p, g in zip(a[1:], WtX[1:], WtW[1:], strict=True):
         numerator += w * p
         gram += w * g
-    multiplicative_step(H, numerator, gram @ H)
+    multiplicative_step(H, numerator, gram @ H, positive)
 
 
 def _mu_group_errors(data: GroupedData, W, H, WtX, WtW, HHt) -> np.ndarray:
