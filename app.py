@@ -14,7 +14,7 @@ import logging
 import streamlit as st
 
 from fairaudit import FairAuditError
-from pages.common import current_data, data_summary, runs_panel, settle_runs, show_bug, show_error
+from pages.common import current_data, data_summary, runs_panel, settle_runs, show_bug, show_error, warm_workers
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
@@ -41,6 +41,7 @@ PAGES = {
 
 page = st.navigation(PAGES)
 settle_runs()
+warm_workers()
 with st.sidebar:
     # The answer first: less empty space above a page's question, a title that fits one line, compact
     # tables (a table wider than a narrow window scrolls sideways inside it, its first columns in view).

@@ -45,6 +45,7 @@ from . import metrics, uncertainty, verdicts
 from ._version import __version__
 from .data import AuditData
 from .errors import ParameterError, RankError
+from .families import FAMILIES
 from .vocabulary import term
 
 RECORD_COLUMNS = ["method", "variant", "rank", "group", "metric", "value", "ci_low", "ci_high"]
@@ -56,17 +57,6 @@ RECORD_KEY = ["method", "variant", "rank", "group", "metric"]
 
 HELDOUT_PREFIX = "heldout_"
 """Metrics measured on the held-out rows (``AuditConfig(holdout=…)``) carry this prefix."""
-
-FAMILIES: dict[str, str] = {
-    "pca": "fairaudit.pca.audit:PCAAudit",
-    "nmf": "fairaudit.nmf.audit:NMFAudit",
-    "fs": "fairaudit.fs.audit:FSAudit",
-    "cpd": "fairaudit.cpd.audit:CPDAudit",
-}
-"""Method family name → ``"module:Class"``, a :class:`FamilyAudit` subclass."""
-
-
-FAMILY_TITLES = {"pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor (CP)"}
 
 ON_REQUEST: dict[str, tuple[str, ...]] = {"pca": ("fair_sdp", "fair_mw")}
 """Variants outside a family's default set (``variants="all"``): they run only when named. The SDP

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
-from .audit import FAMILIES, FAMILY_TITLES, AuditConfig, run_audit
+from .audit import FAMILIES, AuditConfig, run_audit
 from .data import (
     DEFAULT_MAX_MB,
     MISSING_POLICIES,
@@ -41,6 +41,7 @@ from .data import (
     read_table,
 )
 from .errors import FairAuditError, ParameterError
+from .families import FAMILY_TITLES
 from .formatting import duration, plural
 from .metrics import LEAKAGE_CLASSIFIERS
 from .vocabulary import render, term

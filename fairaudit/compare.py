@@ -39,9 +39,10 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ._version import __version__
-from .audit import FAMILY_TITLES, AuditResult, is_sweep_variant
+from .audit import AuditResult, is_sweep_variant
 from .data._table import release_arrow_memory
 from .errors import ParameterError, ReportFileError
+from .families import FAMILY_TITLES
 from .findings import VERDICT_LABELS
 from .formatting import number
 from .metrics import HELDOUT_PREFIX, METRIC_DEFINITIONS, better

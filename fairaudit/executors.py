@@ -33,8 +33,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass
 
-from .linalg import blas_threads
-
 WORKER_IDLE_SECONDS = 300
 """Worker processes left idle this long shut down (the dashboard's server keeps them between
 audits; a command's end shuts them down)."""
@@ -118,15 +116,12 @@ class ProcessExecutor:
         self.description = f"on {self.n_jobs} processes"
 
     def _pool(self):
-        from joblib.externals.loky import get_reusable_executor
-
-        return get_reusable_executor(max_workers=self.workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
+        return _worker_pool(self.workers)
 
     def warm(self, modules: Sequence[str] = ()) -> None:
         """Start the workers now (importing ``modules``), while this process does other work."""
         if self.workers:
-            pool = self._pool()
-            self._starting = [pool.submit(_import, tuple(modules)) for _ in range(self.workers)]
+            self._starting = start_workers(self.workers, modules)
 
     def _ready(self) -> bool:
         """Whether the workers have started (their imports done); started now when nobody has."""
@@ -189,6 +184,62 @@ class ProcessExecutor:
         finally:
             for future in running:  # stopped early (an exception, a cancel): what has not started is dropped
                 future.cancel()
+
+
+def _worker_pool(workers: int):
+    """The loky pool of ``workers`` processes, shared by every :class:`ProcessExecutor` asking for as
+    many (started on first use, reused until idle for :data:`WORKER_IDLE_SECONDS`)."""
+    from joblib.externals.loky import get_reusable_executor
+
+    pool = get_reusable_executor(max_workers=workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
+    _POOLS[id(pool)] = pool
+    return pool
+
+
+_POOLS: dict[int, object] = {}
+"""The worker pools this process started (:func:`stop_workers`)."""
+
+
+def stop_workers() -> None:
+    """Stop this process's worker processes now, whatever they are doing (a command's end: a
+    command that stops before its audit does not wait for its workers' imports)."""
+    while _POOLS:
+        _, pool = _POOLS.popitem()
+        with contextlib.suppress(Exception):
+            pool.shutdown(wait=False, kill_workers=True)
+
+
+def start_workers(workers: int, modules: Sequence[str] = ()) -> list:
+    """Start ``workers`` worker processes now, each importing ``modules``; returns the futures of
+    those imports. This module imports nothing heavy (no NumPy), so a command can call this before
+    its own imports: the workers then import the families while this process does
+    (:mod:`fairaudit.__main__`), and a :class:`ProcessExecutor` of as many workers made later finds
+    them started."""
+    if _POOLS:  # the pool already started, whatever its size: asking loky for another size would resize it under a running audit
+        with contextlib.suppress(Exception):
+            pool = list(_POOLS.values())[-1]
+            return [pool.submit(_import, tuple(modules)) for _ in range(workers)]
+    pool = _worker_pool(workers)
+    return [pool.submit(_import, tuple(modules)) for _ in range(workers)]
+
+
+def start_workers_for(methods: str | None, *, jobs: str | int | None, bootstrap: str | int | None) -> None:
+    """Start the worker processes an audit of ``methods`` (comma-separated family names) with
+    ``jobs`` processes and ``bootstrap`` replicates will use — none when it computes no replicates
+    (``bootstrap`` 0) or runs on one process — each importing those families' modules. The values
+    are read leniently (a command's words as typed): what cannot be read starts nothing."""
+    from .families import FAMILIES
+
+    try:
+        if bootstrap is not None and int(bootstrap) <= 0:
+            return
+        processes = usable_cores() if jobs is None else int(jobs)
+    except ValueError:
+        return
+    names = [name.strip() for name in str(methods or "").split(",")]
+    modules = [FAMILIES[name].split(":")[0] for name in names if name in FAMILIES]
+    if processes > 1 and modules:
+        start_workers(processes - 1, modules)
 
 
 class DaskExecutor:
@@ -263,6 +314,8 @@ def _call(path: str, token: str, function, job):
     """A job in a worker process: its context loaded once (memory-mapped arrays), one thread per
     pool; returns ``(value, seconds)``."""
     context = _context(path, token)
+    from .linalg import blas_threads
+
     started = time.perf_counter()
     with blas_threads(1, user_api=None):
         value = function(context, job)
@@ -270,6 +323,8 @@ def _call(path: str, token: str, function, job):
 
 
 def _dask_call(context, function, job):
+    from .linalg import blas_threads
+
     started = time.perf_counter()
     with blas_threads(1, user_api=None):
         value = function(context, job)

@@ -24,8 +24,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from . import verdicts
-from .audit import FAMILY_TITLES, AuditResult, family_run, whole_metrics
+from .audit import AuditResult, family_run, whole_metrics
 from .data import worded
+from .families import FAMILY_TITLES
 from .findings import VERDICT_LABELS, Finding, findings, verdict_rules
 from .formatting import OUTSIDE_MARK, OUTSIDE_NOTE, START_MARK, START_NOTE, cell, level, number, plural
 from .metrics import metric_definition

@@ -19,7 +19,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .audit import FAMILY_TITLES, HELDOUT_PREFIX
+from .audit import HELDOUT_PREFIX
+from .families import FAMILY_TITLES
 from .findings import VERDICT_LABELS, Finding
 from .formatting import interval, level, number, percent, pvalue
 from .plots import variant_title

@@ -17,7 +17,6 @@ import streamlit as st
 
 from fairaudit import FairAuditError
 from fairaudit.audit import (
-    FAMILY_TITLES,
     HELDOUT_PREFIX,
     AuditConfig,
     AuditResult,
@@ -26,7 +25,8 @@ from fairaudit.audit import (
     family_run,
     no_interval_warning,
 )
-from fairaudit.executors import usable_cores
+from fairaudit.executors import start_workers_for, usable_cores
+from fairaudit.families import FAMILIES, FAMILY_TITLES
 from fairaudit.findings import VERDICT_LABELS, Finding, findings
 from fairaudit.formatting import duration, level, plural
 from fairaudit.metrics import METRIC_DEFINITIONS
@@ -173,6 +173,15 @@ def kept_upload_id(key: str) -> str | None:
 def result_store() -> ResultStore:
     """The numeric results shared by all sessions (no names inside their keys; see pages.runs)."""
     return ResultStore(size=32)
+
+
+def warm_workers() -> None:
+    """The bootstrap replicates' worker processes, started while the user reads a page (and kept
+    while users interact; idle ones stop after :data:`fairaudit.executors.WORKER_IDLE_SECONDS`), so
+    that Run audit finds them ready rather than waiting 1–3 s for their imports. None when the
+    default intervals are off (``FAIRAUDIT_DEFAULT_BOOTSTRAP=0``, as in the test suite)."""
+    if any(default_replicates(method)[0] for method in FAMILIES):
+        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None)
 
 
 def registry() -> RunRegistry:

@@ -13,7 +13,6 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILY_TITLES
 from fairaudit.compare import (
     Comparison,
     beyond_intervals,
@@ -25,6 +24,7 @@ from fairaudit.compare import (
     report_with_findings,
 )
 from fairaudit.errors import ParameterError
+from fairaudit.families import FAMILY_TITLES
 from fairaudit.findings import VERDICT_LABELS
 from fairaudit.vocabulary import term
 from pages.common import TABLE_ROWS, kept_upload, plain, show_error, words

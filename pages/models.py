@@ -15,8 +15,9 @@ import json
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, erased_variant, family_options, family_run
+from fairaudit.audit import FAMILIES, AuditConfig, erased_variant, family_options, family_run
 from fairaudit.data import read_table
+from fairaudit.families import FAMILY_TITLES
 from fairaudit.findings import findings
 from fairaudit.models import (
     GAP_METRICS,

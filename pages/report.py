@@ -13,8 +13,9 @@ import pandas as pd
 import streamlit as st
 
 from fairaudit import FairAuditError
-from fairaudit.audit import FAMILIES, FAMILY_TITLES, AuditConfig, combine_results
+from fairaudit.audit import FAMILIES, AuditConfig, combine_results
 from fairaudit.card import audit_card, card_markdown
+from fairaudit.families import FAMILY_TITLES
 from fairaudit.findings import findings, verdict_rules
 from fairaudit.formatting import level, number, plural
 from fairaudit.report import UNCERTAINTY_HEADER, report_files, uncertainty_rows, verdict_settings, zip_files

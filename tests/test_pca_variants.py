@@ -355,3 +355,24 @@ def test_cov_fair_pca_equalises_errors_not_losses():
     assert np.ptp(cov.group_errors_) < np.ptp(vanilla.group_errors_)
     assert cov.group_errors_.max() <= vanilla.group_errors_.max() + 1e-6
     assert cov.objective_ > vanilla.objective_  # the loss Fair PCA minimises went up
+
+
+@pytest.mark.parametrize("constrained", [True, False])
+def test_cov_fair_pca_ranks_searched_together_are_each_rank_alone(rng, monkeypatch, constrained):
+    """A sweep searches every rank in lockstep, batching each step's eigen-decompositions
+    (``covfair.golden_searches``): each rank's α, errors and map are its own search's — and the
+    same on the one-at-a-time path that large problems take."""
+    from fairaudit.pca import covfair
+    from fairaudit.pca._base import rank_sweep
+
+    X, groups = random_groups_data(rng, 2, 7, rows_per_group=90)
+    swept = {rank: model for rank, model, _ in rank_sweep(CovFairPCA(constrained=constrained), X, groups, range(1, 7))}
+    monkeypatch.setattr(covfair, "BATCHED_EIGH_MAX_DIM", 0)
+    one_at_a_time = {rank: model for rank, model, _ in rank_sweep(CovFairPCA(constrained=constrained), X, groups, range(1, 7))}
+    for rank in range(1, 7):
+        alone = CovFairPCA(rank, constrained=constrained).fit(X, sensitive_features=groups)
+        for other in (swept[rank], one_at_a_time[rank]):
+            assert other.alpha_ == pytest.approx(alone.alpha_, abs=1e-12)
+            assert other.n_iter_ == alone.n_iter_
+            np.testing.assert_allclose(other.group_errors_, alone.group_errors_, rtol=1e-9)
+            np.testing.assert_allclose(other.projection_, alone.projection_, atol=1e-8)

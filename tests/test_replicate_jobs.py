@@ -257,3 +257,43 @@ def test_the_pace_shares_this_process_s_jobs_among_the_streams_until_the_workers
     assert plan.pace() == pytest.approx(0.05)
     plan.executor = SimpleNamespace(streams=1)
     assert plan.pace() == pytest.approx(2.0 / 30)
+
+
+@pytest.mark.parametrize(
+    ("argv", "started"),
+    [
+        (["audit", "x.csv", "--sensitive", "g"], [(1, ["fairaudit.pca.audit"])]),
+        (["audit", "x.csv", "--methods", "nmf, fs", "--jobs=3"], [(2, ["fairaudit.nmf.audit", "fairaudit.fs.audit"])]),
+        (["audit", "x.csv", "--bootstrap", "0"], []),
+        (["audit", "x.csv", "--jobs", "1"], []),
+        (["audit", "x.csv", "--jobs", "many"], []),  # the command's own parser says what is wrong
+        (["audit", "x.csv", "--scheduler", "tcp://h:8786"], []),
+        (["audit", "--help"], []),
+        (["compare", "a.json", "b.json"], []),
+    ],
+)
+def test_a_command_starts_its_workers_before_its_imports_only_when_replicates_run_here(monkeypatch, argv, started):
+    """``python -m fairaudit audit`` starts the worker processes first (they import the families
+    while the command does); never for a run without local replicates."""
+    import runpy
+
+    from fairaudit import executors
+
+    calls = []
+    monkeypatch.setattr(executors, "usable_cores", lambda: 2)
+    monkeypatch.setattr(executors, "start_workers", lambda workers, modules: calls.append((workers, list(modules))))
+    monkeypatch.setattr("fairaudit.cli.main", lambda argv=None: 0)
+    monkeypatch.setattr(sys, "argv", ["fairaudit", *argv])
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_module("fairaudit.__main__", run_name="__main__")
+    assert stopped.value.code == 0
+    assert calls == started
+
+
+def test_a_command_that_fails_before_its_audit_still_says_why_with_its_workers_started(tmp_path):
+    """The workers started early are stopped at the command's end (killed, not waited for: their imports
+    would hold the exit); the command still exits 2 with its message."""
+    missing = tmp_path / "missing.csv"
+    done = subprocess.run([sys.executable, "-m", "fairaudit", "audit", str(missing), "--sensitive", "g", "--jobs", "2"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no such file" in done.stderr

@@ -67,6 +67,10 @@ ID_SUFFIXES = ("", "kn", "no", "nr", "num", "n", "x", "s", "code", "cd")
 suffixes (NELS's ``kn``), numbers and codes."""
 
 
+_UNIT_ID_NAMES = frozenset(unit + mark for unit in UNIT_WORDS for mark in ("id", "no", "nr", "number"))
+"""``schoolid``, ``patientno``, ``casenumber``: a unit word and an identifier's mark, as one word."""
+
+
 def _compact_id_name(compact: str) -> bool:
     """``schidkn``, ``hhid``, ``pid``, ``caseno``, ``idkn``: an identifier spelt as one word."""
     for suffix in ID_SUFFIXES:
@@ -93,7 +97,7 @@ def id_name(name: str) -> bool:
     if any(t in ("id", "ids", "idx", "uuid", "guid") for t in _tokens(name)):
         return True
     compact = re.sub(r"[^a-z]", "", lowered)
-    return any(compact in (unit + "id", unit + "no", unit + "nr", unit + "number") for unit in UNIT_WORDS) or _compact_id_name(compact)
+    return compact in _UNIT_ID_NAMES or _compact_id_name(compact)
 
 
 def code_name(name: str) -> bool:

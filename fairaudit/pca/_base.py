@@ -95,6 +95,10 @@ class GroupPCABase(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstima
         """What the next rank of a sweep can start from (solver-specific)."""
         return
 
+    def _prepare_ranks(self, problem: GroupProblem, ranks: Iterable[int]) -> None:
+        """Before a sweep fits ``ranks`` on ``problem``: what a solver does for all of them at once,
+        kept in the problem's cache for their fits (covFairPCA searches every rank together)."""
+
     # ------------------------------------------------------------------ using the map
     @property
     def projection_(self) -> np.ndarray:
@@ -170,6 +174,8 @@ def rank_sweep_problem(
 ) -> Iterator[tuple[int, GroupPCABase, float]]:
     """:func:`rank_sweep` on an already built :class:`GroupProblem`."""
     warm = None
+    ranks = [int(rank) for rank in ranks]
+    estimator._prepare_ranks(problem, ranks)
     for rank in ranks:
         fitted = clone(estimator).set_params(n_components=int(rank))
         start = time.perf_counter()

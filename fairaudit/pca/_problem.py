@@ -281,10 +281,22 @@ class GroupProblem:
         row space rank above negative ones: only eigenvectors that outrank them are returned
         (:meth:`lift` completes the map with such directions)."""
         values, vectors = top_eigh(M, min(r, self.dim), v0=v0)
+        count = self._outranking(values, r)
+        return values[:count], vectors[:, :count]
+
+    def top_from_decomposition(self, values: np.ndarray, vectors: np.ndarray, r: int) -> np.ndarray:
+        """:meth:`top_eigenvectors`' vectors from a whole decomposition of ``M`` (NumPy's ``eigh``:
+        ascending eigenvalues), e.g. one of a batch."""
+        top = min(r, self.dim)
+        values, vectors = values[::-1][:top], vectors[:, ::-1][:, :top]
+        return vectors[:, : self._outranking(values, r)]
+
+    def _outranking(self, values: np.ndarray, r: int) -> int:
+        """How many of the top eigenpairs (``values`` descending) outrank the eigenvalue-0
+        directions outside a wide problem's row space (all of them otherwise)."""
         if self.null_dim > 0:
-            count = max(int(np.sum(values > 0)), r - self.null_dim)
-            values, vectors = values[:count], vectors[:, :count]
-        return values, vectors
+            return max(int(np.sum(values > 0)), r - self.null_dim)
+        return len(values)
 
     # ------------------------------------------------------------------ Samadi's quantities
     def captured(self, d: int) -> np.ndarray:

@@ -395,6 +395,7 @@ class PCAAudit(FamilyAudit):
                 if name in NOT_REPLICATED:
                     continue
                 template = _estimator(name, self.options)
+                template._prepare_ranks(problem, self.ranks)
                 for rank in self.ranks:
                     # a copy, not clone(): scikit-learn's get_params inspects signatures, a tenth of a
                     # PCA replicate's time (cProfile, default sample); the unfitted template's

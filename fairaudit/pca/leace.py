@@ -88,6 +88,11 @@ class LeacePCA(GroupPCABase):
     def _warm_state(self):
         return self.base_._warm_state()
 
+    def _prepare_ranks(self, problem: GroupProblem, ranks) -> None:
+        from .vanilla import PCA
+
+        (self.base if self.base is not None else PCA())._prepare_ranks(problem, ranks)
+
     def _representation(self) -> np.ndarray:
         check_is_fitted(self, "representation_")
         return self.representation_
