@@ -42,6 +42,40 @@ def rbf_row_blocks(X: np.ndarray, Y: np.ndarray, gamma: float, *, sq_x=None, sq_
     array, each valid until the next is yielded — for a caller that only reduces them (row sums,
     products with a thin matrix) and so never holds the whole kernel."""
     dtype = np.result_type(X, Y)
+    left, right = _exponent_factors(X, Y, gamma, sq_x, sq_y)
+    step = max(1, BLOCK_BYTES // (np.dtype(dtype).itemsize * max(Y.shape[0], 1)))
+    scratch = None if out is not None else np.empty((min(step, X.shape[0]), Y.shape[0]), dtype=dtype)
+    for start in range(0, X.shape[0], step):
+        rows = slice(start, min(X.shape[0], start + step))
+        block = out[rows] if out is not None else scratch[: rows.stop - rows.start]
+        yield rows, _kernel_block(left[rows], right, block)
+
+
+def rbf_symmetric_blocks(X: np.ndarray, gamma: float) -> Iterator[tuple[slice, slice, np.ndarray]]:
+    """Yield ``(rows, columns, K[rows, columns])`` for the square blocks on and above the diagonal
+    of the kernel of ``X``'s rows with themselves (each ``BLOCK_BYTES`` at most): every entry of the
+    symmetric kernel is computed once, the blocks below the diagonal being the transposes of those
+    above (``rows.start < columns.start``). The blocks share one scratch array, each valid until
+    the next. Half the exponentials of :func:`rbf_row_blocks` for the same sums: measured in one
+    process (one BLAS thread, load 4–5), the CP family's exact KHSIC value and gradient 1.38–1.50 →
+    0.97–0.98 ms at 600 entities and 14.4–15.8 → 8.4–8.5 ms at 2,000, nKHSIC at 2,000 entities
+    10.5–12.3 → 8.1–8.3 ms, the same values up to rounding (10⁻¹⁵ relative)."""
+    left, right = _exponent_factors(X, X, gamma, None, None)
+    n = X.shape[0]
+    step = max(1, int(np.sqrt(BLOCK_BYTES // X.dtype.itemsize)))
+    scratch = np.empty((min(step, n), min(step, n)), dtype=X.dtype)
+    for start in range(0, n, step):
+        rows = slice(start, min(n, start + step))
+        for other in range(start, n, step):
+            columns = slice(other, min(n, other + step))
+            block = scratch[: rows.stop - rows.start, : columns.stop - columns.start]
+            yield rows, columns, _kernel_block(left[rows], right[:, columns], block)
+
+
+def _exponent_factors(X, Y, gamma, sq_x, sq_y) -> tuple[np.ndarray, np.ndarray]:
+    """``(left, right)`` with ``left @ right = −γ‖x − y‖²`` for every row ``x`` of ``X`` and ``y`` of
+    ``Y`` (module docstring), in the rows' dtype."""
+    dtype = np.result_type(X, Y)
     sq_x = gamma * np.einsum("ij,ij->i", X, X) if sq_x is None else sq_x
     sq_y = gamma * np.einsum("ij,ij->i", Y, Y) if sq_y is None else sq_y
     d = X.shape[1]
@@ -53,15 +87,15 @@ def rbf_row_blocks(X: np.ndarray, Y: np.ndarray, gamma: float, *, sq_x=None, sq_
     right[:d] = Y.T
     right[d] = 1.0
     right[d + 1] = sq_y
-    step = max(1, BLOCK_BYTES // (np.dtype(dtype).itemsize * max(Y.shape[0], 1)))
-    scratch = None if out is not None else np.empty((min(step, X.shape[0]), Y.shape[0]), dtype=dtype)
-    for start in range(0, X.shape[0], step):
-        rows = slice(start, min(X.shape[0], start + step))
-        block = out[rows] if out is not None else scratch[: rows.stop - rows.start]
-        np.matmul(left[rows], right, out=block)
-        np.minimum(block, 0.0, out=block)
-        np.exp(block, out=block)
-        yield rows, block
+    return left, right
+
+
+def _kernel_block(left: np.ndarray, right: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """``exp(min(left @ right, 0))`` written into ``block`` while it is in cache."""
+    np.matmul(left, right, out=block)
+    np.minimum(block, 0.0, out=block)
+    np.exp(block, out=block)
+    return block
 
 
 def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -222,6 +222,36 @@ def test_nystrom_fits_follow_the_exact_frontier():
     assert np.all(approx[:, 2] <= 1.5 * exact[:, 2] + 1e-3 * exact[0, 2])
 
 
+def test_sampled_fit_stops_when_flat_or_without_trend():
+    """The Nyström fit's stopping rule (``FairCPD._settled``): flat within the resolution over three
+    epochs, or no decrease beyond the noise over two windows; a steady descent above the resolution
+    goes on, however small its noise."""
+    settled = Ours(tol=1e-4)._settled
+    assert not settled([1.0, 1.0])  # fewer epochs than a window
+    assert settled([1.0, 1.0005, 0.9998])  # within 0.1 % of each other from the third epoch
+    assert not settled([1.02, 1.01, 1.0])  # 1 % per epoch: still descending
+    assert not settled([1.06, 1.05, 1.04, 1.03, 1.02, 1.01])  # a steady trend, no noise
+    assert settled([1.0, 1.03, 0.99, 1.02, 0.98, 1.01])  # noise ±2 % and no trend beyond it
+    assert not settled([1.3, 1.25, 1.2, 1.02, 0.99, 1.01])  # noisy, but the trend exceeds the noise
+
+
+def test_sampled_fit_warm_started_near_its_optimum_stops_early():
+    """A Nyström KHSIC fit from vanilla CP at a small λ (``λ_ref/100``, the frontier's choice on the
+    credit table) is flat after its first epochs: it stops on the flat rule, before the two windows
+    of the trend rule, its last three objectives within the resolution."""
+    from fairaudit.cpd.estimator import NOISY_TOL, NOISY_WINDOW
+
+    X, groups = two_group_matrix(n=600, p=8, seed=7)
+    vanilla = Ours(rank=4, method="none").fit(X, sensitive_features=groups)
+    gamma = median_gamma(X, 4, 0)
+    lam = 0.01 * lambda_reference(X, vanilla, groups, "khsic", gamma)
+    model = Ours(rank=4, method="khsic", lam=lam, gamma=gamma, kernel="nystrom", n_landmarks=150, init=vanilla.factors_, random_state=0)
+    model.fit(X, sensitive_features=groups)
+    last = model.history_["objective"].to_numpy()[-NOISY_WINDOW:]
+    assert model.converged_ and NOISY_WINDOW <= model.n_iter_ < 2 * NOISY_WINDOW
+    assert np.ptp(last) <= NOISY_TOL * abs(last.mean())
+
+
 def test_kernel_choice_and_parameters():
     X, groups = two_group_matrix(n=60)
     model = Ours(rank=2, method="khsic", lam=1.0, kernel="auto", n_epochs=3).fit(X, sensitive_features=groups)

@@ -40,6 +40,35 @@ def test_scratch_blocks_cover_every_row_once(monkeypatch):
     np.testing.assert_array_equal(seen, full)
 
 
+@pytest.mark.parametrize("block_bytes", [8, 8 * 7 * 7, 2**18])
+def test_symmetric_blocks_cover_the_upper_triangle_once(block_bytes, monkeypatch):
+    """The blocks on and above the diagonal cover each cell of the upper triangle once (a diagonal
+    block is computed whole), whatever the block size (one cell, a size that does not divide the
+    rows, one block); mirrored, they are the whole kernel; and the CP family's ``K @ right`` and
+    ``‖K‖²`` from them equal the full kernel's."""
+    from fairaudit.cpd._kernels import symmetric_product
+
+    monkeypatch.setattr(kernels, "BLOCK_BYTES", block_bytes)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(45, 3))
+    full = kernels.rbf(X, X, 0.7)
+    seen = np.zeros_like(full)
+    hits = np.zeros(full.shape, dtype=int)
+    for rows, columns, block in kernels.rbf_symmetric_blocks(X, 0.7):
+        assert rows.start <= columns.start
+        seen[rows, columns] = block
+        hits[rows, columns] += 1
+    assert np.array_equal(np.triu(hits), np.triu(np.ones_like(hits)))
+    if block_bytes < 2**18:  # several blocks: the cells below the diagonal blocks are not computed
+        assert hits.sum() < 0.7 * hits.size
+    upper = np.triu(seen)
+    np.testing.assert_allclose(upper + np.triu(upper, 1).T, full, rtol=0, atol=1e-12)
+    right = rng.normal(size=(45, 4))
+    product, sq_norm = symmetric_product(X, 0.7, right, norm=True)
+    np.testing.assert_allclose(product, full @ right, rtol=1e-12, atol=1e-12)
+    assert sq_norm == pytest.approx(float(np.sum(full * full)), rel=1e-12)
+
+
 def test_centre_with_counts_is_the_centred_kernel_of_the_repeated_rows():
     """``centre(K, counts)`` over the distinct rows, weighted by ``pair_weighted``, gives the
     Frobenius products of ``H K H`` over the repeated rows; without counts it is ``H K H``."""

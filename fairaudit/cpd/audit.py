@@ -895,7 +895,7 @@ def _khsic_too_large(n: int, options: dict) -> str:
     if kernel_choice(options["khsic_kernel"], n, options["khsic_landmarks"]) == "nystrom":
         cost = (
             f"with the Nyström kernel ({options['khsic_landmarks']} landmarks) every KHSIC step costs "
-            f"O(entities × landmarks), and the default CP audit took 65 s at 5,000 entities on two shared cores"
+            f"O(entities × landmarks), at every pass of every fit, at every rank and bootstrap replicate"
         )
     else:
         cost = f"the exact kernel needs the {n}×{n} kernel matrix of the entity embedding at every step"

@@ -120,8 +120,9 @@ NOISY_WINDOW = 3
 with fresh landmarks every epoch): :meth:`FairCPD._settled`."""
 
 NOISY_TOL = 1e-3
-"""Relative decrease of the windowed objective below which a sampled fit stops (or ``tol`` if
-larger): such a fit cannot resolve changes inside its own sampling noise."""
+"""The resolution of a sampled fit (or ``tol`` if larger), relative to its objective: it stops once
+its objective stays within it over a window, or its windowed decrease falls below it — such a fit
+cannot resolve changes inside its own sampling noise (:meth:`FairCPD._settled`)."""
 
 FORMULATIONS = {
     "paper": {"solver": "bcd", "embedding": "factor", "gamma": PAPER_GAMMA, "init": "uniform", "l2": PAPER_L2},
@@ -755,23 +756,36 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return self
 
     def _settled(self, objectives: list[float]) -> bool:
-        """Stopping rule when the penalty is sampled (ours): stop once the mean objective over the
-        last :data:`NOISY_WINDOW` epochs is lower than over the window before by no more than the
-        epoch-to-epoch noise (the recent epochs' standard deviation) or :data:`NOISY_TOL` (relative;
-        ``tol`` if larger).
+        """Stopping rule when the penalty is sampled (ours). Settled once either
+
+        * *flat*: the last :data:`NOISY_WINDOW` objectives lie within :data:`NOISY_TOL` (relative;
+          ``tol`` if larger) of each other — the fit stays inside its own resolution, from the
+          third epoch on; or
+        * *no trend*: the mean objective over the last :data:`NOISY_WINDOW` epochs is lower than over
+          the window before by no more than the epoch-to-epoch noise (the recent epochs' standard
+          deviation) or that resolution — a fit whose noise exceeds its resolution.
 
         With fresh Nyström landmarks every epoch each A-step follows a different approximation, so
         the objective (on the fixed evaluation landmarks) carries sampling noise — measured ±0.5–2 %
         from epoch to epoch on a 4,165-entity table at rank 10 — and the relative-change rule
         fires only when two noisy values happen to agree (fits ran 30–75 epochs, and to the cap at
-        large λ, for changes of a few per cent below the noise).
+        large λ, for changes of a few per cent below the noise). The second rule alone needs two
+        windows: a fit warm-started from vanilla CP at a moderate λ, flat within 0.02 % after its
+        first epoch on that table, ran six or seven; the first stops it after three or four
+        (``docs/architecture.md``, The CP family → Speed, third pass).
         """
-        window = NOISY_WINDOW
+        window, resolution = NOISY_WINDOW, max(self.tol, NOISY_TOL)
+        if len(objectives) < window:
+            return False
+        recent = np.asarray(objectives[-window:])
+        level = abs(float(recent.mean()))
+        if float(recent.max() - recent.min()) <= resolution * level:
+            return True
         if len(objectives) < 2 * window:
             return False
-        earlier, recent = np.asarray(objectives[-2 * window : -window]), np.asarray(objectives[-window:])
+        earlier = np.asarray(objectives[-2 * window : -window])
         noise = float(np.std(recent, ddof=1))
-        return float(earlier.mean() - recent.mean()) <= max(max(self.tol, NOISY_TOL) * abs(float(recent.mean())), noise)
+        return float(earlier.mean() - recent.mean()) <= max(resolution * level, noise)
 
     def _finish(self, X, factors, groups, history, xx) -> None:
         n, N = X.shape[0], X.size

@@ -50,15 +50,11 @@ def nkhsic(A: np.ndarray, groups: np.ndarray, *, gamma: float | None = None, max
     if gamma is None:
         gamma = _kernels.median_gamma(A, max_rows=max_rows, random_state=random_state)
     # ⟨K̃_A, K̃_S⟩ = Σ(S̃ ∘ K S̃) and ‖HKH‖²_F = ‖K‖²_F − 2‖K1‖²/n + (1ᵀK1)²/n², from the kernel's
-    # row blocks (no centred n × n copy).
+    # blocks on and above its diagonal (no centred n × n copy).
     n = len(A)
     right = np.hstack([S, np.ones((n, 1))])
-    product = np.empty((n, right.shape[1]))
-    sq_norm = 0.0
     with _kernels.blas_threads():
-        for rows, K in _kernels.rbf_blocks(A, gamma):
-            product[rows] = K @ right
-            sq_norm += float(np.vdot(K, K))
+        product, sq_norm = _kernels.symmetric_product(A, gamma, right, norm=True)
     row_sums = product[:, -1]
     norm_a = np.sqrt(max(sq_norm - 2.0 * float(row_sums @ row_sums) / n + float(row_sums.sum()) ** 2 / n**2, 0.0))
     norm_s = float(np.linalg.norm(S.T @ S))
