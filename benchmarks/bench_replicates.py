@@ -217,14 +217,6 @@ def part_dask(args) -> None:
 DASHBOARD_PAGES = {"pca": "PCA", "nmf": "NMF", "fs": "Feature selection", "cpd": "Tensor"}
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _running(page) -> bool:
     """Whether a run is in progress on the page (its Cancel button, or Streamlit still running the script)."""
     return bool(page.get_by_role("button", name="Cancel").count() or page.get_by_test_id("stStatusWidget").count())
@@ -242,6 +234,8 @@ def part_dashboard(args) -> None:
     except ImportError:
         print("skipped the dashboard: playwright is not installed (make install-dev)")
         return
+    sys.path.insert(0, str(REPO / "tests" / "e2e"))
+    from screenshots import _free_port, _goto  # the dashboard opened as the screenshots open it
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)],
                               cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -250,13 +244,7 @@ def part_dashboard(args) -> None:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.set_default_timeout(900_000)
-            for _ in range(240):
-                try:
-                    page.goto(f"http://localhost:{port}")
-                    break
-                except Exception:  # noqa: BLE001 - the server is still starting
-                    time.sleep(0.25)
-            page.get_by_role("heading", name="Data").first.wait_for()
+            _goto(page, port)
             time.sleep(5)  # a user reads the Data page
             for family in args.families:
                 page.get_by_test_id("stSidebarNavItems").get_by_role("link", name=DASHBOARD_PAGES[family], exact=True).click()
