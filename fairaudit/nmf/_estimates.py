@@ -70,8 +70,10 @@ def estimate_group_errors(
     ``starts`` (per group, a list of ``(W, H)`` starting factors, ``W`` over the group's rows;
     ``None`` for a group whose ``E_ℓ`` is 0): the runs start there instead of at random — an
     earlier estimate's runs continued on other rows of the same groups (a bootstrap replicate
-    of the audit's ``E_ℓ``). ``keep_runs``: return ``(E, seconds, runs)``, ``runs`` in that form
-    (each run's fitted factors), computed afresh (the cache keeps no factors).
+    of the audit's ``E_ℓ``); those groups run whatever their rows (a replicate's distinct rows
+    with counts, :mod:`~fairaudit.nmf._rows`, can be fewer than the rank). ``keep_runs``: return
+    ``(E, seconds, runs)``, ``runs`` in that form (each run's fitted factors), computed afresh
+    (the cache keeps no factors).
     """
     seed = _seed_key(random_state)
     cache_key = None
@@ -95,13 +97,13 @@ def estimate_group_errors(
     # The starts are drawn first, group by group (the order the runs always had).
     runs = []
     for g, block in enumerate(data.groups()):
-        if r >= min(block.shape):
+        if starts is None and r >= min(block.shape):
             # An exact non-negative factorisation exists (W = X_ℓ, H = I or W = I, H = X_ℓ), so the
             # minimum of eq. (2) is 0; iterative NMF only creeps towards it and would overstate E_ℓ
             # (and understate the relative loss).
             continue
-        if starts is not None:
-            runs += [(g, np.array(W, dtype=float), np.array(H, dtype=float)) for W, H in starts[g]]
+        if starts is not None:  # an earlier estimate's runs continued (none where its E_ℓ was 0)
+            runs += [(g, np.array(W, dtype=float), np.array(H, dtype=float)) for W, H in starts[g] or ()]
         else:
             runs += [(g, *random_factors(block, r, rngs[g])) for _ in range(n_estimates)]
 

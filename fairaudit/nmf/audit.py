@@ -45,6 +45,7 @@ from ._core import (
     group_errors,
 )
 from ._estimates import data_key, estimate_group_errors
+from ._rows import DistinctRows
 from ._standard import SOLVERS, STANDARD_MAX_ITER
 from .fair import MU_WEIGHTS, FairerNMF
 from .vanilla import NMF
@@ -309,11 +310,13 @@ class NMFAudit(FamilyAudit):
         fits.shared.setdefault("E", {})[rank] = E
         return E
 
-    def replicate_estimates(self, grouped: GroupedData, rank: int, warm: Fits, rows) -> np.ndarray:
+    def replicate_estimates(self, grouped: GroupedData, rank: int, warm: Fits, rows, scale=None) -> np.ndarray:
         """``E_ℓ`` of a resample ``grouped`` (of the family's ``rows``): each of the audit's
         Algorithm-1 runs continued on the resampled rows of its group, from the factors it ended
         with (each resampled row's ``W`` row is its original's) — the audit's estimate measured on
-        another sample, not a new draw of random starts."""
+        another sample, not a new draw of random starts. ``scale``: ``√c`` per row of ``rows``
+        when ``grouped`` holds a resample's distinct rows weighted by their counts
+        (:class:`~fairaudit.nmf._rows.DistinctRows`)."""
         inverse, slices = warm.shared["grouped"]
         original = inverse[np.searchsorted(warm.rows, rows)]  # each resampled row's place among the audit's grouped rows
         starts = []
@@ -321,18 +324,19 @@ class NMFAudit(FamilyAudit):
             if runs is None:
                 starts.append(None)
                 continue
-            within = original[grouped.order[grouped.slices[g]]] - slices[g].start
-            starts.append([(W[within], H) for W, H in runs])
+            here = grouped.order[grouped.slices[g]]
+            within = original[here] - slices[g].start
+            weight = 1.0 if scale is None else scale[here]
+            starts.append([(W[within] * weight, H) for W, H in runs])
         return self._estimates(grouped, rank, self.options["n_estimates"], None, starts=starts)[0]
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        if replicate:
+            return self._fit_replicate(rows, warm, seed)
         X, sensitive = self.prepared.X[rows], self._sensitive(rows)
         grouped = GroupedData.build(X, sensitive)
         fits = Fits(rows=rows, shared={"estimate_seconds": {}})
-        if replicate:
-            self._fit_replicate(fits, X, sensitive, grouped, warm, seed)
-            return fits
         options, seed, sink = self.options, self.config.random_state, self.sink
         compared = vanilla_settings(options)
         sink.expect(len(self.chosen) * len(self.ranks))
@@ -389,19 +393,34 @@ class NMFAudit(FamilyAudit):
                 )
         return fits
 
-    def _fit_replicate(self, fits: Fits, X, sensitive, grouped: GroupedData, warm: Fits, seed) -> None:
+    def _fit_replicate(self, rows, warm: Fits, seed) -> Fits:
+        """A replicate's fits on the resample ``rows``, each started from the audit's (``warm``).
+
+        Where rows repeat, every fit runs on the resample's distinct rows weighted by their counts
+        (:class:`~fairaudit.nmf._rows.DistinctRows`: the same problems, eq. (2), Algorithms 1–3,
+        since copies of a row start equal and stay equal) and its ``W`` is expanded back to the
+        resampled rows. Not with coordinate descent (``nmf_solver="cd"``: scikit-learn's stopping
+        rule sums over rows, and its replicate starts at random), nor where the distinct rows are
+        fewer than a rank: there the fits run on the repeated rows."""
         options = self.options
         compared = vanilla_settings(options)
         rng = np.random.default_rng(seed)
-        position = np.searchsorted(warm.rows, fits.rows)  # each resampled row's place in the audit's fit
+        highest = max((rank for rank in self.ranks if rank not in self.replicate_ranks_skipped), default=0)
+        distinct = DistinctRows.of(rows)
+        if options["nmf_solver"] != "mu" or not distinct.repeats or len(distinct.rows) < highest:
+            distinct = DistinctRows.each(rows)
+        X, sensitive = distinct.weighted(self.prepared.X[distinct.rows]), self._sensitive(distinct.rows)
+        grouped = GroupedData.build(X, sensitive)
+        fits = Fits(rows=rows, shared={"estimate_seconds": {}})
+        position = np.searchsorted(warm.rows, distinct.rows)  # each fitted row's place in the audit's fit
         for rank in self.ranks:
             if rank in self.replicate_ranks_skipped:
                 continue
-            E = self.replicate_estimates(grouped, rank, warm, fits.rows)
+            E = self.replicate_estimates(grouped, rank, warm, distinct.rows, distinct.scale)
             start = int(rng.integers(2**31 - 1))
             if "vanilla" in self.chosen:
                 audited = warm.models[("vanilla", rank)]
-                factors = {"W": audited.W_[position], "H": audited.components_} if options["nmf_solver"] == "mu" else {}
+                factors = {"W": distinct.weighted(audited.W_[position]), "H": audited.components_} if options["nmf_solver"] == "mu" else {}
                 fits.models[("vanilla", rank)] = NMF(rank, estimates=E, random_state=start, **compared).fit(
                     X, sensitive_features=sensitive, **factors
                 )
@@ -411,10 +430,13 @@ class NMFAudit(FamilyAudit):
                     counts = {"counts": audited.counts_} if solver == "mu" else {}
                     fits.models[(name, rank)] = FairerNMF(
                         rank, init="custom", estimates=E, random_state=start, **fairer_settings(options, solver)
-                    ).fit(X, sensitive_features=sensitive, W=audited.W_[position], H=audited.components_, **counts)
+                    ).fit(X, sensitive_features=sensitive, W=distinct.weighted(audited.W_[position]), H=audited.components_, **counts)
             if "vanilla" in self.chosen:  # the same procedure as the audit's (at_own_optimum)
                 fair = {n: fits.models[(n, rank)] for n in self.chosen if n != "vanilla"}
                 fits.models[("vanilla", rank)] = at_own_optimum(fits.models[("vanilla", rank)], fair, X, sensitive, E, compared)[0]
+        for model in fits.models.values():
+            distinct.expand(model, grouped)
+        return fits
 
     restarts = 2
     """Two: a restart refits every variant from a cold start, as long as the audit's own fits took
