@@ -176,12 +176,13 @@ def result_store() -> ResultStore:
 
 
 def warm_workers() -> None:
-    """The bootstrap replicates' worker processes, started while the user reads a page (and kept
-    while users interact; idle ones stop after :data:`fairaudit.executors.WORKER_IDLE_SECONDS`), so
-    that Run audit finds them ready rather than waiting 1–3 s for their imports. None when the
-    default intervals are off (``FAIRAUDIT_DEFAULT_BOOTSTRAP=0``, as in the test suite)."""
+    """The bootstrap replicates' worker processes — one per usable core: the server computes none
+    of the replicates (:mod:`pages.runs`) —, started while the user reads a page (and kept while
+    users interact; idle ones stop after :data:`fairaudit.executors.WORKER_IDLE_SECONDS`), so that
+    Run audit finds them ready rather than waiting 1–3 s for their imports. None when the default
+    intervals are off (``FAIRAUDIT_DEFAULT_BOOTSTRAP=0``, as in the test suite)."""
     if any(default_replicates(method)[0] for method in FAMILIES):
-        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None)
+        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None, here=False)
 
 
 def registry() -> RunRegistry:

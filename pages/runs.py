@@ -351,7 +351,7 @@ class Run:
             self.outputs[job.method] = job.work(self._progress)
             job.state = "done"
             return None
-        audit = AuditRun(self.data, job.config, progress=self._progress)
+        audit = AuditRun(self.data, job.config, progress=self._progress, replicates_here=False)  # the server draws pages meanwhile
         audit.estimate()
         return audit
 
