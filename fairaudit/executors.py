@@ -199,9 +199,13 @@ class ProcessExecutor:
 def _worker_pool(workers: int):
     """The loky pool of ``workers`` processes, shared by every :class:`ProcessExecutor` asking for as
     many (started on first use, reused until idle for :data:`WORKER_IDLE_SECONDS`)."""
+    import warnings
+
     from joblib.externals.loky import get_reusable_executor
 
-    pool = get_reusable_executor(max_workers=workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
+    with warnings.catch_warnings():  # another size: loky first lets the running jobs end (workers' imports; one audit at a time)
+        warnings.filterwarnings("ignore", "Trying to resize an executor with running jobs", UserWarning)
+        pool = get_reusable_executor(max_workers=workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
     _POOLS[id(pool)] = pool
     return pool
 

@@ -7,8 +7,10 @@ before any Markdown-rendering call, widget labels included.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -272,11 +274,36 @@ def runs_panel(where: str, method: str | None = None, runs: Sequence[Run] | None
 
     @st.fragment(run_every=PROGRESS_REFRESH_SECONDS)
     def panel():
-        if reg.newly_ended() or reg.newly_estimated():  # new results, or a family's point estimates
+        # new results, a family's point estimates, or newer provisional verdicts once the page has rested
+        if reg.newly_ended() or reg.newly_estimated(provisional=page_rested()):
             st.rerun()
         _draw_runs(active(), where)
 
     panel()
+
+
+PAGE_RUN_KEY = "page-run-times"
+
+
+@contextlib.contextmanager
+def timed_page_run():
+    """Time this full page run (``app.py`` runs every page in it): :func:`page_rested` paces the
+    reruns that show newer provisional verdicts by it."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        st.session_state[PAGE_RUN_KEY] = (started, time.monotonic())
+
+
+def page_rested() -> bool:
+    """Whether the page has rested since its last full run for as long as that run took. Newer
+    provisional verdicts wait for it, so that drawing them takes at most half of the server's time:
+    a page showing a family's result takes about a second of Python to draw (its charts), and
+    redrawn for every provisional update it held a core the replicates' workers needed (measured
+    on the PCA page: four full runs back to back during a 7 s run)."""
+    started, ended = st.session_state.get(PAGE_RUN_KEY, (0.0, 0.0))
+    return time.monotonic() - ended >= ended - started
 
 
 def settle_runs() -> None:

@@ -434,10 +434,12 @@ class RunRegistry:
             return None
         return found, next(job.config for job in run.jobs if job.method == method)
 
-    def newly_estimated(self) -> bool:
+    def newly_estimated(self, *, provisional: bool = True) -> bool:
         """Whether any active run's point estimates (or newer provisional intervals) arrived since
-        the last call (the pages rerun to show them)."""
-        found = {(run.id, method, run.shown.get(method, 0)) for run in self.active() for method in run.estimates}
+        the last call (the pages rerun to show them). ``provisional=False``: only point estimates
+        count; newer provisional intervals wait for a later call."""
+        found = {(run.id, method, run.shown.get(method, 0)) for run in self.active() for method in run.estimates
+                 if provisional or run.shown.get(method, 0) == 1}
         new = bool(found - self._estimated)
         self._estimated |= found
         return new

@@ -67,7 +67,6 @@ def test_replicates_on_two_processes_give_the_serial_values(sample, method):
     assert serial.uncertainty[method].get("start_spread") == parallel.uncertainty[method].get("start_spread")
 
 
-@pytest.mark.filterwarnings("ignore:Trying to resize an executor")  # the tests above left one worker; this asks for two
 def test_replicates_on_worker_processes_only_give_the_serial_values(sample):
     """``replicates_here=False`` (the dashboard's server, which draws pages meanwhile): ``n_jobs``
     workers compute every replicate and this process none; the records are the serial ones."""

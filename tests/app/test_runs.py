@@ -140,7 +140,7 @@ class GatedAudit:
         self.fitted = threading.Event()
         self.gate_before_estimates = gate_before_estimates
 
-    def __call__(self, data, config, progress=None):
+    def __call__(self, data, config, progress=None, replicates_here=True):
         return _GatedRun(self, progress)
 
 
@@ -192,6 +192,16 @@ def test_the_point_estimates_show_while_the_intervals_run_then_the_full_result(m
     assert run.wait(60) and run.state == "done"
     assert registry.estimates_for("pca", 1) is None and not run.estimates
     assert registry.latest(1)["pca"][0].records.equals(fake.final.records)
+
+
+def test_newer_provisional_verdicts_can_wait_for_the_page_to_rest_but_point_estimates_never(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    assert registry.newly_estimated(provisional=False)  # the point estimates: shown at once
+    run.shown["pca"] += 1  # newer provisional intervals arrived
+    assert not registry.newly_estimated(provisional=False)  # the page has not rested: they wait …
+    assert registry.newly_estimated() and not registry.newly_estimated()  # … and are shown once it has
+    fake.gate.set()
+    assert run.wait(60)
 
 
 def test_cancelling_the_intervals_keeps_the_point_estimates_and_says_why(monkeypatch):
