@@ -1178,17 +1178,17 @@ def run_replicate(context: ReplicateContext, job: ReplicateJob) -> ReplicateValu
     return ReplicateValues(values, any(issubclass(w.category, ConvergenceWarning) for w in caught), said)
 
 
-def replicate_executor(config: AuditConfig, *, here: bool = True):
+def replicate_executor(config: AuditConfig):
     """Where a configuration's replicates run (:mod:`fairaudit.executors`): the Dask cluster of
     ``config.scheduler``, else ``config.n_jobs`` local processes (``None``: every usable core; 1:
-    this process alone) — with ``here=False`` that many worker processes and none of the
-    replicates in this process (a server drawing pages meanwhile)."""
-    from .executors import ProcessExecutor, SerialExecutor, dask_executor, usable_cores
+    this process alone) — inside :func:`~fairaudit.executors.jobs_on_workers`, that many
+    worker processes and none of the replicates in this process (a server drawing pages meanwhile)."""
+    from .executors import ProcessExecutor, SerialExecutor, dask_executor, jobs_here, usable_cores
 
     if config.scheduler is not None:
         return dask_executor(config.scheduler)
     jobs = usable_cores() if config.n_jobs is None else int(config.n_jobs)
-    return ProcessExecutor(jobs, here=here) if jobs > 1 or not here else SerialExecutor()
+    return ProcessExecutor(jobs) if jobs > 1 or not jobs_here() else SerialExecutor()
 
 
 PROVISIONAL_GROWTH = 1.5
@@ -1668,17 +1668,15 @@ class AuditRun:
       per family, which carries them);
     * :meth:`finish` — every family's bootstrap replicates, then the :class:`AuditResult`.
 
-    The replicates run on :attr:`executor` (:func:`replicate_executor`; ``replicates_here=False``:
-    none in this process), whose worker processes start when the run is created, while the
-    families fit. :meth:`finish` first runs as many of
+    The replicates run on :attr:`executor` (:func:`replicate_executor`), whose worker processes
+    start when the run is created, while the families fit. :meth:`finish` first runs as many of
     each family's replicates as the executor computes at once, timing them; from that pace it
     announces the time the whole audit will take (``stage="announce"`` progress, and
     :attr:`AuditResult.expected_seconds`), then runs the rest family by family, each family's
     replicates getting an equal share of what is left of ``config.time_budget``.
     """
 
-    def __init__(self, data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None, *,
-                 replicates_here: bool = True):
+    def __init__(self, data: AuditData, config: AuditConfig | None = None, progress: ProgressCallback | None = None):
         self.data = data
         self.config = config or AuditConfig()
         self.config.check_variants()
@@ -1710,7 +1708,7 @@ class AuditRun:
         self.stages: list[tuple[object, FamilyEstimates]] = []
         self.expected_seconds: float | None = None
         self._plans: dict[int, FamilyIntervals] | None = None
-        self.executor = replicate_executor(self.config, here=replicates_here)
+        self.executor = replicate_executor(self.config)
         if any(uncertainty.resolve_replicates(method, self.config.bootstrap)[0] for method in self.config.methods):
             self.executor.warm([FAMILIES[method].split(":")[0] for method in self.config.methods])
 

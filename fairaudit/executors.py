@@ -24,6 +24,7 @@ other (their short NumPy calls hold the GIL; ``docs/architecture.md``).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import os
 import shutil
@@ -106,22 +107,22 @@ class ProcessExecutor:
     NumPy, SciPy and the families: ~1.3 s each), so the values come back roughly in order and a
     batch shorter than a worker's start-up is computed here alone.
 
-    ``here=False``: ``n_jobs`` workers take every job and this process none — for a process with
-    other work while the jobs run (the dashboard's server draws the pages: computing replicates
-    too, its page runs and the replicates slowed each other down, their short NumPy calls taking
-    turns at the GIL).
+    ``here=False`` (``None``: :func:`jobs_here`): ``n_jobs`` workers take every job and this
+    process none — for a process with other work while the jobs run (the dashboard's server draws
+    the pages: computing replicates too, its page runs and the replicates slowed each other down,
+    their short NumPy calls taking turns at the GIL).
     """
 
     description = "on local processes"
 
-    def __init__(self, n_jobs: int, *, here: bool = True):
+    def __init__(self, n_jobs: int, *, here: bool | None = None):
         self.n_jobs = max(1, int(n_jobs))
-        self.here = here
-        self.workers = self.n_jobs - 1 if here else self.n_jobs
+        self.here = jobs_here() if here is None else here
+        self.workers = self.n_jobs - 1 if self.here else self.n_jobs
         self.streams = self.n_jobs
         self._shipped: dict[str, str] = {}  # token → the folder holding its context
         self._starting: list = []  # the workers' first tasks (their imports): not done, not ready
-        self.description = f"on {self.n_jobs} processes" if here else f"on {self.n_jobs} worker processes"
+        self.description = f"on {self.n_jobs} processes" if self.here else f"on {self.n_jobs} worker processes"
 
     def _pool(self):
         return _worker_pool(self.workers)
@@ -194,6 +195,27 @@ class ProcessExecutor:
         finally:
             for future in running:  # stopped early (an exception, a cancel): what has not started is dropped
                 future.cancel()
+
+
+_HERE: contextvars.ContextVar[bool] = contextvars.ContextVar("fairaudit_jobs_here", default=True)
+
+
+def jobs_here() -> bool:
+    """Whether local jobs run in this process too, beside ``n_jobs − 1`` workers (everywhere but
+    inside :func:`jobs_on_workers`)."""
+    return _HERE.get()
+
+
+@contextlib.contextmanager
+def jobs_on_workers():
+    """Within this block (this thread's context), local replicates run on ``n_jobs`` worker
+    processes and none in this process: the dashboard's runs (:mod:`pages.runs`), whose server
+    draws pages meanwhile. The values are the same wherever the replicates run."""
+    token = _HERE.set(False)
+    try:
+        yield
+    finally:
+        _HERE.reset(token)
 
 
 def _worker_pool(workers: int):

@@ -30,6 +30,7 @@ import numpy as np
 
 from fairaudit import FairAuditError
 from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun, without_intervals
+from fairaudit.executors import jobs_on_workers
 
 log = logging.getLogger("fairaudit.app")
 
@@ -280,7 +281,7 @@ class Run:
         """Every family's numbers first, then every family's intervals (:class:`AuditRun`'s two
         stages): the pages show each family's point estimates as soon as they are measured, not
         after the families before it have computed their intervals."""
-        with EXECUTION_LOCK:
+        with EXECUTION_LOCK, jobs_on_workers():  # the server draws pages meanwhile: it computes no replicate
             self.state = "running"
             self.started = time.monotonic()
             try:
@@ -351,7 +352,7 @@ class Run:
             self.outputs[job.method] = job.work(self._progress)
             job.state = "done"
             return None
-        audit = AuditRun(self.data, job.config, progress=self._progress, replicates_here=False)  # the server draws pages meanwhile
+        audit = AuditRun(self.data, job.config, progress=self._progress)
         audit.estimate()
         return audit
 

@@ -68,20 +68,23 @@ def test_replicates_on_two_processes_give_the_serial_values(sample, method):
 
 
 def test_replicates_on_worker_processes_only_give_the_serial_values(sample):
-    """``replicates_here=False`` (the dashboard's server, which draws pages meanwhile): ``n_jobs``
-    workers compute every replicate and this process none; the records are the serial ones."""
+    """Inside ``jobs_on_workers()`` (the dashboard's runs: the server draws pages meanwhile)
+    ``n_jobs`` workers compute every replicate and this process none; the records are the serial
+    ones."""
     import operator
 
-    from fairaudit.audit import AuditRun
-    from fairaudit.executors import ProcessExecutor
+    from fairaudit.executors import ProcessExecutor, jobs_here, jobs_on_workers
 
+    assert ProcessExecutor(2).workers == 1
+    with jobs_on_workers():
+        assert ProcessExecutor(2).workers == 2 and ProcessExecutor(1).workers == 1
     done = list(ProcessExecutor(2, here=False).run(operator.mul, 3, range(7)))
     assert sorted(d.value for d in done) == [3 * j for j in range(7)] and {d.where for d in done} == {"worker"}
     config = CONFIGS["pca"]
     serial = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 1}))
-    audit = AuditRun(sample, config.__class__(**{**vars(config), "n_jobs": 2}), replicates_here=False)
-    audit.estimate()
-    workers = audit.finish()
+    with jobs_on_workers():
+        workers = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 2}))
+    assert jobs_here()
     assert workers.uncertainty["pca"]["jobs"] == "on 2 worker processes"
     assert measured(serial).equals(measured(workers))
 

@@ -140,7 +140,7 @@ class GatedAudit:
         self.fitted = threading.Event()
         self.gate_before_estimates = gate_before_estimates
 
-    def __call__(self, data, config, progress=None, replicates_here=True):
+    def __call__(self, data, config, progress=None):
         return _GatedRun(self, progress)
 
 
