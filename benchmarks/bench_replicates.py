@@ -17,7 +17,8 @@ announced time against the time taken, and a Dask cluster against this process.
   and whether the records are the same.
 * ``announce`` — ``run_audit`` of every family on the default sample and on the credit table: the
   time announced (``AuditResult.expected_seconds``) against the time taken (target within ±35 %);
-  ``--busy`` runs it with another process keeping one core busy.
+  ``--busy`` runs it with another process keeping one core busy, ``--workers-only`` with every
+  replicate on a worker process as the dashboard's runs compute them.
 * ``dashboard`` — each family's default audit of the default sample from its page in the
   dashboard (chromium): the seconds from the click on *Run audit* to the verdicts.
 * ``dask`` — the default sample's feature-selection and NMF audits with their replicates on a
@@ -183,7 +184,14 @@ def part_parallel(args) -> None:
 # ---------------------------------------------------------------------------- announced against taken
 def part_announce(args) -> None:
     cases = _cases(args, (",".join(FAMILIES),))
-    with busy_core(args.busy):
+    where = contextlib.nullcontext()
+    if args.workers_only:  # as the dashboard's runs: every replicate on a worker (started first, as the dashboard does)
+        from fairaudit.executors import jobs_on_workers, start_workers_for
+
+        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None, here=False)
+        time.sleep(5)
+        where = jobs_on_workers()
+    with busy_core(args.busy), where:
         for name, data, families in cases:
             result = run_audit(data, AuditConfig(methods=tuple(families.split(","))))
             if result.expected_seconds is None:
@@ -191,7 +199,8 @@ def part_announce(args) -> None:
                 continue
             print(f"{name}, {families}: announced {result.expected_seconds:.1f} s, taken {result.seconds:.1f} s — announced/taken "
                   f"{result.expected_seconds / result.seconds:.2f}{_within(result.expected_seconds, result.seconds)}"
-                  f"{'; one core kept busy' if args.busy else ''}; {load()}", flush=True)
+                  f"{'; one core kept busy' if args.busy else ''}{'; replicates on workers only' if args.workers_only else ''}; "
+                  f"{load()}", flush=True)
 
 
 # ---------------------------------------------------------------------------- a Dask cluster
@@ -284,6 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each measurement (the fastest is reported)")
     parser.add_argument("--bootstrap", type=int, default=None, help="replicates for the parallel part (default: each family's)")
     parser.add_argument("--busy", action="store_true", help="announce: another process keeps one core busy")
+    parser.add_argument("--workers-only", action="store_true",
+                        help="announce: every replicate on a worker process, none here (as the dashboard's runs)")
     parser.add_argument("--quick", action="store_true", help="not the credit table (the default sample, and the wide table's command)")
     args = parser.parse_args(argv)
     args.families = [f for f in args.families.split(",") if f]
