@@ -239,10 +239,17 @@ class Run:
         self._thread = threading.Thread(target=self._execute, name=f"fairaudit-run-{self.id}", daemon=True)
         self._thread.start()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for the run to end; True if it has."""
-        if self._thread is not None:
+    def wait(self, timeout: float | None = None, *, numbers: bool = False) -> bool:
+        """Wait up to ``timeout`` seconds for the run to end (``numbers``: or for a family's point
+        estimates, which the page can show while the intervals run); True if it has ended."""
+        if self._thread is None:
+            return not self.active
+        if not numbers or timeout is None:
             self._thread.join(timeout)
+            return not self.active
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and not self.estimates and time.monotonic() < deadline:
+            self._thread.join(min(0.05, max(deadline - time.monotonic(), 0.0)))
         return not self.active
 
     def _progress(self, event: dict) -> None:
@@ -379,6 +386,16 @@ class Run:
             return
         self.results[job.method] = without_intervals(found, job.method, why)
         job.kept_estimates = True
+
+
+def provisional_due(started: float, ended: float, left: Sequence[float | None], now: float) -> bool:
+    """Whether newer provisional verdicts are worth a full page run now: the page's last full run
+    went from ``started`` to ``ended``, the active runs have ``left`` seconds to go (``None``: not
+    measured yet). Yes once the page has rested as long as that run took, unless every run ends
+    sooner than a page run takes (then the final verdicts come first)."""
+    took = ended - started
+    soon = bool(left) and all(seconds is not None and seconds <= took for seconds in left)
+    return now - ended >= took and not soon
 
 
 # ---------------------------------------------------------------- the session's registry
