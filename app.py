@@ -14,7 +14,7 @@ import logging
 import streamlit as st
 
 from fairaudit import FairAuditError
-from pages.common import current_data, data_summary, runs_panel, settle_runs, show_bug, show_error, warm_workers
+from pages.common import current_data, data_summary, runs_panel, settle_runs, show_bug, show_error, timed_page_run, warm_workers
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
@@ -54,7 +54,8 @@ with st.sidebar:
     st.caption("Data in use: " + data_summary(current_data()))
     runs_panel("sidebar")
 try:
-    page.run()
+    with timed_page_run():
+        page.run()
 except FairAuditError as exc:  # a page let a bad-input error through: still the user's words
     show_error(exc)
 except Exception as exc:  # noqa: BLE001 - the last line of defence: no traceback reaches the page

@@ -1181,13 +1181,14 @@ def run_replicate(context: ReplicateContext, job: ReplicateJob) -> ReplicateValu
 def replicate_executor(config: AuditConfig):
     """Where a configuration's replicates run (:mod:`fairaudit.executors`): the Dask cluster of
     ``config.scheduler``, else ``config.n_jobs`` local processes (``None``: every usable core; 1:
-    this process alone)."""
-    from .executors import ProcessExecutor, SerialExecutor, dask_executor, usable_cores
+    this process alone) — inside :func:`~fairaudit.executors.jobs_on_workers`, that many
+    worker processes and none of the replicates in this process (a server drawing pages meanwhile)."""
+    from .executors import ProcessExecutor, SerialExecutor, dask_executor, jobs_here, usable_cores
 
     if config.scheduler is not None:
         return dask_executor(config.scheduler)
     jobs = usable_cores() if config.n_jobs is None else int(config.n_jobs)
-    return ProcessExecutor(jobs) if jobs > 1 else SerialExecutor()
+    return ProcessExecutor(jobs) if jobs > 1 or not jobs_here() else SerialExecutor()
 
 
 PROVISIONAL_GROWTH = 1.5
@@ -1349,8 +1350,8 @@ class FamilyIntervals:
             self.replicates.add(job.index, variant, rank, metric, value, group)
         self.done[job.index] = True
         self.job_seconds.append(done.seconds)
-        if self.joined is None and done.where != "here":
-            self.joined = (self.elapsed(), self.finished - 1)
+        if self.joined is None and done.where != "here":  # the throughput counts the jobs back after this one
+            self.joined = (self.elapsed(), self.finished)
         self.capped += bool(found.capped)
         self._forward(found)
         event = {

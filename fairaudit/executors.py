@@ -8,7 +8,9 @@ as soon as it is there (:class:`Done`, with the wall seconds the call took where
 * :class:`SerialExecutor` — one call after the other, in this process;
 * :class:`ProcessExecutor` — this process and ``n_jobs − 1`` worker processes (joblib's loky,
   which scikit-learn already brings): this process computes jobs itself while the workers start
-  and between handing them work, so a short batch never waits for a worker to import NumPy;
+  and between handing them work, so a short batch never waits for a worker to import NumPy (or,
+  ``here=False``, ``n_jobs`` workers and this process none: the dashboard's server, which draws
+  pages while an audit runs);
   workers are reused from one batch (and audit) to the next, run one BLAS/OpenMP thread each,
   and receive the context once each — written to a file and memory-mapped, not pickled into
   every job;
@@ -22,6 +24,7 @@ other (their short NumPy calls hold the GIL; ``docs/architecture.md``).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import importlib
 import os
 import shutil
@@ -103,17 +106,23 @@ class ProcessExecutor:
     :data:`QUEUED_PER_WORKER` jobs, and every one while the workers are still starting (importing
     NumPy, SciPy and the families: ~1.3 s each), so the values come back roughly in order and a
     batch shorter than a worker's start-up is computed here alone.
+
+    ``here=False`` (``None``: :func:`jobs_here`): ``n_jobs`` workers take every job and this
+    process none — for a process with other work while the jobs run (the dashboard's server draws
+    the pages: computing replicates too, its page runs and the replicates slowed each other down,
+    their short NumPy calls taking turns at the GIL).
     """
 
     description = "on local processes"
 
-    def __init__(self, n_jobs: int):
+    def __init__(self, n_jobs: int, *, here: bool | None = None):
         self.n_jobs = max(1, int(n_jobs))
-        self.workers = self.n_jobs - 1
+        self.here = jobs_here() if here is None else here
+        self.workers = self.n_jobs - 1 if self.here else self.n_jobs
         self.streams = self.n_jobs
         self._shipped: dict[str, str] = {}  # token → the folder holding its context
         self._starting: list = []  # the workers' first tasks (their imports): not done, not ready
-        self.description = f"on {self.n_jobs} processes"
+        self.description = f"on {self.n_jobs} processes" if self.here else f"on {self.n_jobs} worker processes"
 
     def _pool(self):
         return _worker_pool(self.workers)
@@ -169,12 +178,14 @@ class ProcessExecutor:
                 if pending and not launch():
                     pending.clear()
                 # the last job of a batch is this process's: a short batch (the first replicates, timed) is split, not queued
-                while len(pending) > 1 and len(running) < QUEUED_PER_WORKER * self.workers and (running or self._ready()):
+                kept = 1 if self.here else 0
+                while len(pending) > kept and len(running) < QUEUED_PER_WORKER * self.workers and (
+                        running or self._ready() or not self.here):
                     if pool is None:
                         pool, path = self._pool(), self._ship(context, token)
                     job = pending.popleft()
                     running[pool.submit(_call, path, token, function, job)] = job
-                if pending and launch():  # every worker has its jobs: compute the next one here
+                if self.here and pending and launch():  # every worker has its jobs: compute the next one here
                     job = pending.popleft()
                     started = time.perf_counter()
                     value = function(context, job)
@@ -186,12 +197,37 @@ class ProcessExecutor:
                 future.cancel()
 
 
+_HERE: contextvars.ContextVar[bool] = contextvars.ContextVar("fairaudit_jobs_here", default=True)
+
+
+def jobs_here() -> bool:
+    """Whether local jobs run in this process too, beside ``n_jobs − 1`` workers (everywhere but
+    inside :func:`jobs_on_workers`)."""
+    return _HERE.get()
+
+
+@contextlib.contextmanager
+def jobs_on_workers():
+    """Within this block (this thread's context), local replicates run on ``n_jobs`` worker
+    processes and none in this process: the dashboard's runs (:mod:`pages.runs`), whose server
+    draws pages meanwhile. The values are the same wherever the replicates run."""
+    token = _HERE.set(False)
+    try:
+        yield
+    finally:
+        _HERE.reset(token)
+
+
 def _worker_pool(workers: int):
     """The loky pool of ``workers`` processes, shared by every :class:`ProcessExecutor` asking for as
     many (started on first use, reused until idle for :data:`WORKER_IDLE_SECONDS`)."""
+    import warnings
+
     from joblib.externals.loky import get_reusable_executor
 
-    pool = get_reusable_executor(max_workers=workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
+    with warnings.catch_warnings():  # another size: loky first lets the running jobs end (workers' imports; one audit at a time)
+        warnings.filterwarnings("ignore", "Trying to resize an executor with running jobs", UserWarning)
+        pool = get_reusable_executor(max_workers=workers, timeout=WORKER_IDLE_SECONDS, env=WORKER_ENV)
     _POOLS[id(pool)] = pool
     return pool
 
@@ -223,11 +259,13 @@ def start_workers(workers: int, modules: Sequence[str] = ()) -> list:
     return [pool.submit(_import, tuple(modules)) for _ in range(workers)]
 
 
-def start_workers_for(methods: str | None, *, jobs: str | int | None, bootstrap: str | int | None) -> None:
+def start_workers_for(methods: str | None, *, jobs: str | int | None, bootstrap: str | int | None, here: bool = True) -> None:
     """Start the worker processes an audit of ``methods`` (comma-separated family names) with
     ``jobs`` processes and ``bootstrap`` replicates will use — none when it computes no replicates
-    (``bootstrap`` 0) or runs on one process — each importing those families' modules. The values
-    are read leniently (a command's words as typed): what cannot be read starts nothing."""
+    (``bootstrap`` 0) or runs on one process — each importing those families' modules
+    (``here=False``: ``jobs`` workers, for an audit computing none of its replicates in this
+    process). The values are read leniently (a command's words as typed): what cannot be read
+    starts nothing."""
     from .families import FAMILIES
 
     try:
@@ -238,8 +276,9 @@ def start_workers_for(methods: str | None, *, jobs: str | int | None, bootstrap:
         return
     names = [name.strip() for name in str(methods or "").split(",")]
     modules = [FAMILIES[name].split(":")[0] for name in names if name in FAMILIES]
-    if processes > 1 and modules:
-        start_workers(processes - 1, modules)
+    workers = processes - 1 if here else processes
+    if workers > 0 and modules:
+        start_workers(workers, modules)
 
 
 class DaskExecutor:

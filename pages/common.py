@@ -7,8 +7,10 @@ before any Markdown-rendering call, widget labels included.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -48,13 +50,13 @@ from fairaudit.summary import audit_summary, key_figure, question, verdict_rows
 from fairaudit.uncertainty import HOLDOUT_RANGE, HOLDOUT_SUGGESTED, default_replicates
 from fairaudit.verdicts import MIN_JUDGED_ROWS
 from fairaudit.vocabulary import render
-from pages.runs import ResultStore, Run, RunRegistry
+from pages.runs import ResultStore, Run, RunRegistry, provisional_due
 
 log = logging.getLogger("fairaudit.app")
 
 QUICK_WAIT_SECONDS = 2.0
-"""A page waits this long for a run it just started before it draws a progress bar instead: quick
-audits (and results from the cache) appear at once."""
+"""A page waits this long for a run it just started (or for its first point estimates) before it
+draws a progress bar instead: quick audits (and results from the cache) appear at once."""
 
 PROGRESS_REFRESH_SECONDS = 0.7
 
@@ -176,12 +178,13 @@ def result_store() -> ResultStore:
 
 
 def warm_workers() -> None:
-    """The bootstrap replicates' worker processes, started while the user reads a page (and kept
-    while users interact; idle ones stop after :data:`fairaudit.executors.WORKER_IDLE_SECONDS`), so
-    that Run audit finds them ready rather than waiting 1–3 s for their imports. None when the
-    default intervals are off (``FAIRAUDIT_DEFAULT_BOOTSTRAP=0``, as in the test suite)."""
+    """The bootstrap replicates' worker processes — one per usable core: the server computes none
+    of the replicates (:mod:`pages.runs`) —, started while the user reads a page (and kept while
+    users interact; idle ones stop after :data:`fairaudit.executors.WORKER_IDLE_SECONDS`), so that
+    Run audit finds them ready rather than waiting 1–3 s for their imports. None when the default
+    intervals are off (``FAIRAUDIT_DEFAULT_BOOTSTRAP=0``, as in the test suite)."""
     if any(default_replicates(method)[0] for method in FAMILIES):
-        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None)
+        start_workers_for(",".join(FAMILIES), jobs=None, bootstrap=None, here=False)
 
 
 def registry() -> RunRegistry:
@@ -194,7 +197,7 @@ def registry() -> RunRegistry:
 def start_run(label: str, configs: list[tuple[str, AuditConfig]]) -> Run:
     """Start an audit that belongs to the session; wait briefly so quick ones show at once."""
     run = registry().start(label, current_data(), data_token(), configs)
-    run.wait(QUICK_WAIT_SECONDS)
+    run.wait(QUICK_WAIT_SECONDS, numbers=True)
     return run
 
 
@@ -271,11 +274,37 @@ def runs_panel(where: str, method: str | None = None, runs: Sequence[Run] | None
 
     @st.fragment(run_every=PROGRESS_REFRESH_SECONDS)
     def panel():
-        if reg.newly_ended() or reg.newly_estimated():  # new results, or a family's point estimates
+        # new results, a family's point estimates, or newer provisional verdicts once the page has rested
+        if reg.newly_ended() or reg.newly_estimated(provisional=page_rested(active())):
             st.rerun()
         _draw_runs(active(), where)
 
     panel()
+
+
+PAGE_RUN_KEY = "page-run-times"
+
+
+@contextlib.contextmanager
+def timed_page_run():
+    """Time this full page run (``app.py`` runs every page in it): :func:`page_rested` paces the
+    reruns that show newer provisional verdicts by it."""
+    started = time.monotonic()
+    try:
+        yield
+    finally:
+        st.session_state[PAGE_RUN_KEY] = (started, time.monotonic())
+
+
+def page_rested(runs: Sequence[Run] = ()) -> bool:
+    """Whether the page has rested since its last full run for as long as that run took, and
+    ``runs`` have longer than that still to go. Newer provisional verdicts wait for it, so that
+    drawing them takes at most half of the server's time and none just before the final verdicts:
+    a page showing a family's result takes about a second of Python to draw (its charts), and
+    redrawn for every provisional update it held a core the replicates' workers needed (measured
+    on the PCA page: four full runs back to back during a 7 s run)."""
+    started, ended = st.session_state.get(PAGE_RUN_KEY, (0.0, 0.0))
+    return provisional_due(started, ended, [run.seconds_left() for run in runs], time.monotonic())
 
 
 def settle_runs() -> None:

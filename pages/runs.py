@@ -30,6 +30,7 @@ import numpy as np
 
 from fairaudit import FairAuditError
 from fairaudit.audit import AuditCancelled, AuditConfig, AuditResult, AuditRun, without_intervals
+from fairaudit.executors import jobs_on_workers
 
 log = logging.getLogger("fairaudit.app")
 
@@ -238,10 +239,17 @@ class Run:
         self._thread = threading.Thread(target=self._execute, name=f"fairaudit-run-{self.id}", daemon=True)
         self._thread.start()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for the run to end; True if it has."""
-        if self._thread is not None:
+    def wait(self, timeout: float | None = None, *, numbers: bool = False) -> bool:
+        """Wait up to ``timeout`` seconds for the run to end (``numbers``: or for a family's point
+        estimates, which the page can show while the intervals run); True if it has ended."""
+        if self._thread is None:
+            return not self.active
+        if not numbers or timeout is None:
             self._thread.join(timeout)
+            return not self.active
+        deadline = time.monotonic() + timeout
+        while self._thread.is_alive() and not self.estimates and time.monotonic() < deadline:
+            self._thread.join(min(0.05, max(deadline - time.monotonic(), 0.0)))
         return not self.active
 
     def _progress(self, event: dict) -> None:
@@ -280,7 +288,7 @@ class Run:
         """Every family's numbers first, then every family's intervals (:class:`AuditRun`'s two
         stages): the pages show each family's point estimates as soon as they are measured, not
         after the families before it have computed their intervals."""
-        with EXECUTION_LOCK:
+        with EXECUTION_LOCK, jobs_on_workers():  # the server draws pages meanwhile: it computes no replicate
             self.state = "running"
             self.started = time.monotonic()
             try:
@@ -380,6 +388,16 @@ class Run:
         job.kept_estimates = True
 
 
+def provisional_due(started: float, ended: float, left: Sequence[float | None], now: float) -> bool:
+    """Whether newer provisional verdicts are worth a full page run now: the page's last full run
+    went from ``started`` to ``ended``, the active runs have ``left`` seconds to go (``None``: not
+    measured yet). Yes once the page has rested as long as that run took, unless every run ends
+    sooner than a page run takes (then the final verdicts come first)."""
+    took = ended - started
+    soon = bool(left) and all(seconds is not None and seconds <= took for seconds in left)
+    return now - ended >= took and not soon
+
+
 # ---------------------------------------------------------------- the session's registry
 class RunRegistry:
     """A session's runs and the latest result per family on the data in use."""
@@ -434,10 +452,12 @@ class RunRegistry:
             return None
         return found, next(job.config for job in run.jobs if job.method == method)
 
-    def newly_estimated(self) -> bool:
+    def newly_estimated(self, *, provisional: bool = True) -> bool:
         """Whether any active run's point estimates (or newer provisional intervals) arrived since
-        the last call (the pages rerun to show them)."""
-        found = {(run.id, method, run.shown.get(method, 0)) for run in self.active() for method in run.estimates}
+        the last call (the pages rerun to show them). ``provisional=False``: only point estimates
+        count; newer provisional intervals wait for a later call."""
+        found = {(run.id, method, run.shown.get(method, 0)) for run in self.active() for method in run.estimates
+                 if provisional or run.shown.get(method, 0) == 1}
         new = bool(found - self._estimated)
         self._estimated |= found
         return new

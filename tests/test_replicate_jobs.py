@@ -67,6 +67,42 @@ def test_replicates_on_two_processes_give_the_serial_values(sample, method):
     assert serial.uncertainty[method].get("start_spread") == parallel.uncertainty[method].get("start_spread")
 
 
+def test_replicates_on_worker_processes_only_give_the_serial_values(sample):
+    """Inside ``jobs_on_workers()`` (the dashboard's runs: the server draws pages meanwhile)
+    ``n_jobs`` workers compute every replicate and this process none; the records are the serial
+    ones."""
+    import operator
+
+    from fairaudit.executors import ProcessExecutor, jobs_here, jobs_on_workers
+
+    assert ProcessExecutor(2).workers == 1
+    with jobs_on_workers():
+        assert ProcessExecutor(2).workers == 2 and ProcessExecutor(1).workers == 1
+    done = list(ProcessExecutor(2, here=False).run(operator.mul, 3, range(7)))
+    assert sorted(d.value for d in done) == [3 * j for j in range(7)] and {d.where for d in done} == {"worker"}
+    config = CONFIGS["pca"]
+    serial = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 1}))
+    with jobs_on_workers():
+        workers = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 2}))
+    assert jobs_here()
+    assert workers.uncertainty["pca"]["jobs"] == "on 2 worker processes"
+    assert measured(serial).equals(measured(workers))
+
+
+def test_a_server_starts_one_worker_per_core_a_command_one_fewer(monkeypatch):
+    """The dashboard's server computes no replicate (``here=False``): it starts a worker per usable
+    core; a command computes replicates itself too, so it starts one fewer."""
+    from fairaudit import executors
+
+    calls = []
+    monkeypatch.setattr(executors, "usable_cores", lambda: 2)
+    monkeypatch.setattr(executors, "start_workers", lambda workers, modules: calls.append(workers))
+    executors.start_workers_for("pca,nmf", jobs=None, bootstrap=None, here=False)
+    executors.start_workers_for("pca,nmf", jobs=None, bootstrap=None)
+    executors.start_workers_for("pca", jobs=1, bootstrap=None, here=False)
+    assert calls == [2, 1, 1]
+
+
 def test_a_replicates_values_do_not_depend_on_the_replicates_before_it(sample):
     """Job 5 alone, and job 5 after jobs 0–4 in the same context (the worker's case), give the same
     values: nothing a replicate changes reaches the next."""

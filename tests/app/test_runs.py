@@ -194,6 +194,34 @@ def test_the_point_estimates_show_while_the_intervals_run_then_the_full_result(m
     assert registry.latest(1)["pca"][0].records.equals(fake.final.records)
 
 
+def test_provisional_verdicts_are_drawn_after_a_rest_as_long_as_the_page_run_and_not_just_before_the_end():
+    from pages.runs import provisional_due
+
+    assert provisional_due(10.0, 11.0, [30.0], now=12.0)  # rested 1 s after a 1 s run; 30 s to go
+    assert not provisional_due(10.0, 11.0, [30.0], now=11.5)  # not rested yet
+    assert not provisional_due(10.0, 11.0, [0.8], now=12.0)  # the final verdicts come sooner than a page run
+    assert provisional_due(10.0, 11.0, [None, 0.5], now=12.0)  # one run's time is not measured yet
+    assert provisional_due(0.0, 0.0, [], now=5.0)  # no page run yet
+
+
+def test_a_page_waits_for_the_point_estimates_not_for_the_intervals(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)  # the point estimates are in; the intervals wait for the gate
+    started = time.monotonic()
+    assert not run.wait(30, numbers=True) and time.monotonic() - started < 5
+    fake.gate.set()
+    assert run.wait(60)
+
+
+def test_newer_provisional_verdicts_can_wait_for_the_page_to_rest_but_point_estimates_never(monkeypatch):
+    fake, registry, run = gated_run(monkeypatch)
+    assert registry.newly_estimated(provisional=False)  # the point estimates: shown at once
+    run.shown["pca"] += 1  # newer provisional intervals arrived
+    assert not registry.newly_estimated(provisional=False)  # the page has not rested: they wait …
+    assert registry.newly_estimated() and not registry.newly_estimated()  # … and are shown once it has
+    fake.gate.set()
+    assert run.wait(60)
+
+
 def test_cancelling_the_intervals_keeps_the_point_estimates_and_says_why(monkeypatch):
     fake, registry, run = gated_run(monkeypatch)
     run.cancel()
