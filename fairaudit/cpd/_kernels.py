@@ -28,6 +28,16 @@ i.e. ``∇_A = −(4γ/n²)(diag(W1) A − W A)`` with ``W = P ∘ K_A`` (our de
 a dense reference in the tests). It is computed in square blocks on and above the kernel's
 diagonal (each exponential once; :func:`symmetric_product`), so that memory stays ``O(n k R)``
 besides one cache-sized block; the time is ``O(n² k R)`` per evaluation.
+
+Entities with counts (``weights`` ``c``; a bootstrap resample, whose copies of an entity have equal
+rows). Row ``u`` stands for ``c_u`` identical rows and ``n = Σ c``: every sum over rows becomes a
+sum over distinct rows weighted by ``c_u`` (pairs by ``c_u c_v``) — ``S̃`` centred with the weighted
+means, ``P`` its ``UUᵀ`` with :func:`group_basis` weighted, and in every product the side summed
+over carries ``diag(c) U`` (``Σ_ij P_ij K_ij = Σ_uv c_u c_v P_uv K_uv = Σ(cU ∘ K cU)``). The value is
+the repeated rows' value; the gradient returned is *per copy*: the repeated rows' gradient at any
+copy of row ``u`` (all copies get the same one when they have equal rows), i.e. ``∂/∂a_u`` of the
+weighted value divided by ``c_u``. Feature selection holds its kernels over repeated rows so too
+(:func:`fairaudit.kernels.pair_weighted`).
 """
 
 from __future__ import annotations
@@ -109,21 +119,22 @@ def landmarks(codes: np.ndarray, size: int, random_state=0) -> np.ndarray:
     return np.sort(np.concatenate([taken, extra]))
 
 
-def group_basis(St: np.ndarray) -> np.ndarray:
-    """A basis ``U`` (``n × (k−1)``) with ``UUᵀ = S̃S̃ᵀ = P``.
+def group_basis(St: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """A basis ``U`` (``n × (k−1)``) with ``UUᵀ = S̃S̃ᵀ = P`` (with ``weights``: ``S̃ᵀS̃`` summed over
+    the repeated rows, so that ``U`` is the repeated rows' basis held on the distinct ones).
 
     The rows of ``S̃`` sum to zero (``e_g − p``), so ``S̃`` has rank ``k − 1`` and one column is
     redundant: ``U = S̃ V₊`` with ``V₊`` the eigenvectors of ``S̃ᵀS̃`` (``k × k``) for its non-zero
     eigenvalues. KHSIC and its gradient only need ``P``, so they can use ``U`` instead of ``S̃``:
     for two groups this halves the kernel products (measured: one column instead of two).
     """
-    values, vectors = np.linalg.eigh(St.T @ St)
+    values, vectors = np.linalg.eigh((St if weights is None else St * weights[:, None]).T @ St)
     keep = values > 1e-10 * max(float(values.max()), 1e-300)
     return St @ vectors[:, keep]
 
 
-def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False, landmarks: np.ndarray | None = None):
-    """``tr(K_A H S Sᵀ H) / n²`` (and its gradient in ``A`` if asked).
+def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False, landmarks: np.ndarray | None = None, weights=None):
+    """``tr(K_A H S Sᵀ H) / n²`` (and its gradient in ``A`` if asked; ``weights``: module docstring).
 
     ``St`` is the centred one-hot matrix ``S̃ = HS`` (or any ``U`` with ``UUᵀ = S̃S̃ᵀ``; it is
     reduced to :func:`group_basis` first). ``P = UUᵀ`` is never formed: with ``W = P ∘ K``,
@@ -136,19 +147,20 @@ def khsic(A: np.ndarray, St: np.ndarray, gamma: float, *, gradient: bool = False
     ``K ≈ C W⁻¹ Cᵀ`` instead (:func:`khsic_nystrom`), ``O(n m)`` instead of ``O(n²)``.
     """
     A = np.asarray(A, dtype=float)
-    U = group_basis(St)
+    U = group_basis(St, weights)
     if landmarks is not None:
-        return khsic_nystrom(A, U, gamma, landmarks, gradient=gradient)
-    n, rank = A.shape
+        return khsic_nystrom(A, U, gamma, landmarks, gradient=gradient, weights=weights)
+    rows, rank = A.shape
     k = U.shape[1]
-    right = U
+    n, Uc = (rows, U) if weights is None else (float(weights.sum()), U * weights[:, None])
+    right = Uc
     if gradient:
-        right = np.hstack([U, (U[:, :, None] * A[:, None, :]).reshape(n, k * rank)])
+        right = np.hstack([Uc, (Uc[:, :, None] * A[:, None, :]).reshape(rows, k * rank)])
     product = symmetric_product(A, gamma, right)
     weighted = U * product[:, :k]
-    value = float(weighted.sum()) / (n * n)
+    value = float(weighted.sum() if weights is None else weights @ weighted.sum(axis=1)) / (n * n)
     if gradient:
-        WA = np.einsum("ic,icr->ir", U, product[:, k:].reshape(n, k, rank))
+        WA = np.einsum("ic,icr->ir", U, product[:, k:].reshape(rows, k, rank))
         return value, (-4.0 * gamma / (n * n)) * (weighted.sum(axis=1)[:, None] * A - WA)
     return value
 
@@ -192,7 +204,7 @@ NYSTROM_JITTER = 1e-8
 Cholesky factorisation succeeds)."""
 
 
-def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndarray, *, gradient: bool = False):
+def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndarray, *, gradient: bool = False, weights=None):
     """KHSIC with the Nyström kernel ``K̂ = C W⁻¹ Cᵀ`` (Williams & Seeger 2001): ``C = K(A, L)``,
     ``W = K(L, L) + εI`` on the landmark rows ``L = A[landmarks]``, which move with ``A``.
 
@@ -203,21 +215,30 @@ def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndar
     ``Ω = BBᵀ ∘ K_LL`` the rows get ``−(4γ/n²)(diag(Γ1)A − ΓL)`` and the landmarks in addition
     ``−(4γ/n²)(diag(Γᵀ1)L − ΓᵀA − diag(Ω1)L + ΩL)``. Cost ``O(n m k (R + 1) + m³)``: the kernel
     block ``C`` and two products with it, in :data:`NYSTROM_DTYPE`.
+
+    With ``weights`` (module docstring) ``landmarks`` are distinct rows, a row once per copy drawn
+    (a repeated landmark is a copy of the same row: ``K̂`` is unchanged, ``W`` singular but for
+    the jitter). Every copy of a row moves alike — the landmark term of a row that is a landmark
+    goes to all its copies, ``1/c_u`` of it to each — where on the repeated rows only the copy
+    drawn as a landmark would get it: the one step of the CP family that does not treat copies
+    alike (``docs/architecture.md``, The CP family → Replicates on distinct entities).
     """
-    n, rank = A.shape
+    n_rows, rank = A.shape
+    n = n_rows if weights is None else float(weights.sum())
     k = U.shape[1]
     m = len(landmarks)
     L = A[landmarks]
     dtype = NYSTROM_DTYPE
-    A_low, U_low = A.astype(dtype, copy=False), U.astype(dtype, copy=False)
+    A_low = A.astype(dtype, copy=False)
+    U_low = (U if weights is None else U * weights[:, None]).astype(dtype, copy=False)
     sq = gamma * np.einsum("ij,ij->i", A_low, A_low)
     K_LL = rbf(L, L, gamma)
     # Γ = UBᵀ ∘ C is never formed (it would be an n × m temporary per term): with u_c, b_c the
     # columns of U and B, Γ1 = Σ_c u_c ∘ C b_c, ΓL = Σ_c u_c ∘ C(b_c ∘ L), Γᵀ1 = Σ_c b_c ∘ F_c and
     # ΓᵀA = Σ_c b_c ∘ Cᵀ(u_c ∘ A): two products with C, one of them also giving F = CᵀU — that
     # one block by block as C is filled (measured 1.47 against 1.86 ms for C and then the product).
-    left = np.hstack([U_low, (U_low[:, :, None] * A_low[:, None, :]).reshape(n, k * rank)]) if gradient else U_low
-    C = np.empty((n, m), dtype=dtype)
+    left = np.hstack([U_low, (U_low[:, :, None] * A_low[:, None, :]).reshape(n_rows, k * rank)]) if gradient else U_low
+    C = np.empty((n_rows, m), dtype=dtype)
     P_low = np.zeros((m, left.shape[1]), dtype=dtype)
     for rows, block in rbf_row_blocks(A_low, A_low[landmarks], dtype(gamma), sq_x=sq, sq_y=sq[landmarks], out=C):
         P_low += block.T @ left[rows]
@@ -241,47 +262,54 @@ def khsic_nystrom(A: np.ndarray, U: np.ndarray, gamma: float, landmarks: np.ndar
     B = solve_triangular(factor.T, half, lower=False)
     Q = (C @ np.hstack([B, (B[:, :, None] * L[:, None, :]).reshape(m, k * rank)]).astype(dtype)).astype(float)
     gamma_rows = np.einsum("ic,ic->i", U, Q[:, :k])
-    gamma_l = np.einsum("ic,icr->ir", U, Q[:, k:].reshape(n, k, rank))
+    gamma_l = np.einsum("ic,icr->ir", U, Q[:, k:].reshape(n_rows, k, rank))
     gamma_cols = np.einsum("jc,jc->j", B, F)
     gamma_t_a = np.einsum("jc,jcr->jr", B, P[:, k:].reshape(m, k, rank))
     Omega = (B @ B.T) * K_LL
     grad = gamma_rows[:, None] * A - gamma_l
-    grad[landmarks] += gamma_cols[:, None] * L - gamma_t_a - (Omega.sum(axis=1)[:, None] * L - Omega @ L)
+    landmark_terms = gamma_cols[:, None] * L - gamma_t_a - (Omega.sum(axis=1)[:, None] * L - Omega @ L)
+    if weights is None:
+        grad[landmarks] += landmark_terms
+    else:  # every copy moves alike (docstring); a row drawn twice gets both terms
+        np.add.at(grad, landmarks, landmark_terms / weights[landmarks, None])
     grad *= -4.0 * gamma / (n * n)
     return value, grad
 
 
-def hsic_linear(A: np.ndarray, St: np.ndarray, *, gradient: bool = False):
-    """``‖ÃᵀS̃‖²_F / n² = ‖S̃ᵀA‖²_F / n²`` (``S̃ᵀH = S̃ᵀ``), and its gradient ``2 S̃S̃ᵀA / n²``."""
-    n = A.shape[0]
-    C = St.T @ A
+def hsic_linear(A: np.ndarray, St: np.ndarray, *, gradient: bool = False, weights=None):
+    """``‖ÃᵀS̃‖²_F / n² = ‖S̃ᵀA‖²_F / n²`` (``S̃ᵀH = S̃ᵀ``), and its gradient ``2 S̃S̃ᵀA / n²``
+    (``weights``: ``S̃ᵀ diag(c) A``, module docstring)."""
+    n = A.shape[0] if weights is None else float(weights.sum())
+    C = (St if weights is None else St * weights[:, None]).T @ A
     value = float(np.sum(C * C)) / (n * n)
     if gradient:
         return value, 2.0 * (St @ C) / (n * n)
     return value
 
 
-def orthogonality_sq(A: np.ndarray, S: np.ndarray, *, gradient: bool = False):
-    """FATR's ``‖AᵀS‖²_F`` (uncentred one-hot ``S``) and its gradient ``2 S Sᵀ A``."""
-    C = S.T @ A
+def orthogonality_sq(A: np.ndarray, S: np.ndarray, *, gradient: bool = False, weights=None):
+    """FATR's ``‖AᵀS‖²_F`` (uncentred one-hot ``S``) and its gradient ``2 S Sᵀ A`` (``weights``:
+    ``Sᵀ diag(c) A``, module docstring)."""
+    C = (S if weights is None else S * weights[:, None]).T @ A
     value = float(np.sum(C * C))
     if gradient:
         return value, 2.0 * (S @ C)
     return value
 
 
-def penalty(method: str, Z: np.ndarray, S: np.ndarray, St: np.ndarray, gamma: float | None = None, *, gradient: bool = False, landmarks=None):
+def penalty(method: str, Z: np.ndarray, S: np.ndarray, St: np.ndarray, gamma: float | None = None, *, gradient: bool = False, landmarks=None, weights=None):
     """The unweighted penalty of ``method`` at the embedding ``Z`` (and its gradient in ``Z``):
     KHSIC with the RBF kernel on both sides (:func:`khsic` times :data:`GROUP_KERNEL_SCALE`),
     HSIC (:func:`hsic_linear`) or FATR's ``‖ZᵀS‖²`` (:func:`orthogonality_sq`); ``S`` is the
-    one-hot group matrix, ``St`` its centred copy."""
+    one-hot group matrix, ``St`` its centred copy (with ``weights``, centred with the weighted
+    means; the rows' counts, module docstring)."""
     if method == "khsic":
-        result = khsic(Z, St, gamma, gradient=gradient, landmarks=landmarks)
+        result = khsic(Z, St, gamma, gradient=gradient, landmarks=landmarks, weights=weights)
         if gradient:
             return GROUP_KERNEL_SCALE * result[0], GROUP_KERNEL_SCALE * result[1]
         return GROUP_KERNEL_SCALE * result
     if method == "hsic":
-        return hsic_linear(Z, St, gradient=gradient)
+        return hsic_linear(Z, St, gradient=gradient, weights=weights)
     if method == "fatr":
-        return orthogonality_sq(Z, S, gradient=gradient)
+        return orthogonality_sq(Z, S, gradient=gradient, weights=weights)
     raise ValueError(f"unknown method {method!r}")

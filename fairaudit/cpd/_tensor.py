@@ -13,7 +13,11 @@ Conventions used throughout :mod:`fairaudit.cpd`:
   ``X_(m) ≈ F_m · KR(others)ᵀ``;
 * the MTTKRP ``X_(m) · KR(others)`` and the Gram ``∗_{k≠m} F_kᵀF_k`` (Hadamard product) give the
   least-squares fit as a quadratic in ``F_m``:
-  ``‖X − ⟦F⟧‖² = ‖X‖² − 2⟨F_m, MTTKRP⟩ + ⟨F_m G, F_m⟩``.
+  ``‖X − ⟦F⟧‖² = ‖X‖² − 2⟨F_m, MTTKRP⟩ + ⟨F_m G, F_m⟩``;
+* ``weights`` (``c``, one per entity): entity ``u`` stands for ``c_u`` identical entities (a
+  bootstrap resample's copies), so the fit is ``Σ_u c_u ‖x_u − ⟦F⟧_u‖²``. Only the sums over the
+  entities change: for ``m ≥ 1`` the MTTKRP and Gram take ``F_0`` as ``diag(c) F_0`` on one side —
+  exactly the pieces the repeated array gives, each row's own quantities (mode 0) unchanged.
 
 Written with NumPy rather than tensorly: the fair methods need these pieces (MTTKRP, Gram,
 unfoldings) separately inside their own block updates; tensorly is used in the tests as an
@@ -44,13 +48,18 @@ def others(factors: list[np.ndarray], mode: int) -> list[np.ndarray]:
     return [F for k, F in enumerate(factors) if k != mode]
 
 
-def gram(factors: list[np.ndarray], mode: int) -> np.ndarray:
-    """``∗_{k≠mode} F_kᵀ F_k`` (Hadamard product of the other factors' Grams)."""
-    return reduce(np.multiply, [F.T @ F for F in others(factors, mode)])
+def gram(factors: list[np.ndarray], mode: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """``∗_{k≠mode} F_kᵀ F_k`` (Hadamard product of the other factors' Grams); with entity
+    ``weights`` ``F_0ᵀ diag(c) F_0`` for the entity factor (module docstring)."""
+    grams = [(F * weights[:, None]).T @ F if k == 0 and weights is not None else F.T @ F for k, F in enumerate(factors) if k != mode]
+    return reduce(np.multiply, grams)
 
 
-def mttkrp(unfolded: np.ndarray, factors: list[np.ndarray], mode: int) -> np.ndarray:
-    """``X_(m) · KR(other factors)`` from the precomputed unfolding ``X_(m)``."""
+def mttkrp(unfolded: np.ndarray, factors: list[np.ndarray], mode: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """``X_(m) · KR(other factors)`` from the precomputed unfolding ``X_(m)``; with entity
+    ``weights`` (``mode ≥ 1``) the entity factor enters as ``diag(c) F_0`` (module docstring)."""
+    if weights is not None and mode != 0:
+        factors = [factors[0] * weights[:, None], *factors[1:]]
     return unfolded @ khatri_rao(others(factors, mode))
 
 
@@ -89,14 +98,16 @@ def normalise(factors: list[np.ndarray], return_weights: bool = False):
     return (factors, weights) if return_weights else factors
 
 
-def leading_left_vectors(X: np.ndarray, mode: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+def leading_left_vectors(X: np.ndarray, mode: int, rank: int, rng: np.random.Generator, weights: np.ndarray | None = None) -> np.ndarray:
     """The ``rank`` leading left singular vectors of ``X_(m)`` (unit columns).
 
-    From the eigen-decomposition of the ``d_m × d_m`` Gram ``X_(m) X_(m)ᵀ`` (no unfolding copy);
-    when ``rank > d_m`` the missing columns are random unit vectors.
+    From the eigen-decomposition of the ``d_m × d_m`` Gram ``X_(m) X_(m)ᵀ`` (no unfolding copy;
+    with entity ``weights`` and ``m ≥ 1`` the sum over the entities weighted, as the repeated
+    array's); when ``rank > d_m`` the missing columns are random unit vectors.
     """
     axes = [k for k in range(X.ndim) if k != mode]
-    gram_m = np.tensordot(X, X, axes=(axes, axes))
+    weighted = X * weights.reshape((-1,) + (1,) * (X.ndim - 1)) if weights is not None and mode != 0 else X
+    gram_m = np.tensordot(weighted, X, axes=(axes, axes))
     values, vectors = np.linalg.eigh(gram_m)
     order = np.argsort(values)[::-1][: min(rank, X.shape[mode])]
     U = vectors[:, order]

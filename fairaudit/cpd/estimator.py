@@ -70,9 +70,30 @@ Our options (each a deviation from the paper, documented with its measured effec
   drawn afresh every epoch; the history, the stopping rule and ``penalty_`` use a fixed
   evaluation set (``landmarks_``).
 * ``init="svd"``: the leading singular vectors of each unfolding, then an exact A-step.
+
+Entities with counts (``fit(…, sample_weight=c)``)
+-------------------------------------------------
+A bootstrap replicate resamples entities with repeats (about 63 % distinct). Copies of an entity
+have equal rows of ``X`` and the same group; started from equal factor rows, every update above
+treats them alike — the fit's gradient and Hessian per row, the penalties' gradients per row
+(functions of the row and of sums over all rows), the ALS/least-squares updates of the other
+factors (sums over rows), L-BFGS's inner products and the normalisation (sums over rows) — so
+their rows stay equal and the fit on the repeated entities is the same problem, and the same
+iteration, on the distinct ones weighted by their counts: ``Σ_u c_u ‖x_u − ⟦F⟧_u‖²`` over
+``N_X = (Σ c)·cells``, the normalised embedding with weighted column norms (whitening with
+``Aᵀ diag(c) A``), every kernel sum weighted by ``c_u c_v`` ([Kim21] eq. (2) and footnote 4 summed
+over the repeated rows; :mod:`fairaudit.cpd._kernels`) and every inner product of the L-BFGS
+recursion by ``c_u``. Only the rounding differs (sums in another order). The one exception is the
+Nyström kernel's landmark term (:func:`fairaudit.cpd._kernels.khsic_nystrom`): there all copies
+of a landmark move alike, where on the repeated rows only the copy drawn would. Landmarks are
+drawn as for the repeated rows (positions in ``np.repeat(arange(n), c)``, then mapped to their
+rows) and γ's median is taken on the repeated rows, so both are today's values; ``init="uniform"``
+or ``"random"`` draws the repeated rows' start and gives each row its first copy's (on the repeated
+rows the copies would start apart: use a given or SVD start for the same problem).
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -146,9 +167,12 @@ class DivergenceError(ParameterError):
         self.block, self.step, self.epoch = block, step, epoch
 
 
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """``⟨a, b⟩`` (Frobenius) without the temporary ``a * b`` (the L-BFGS loop's inner products)."""
-    return float(np.vdot(a, b))
+def _dot(a: np.ndarray, b: np.ndarray, weights: np.ndarray | None = None) -> float:
+    """``⟨a, b⟩`` (Frobenius) without the temporary ``a * b`` (the L-BFGS loop's inner products);
+    with row ``weights`` ``Σ_u c_u a_u·b_u``, the repeated rows' product (module docstring)."""
+    if weights is None:
+        return float(np.vdot(a, b))
+    return float(np.vdot(a * weights[:, None], b))
 
 
 def _symmetric_inverse(Q: np.ndarray) -> np.ndarray:
@@ -185,7 +209,7 @@ def check_tensor(X, what: str = "X") -> np.ndarray:
     return X
 
 
-def normalised_embedding(A: np.ndarray, return_scale: bool = False, whiten: bool = False):
+def normalised_embedding(A: np.ndarray, return_scale: bool = False, whiten: bool = False, weights: np.ndarray | None = None):
     """The entity embedding with CP's indeterminacy taken out: what the penalties and metrics see.
 
     Default (``whiten=False``, for arrays with three or more modes): ``Â = A · diag(√n / ‖a_r‖)``,
@@ -203,34 +227,40 @@ def normalised_embedding(A: np.ndarray, return_scale: bool = False, whiten: bool
     up to an orthogonal rotation, which no penalty or metric here can see. Directions with an
     eigenvalue below ``1e−12`` times the largest are dropped (pseudo-inverse). With
     ``return_scale`` also returns the ``R × R`` matrix ``(AᵀA/n)^{−1/2}``.
+
+    ``weights``: row ``u`` stands for ``c_u`` identical rows (module docstring, entities with
+    counts) — ``n = Σ c``, ``‖a_r‖² = Σ_u c_u a_ur²``, ``AᵀA`` as ``Aᵀ diag(c) A``.
     """
-    n = A.shape[0]
+    n = A.shape[0] if weights is None else float(weights.sum())
+    weighted = A if weights is None else A * weights[:, None]
     if whiten:
-        values, vectors = np.linalg.eigh(A.T @ A / n)
+        values, vectors = np.linalg.eigh(weighted.T @ A / n)
         top = max(float(values.max()), 0.0)
         inverse_root = np.where(values > 1e-12 * top, 1.0 / np.sqrt(np.where(values > 0, values, 1.0)), 0.0) if top > 0 else np.zeros_like(values)
         transform = (vectors * inverse_root) @ vectors.T
         Z = A @ transform
         return (Z, transform) if return_scale else Z
-    norms = np.linalg.norm(A, axis=0)
+    norms = np.linalg.norm(A, axis=0) if weights is None else np.sqrt(np.einsum("ur,ur->r", weighted, A))
     scale = np.where(norms > 0, np.sqrt(n) / np.where(norms > 0, norms, 1.0), 0.0)
     Z = A * scale
     return (Z, scale) if return_scale else Z
 
 
-def embedding_gradient(Z: np.ndarray, transform: np.ndarray, grad_z: np.ndarray) -> np.ndarray:
+def embedding_gradient(Z: np.ndarray, transform: np.ndarray, grad_z: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
     """Chain rule from ``∂f/∂Â`` to ``∂f/∂A`` for a function ``f`` of :func:`normalised_embedding`.
 
     Per-column scaling (``transform`` a row vector ``s``, ``ẑ_r = √n a_r/‖a_r‖``):
     ``∂f/∂a_r = s_r (g_r − ẑ_r (ẑ_rᵀ g_r)/n)``. Whitening (``transform`` the matrix
     ``C = (AᵀA/n)^{−1/2}``): for ``f`` invariant under ``Â → ÂO`` (O orthogonal; every penalty
     here), ``∂f/∂A = (g − Â·sym(Âᵀg)/n) C`` (our derivation: ``f`` depends on ``C`` only through
-    ``CCᵀ = (AᵀA/n)⁻¹``; checked against finite differences in the tests).
+    ``CCᵀ = (AᵀA/n)⁻¹``; checked against finite differences in the tests). ``weights``: per-copy
+    gradients of rows with counts (module docstring), the sums over rows weighted.
     """
-    n = Z.shape[0]
+    n = Z.shape[0] if weights is None else float(weights.sum())
+    weighted = Z if weights is None else Z * weights[:, None]
     if transform.ndim == 1:
-        return transform * (grad_z - Z * (np.sum(Z * grad_z, axis=0) / n))
-    inner = Z.T @ grad_z
+        return transform * (grad_z - Z * (np.sum(weighted * grad_z, axis=0) / n))
+    inner = weighted.T @ grad_z
     return (grad_z - Z @ ((inner + inner.T) / (2.0 * n))) @ transform
 
 
@@ -247,6 +277,19 @@ def kernel_choice(kernel: str, n: int, n_landmarks: int = _kernels.NYSTROM_LANDM
     if kernel == "auto":
         kernel = "nystrom" if n > _kernels.NYSTROM_ROWS else "exact"
     return "nystrom" if kernel == "nystrom" and n_landmarks < n else "exact"
+
+
+def _counts(sample_weight, n: int) -> np.ndarray | None:
+    """``sample_weight`` checked: ``n`` whole numbers ≥ 1 as floats, or ``None``."""
+    if sample_weight is None:
+        return None
+    counts = np.asarray(sample_weight, dtype=float)
+    if counts.shape != (n,) or not np.isfinite(counts).all() or (counts < 1).any() or (counts != np.round(counts)).any():
+        raise ParameterError(
+            f"sample_weight must hold one whole number >= 1 per entity (how many identical entities the row stands for), "
+            f"{n} in all; got shape {counts.shape}."
+        )
+    return counts
 
 
 def rank_limit(shape: tuple[int, ...]) -> int:
@@ -437,22 +480,27 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             if [F.shape for F in factors] != expected:
                 raise ParameterError(f"init factors have shapes {[F.shape for F in factors]}, expected {expected}.")
         elif self.init == "uniform":  # [Kim21] App. A.8/A.9: every entry U(0, 1)
-            factors = [rng.uniform(0.0, 1.0, size=(d, rank)) for d in X.shape]
+            factors = [rng.uniform(0.0, 1.0, size=(d, rank)) for d in (self._entities, *X.shape[1:])]
+            factors[0] = self._distinct(factors[0])
         else:
             if self.init == "svd":
-                factors = [np.zeros((X.shape[0], rank))] + [_tensor.leading_left_vectors(X, m, rank, rng) for m in range(1, X.ndim)]
+                factors = [np.zeros((X.shape[0], rank))] + [
+                    _tensor.leading_left_vectors(X, m, rank, rng, self._weights) for m in range(1, X.ndim)
+                ]
             else:
-                factors = [rng.normal(size=(d, rank)) for d in X.shape]
+                factors = [rng.normal(size=(d, rank)) for d in (self._entities, *X.shape[1:])]
             factors[0] = _tensor.solve_right(_tensor.mttkrp(_tensor.unfold(X, 0), factors, 0), _tensor.gram(factors, 0))
         return _tensor.normalise(factors) if self._unit_columns else factors
 
     # ------------------------------------------------------------------ penalties
-    def _bind_groups(self, codes, n_groups=None, *, gamma=None, whiten=False, landmarks=None) -> FairCPD:
+    def _bind_groups(self, codes, n_groups=None, *, gamma=None, whiten=False, landmarks=None, weights=None) -> FairCPD:
         """Set what :meth:`_penalty` reads — the one-hot and centred group matrices, γ, whether the
-        embedding is whitened, this epoch's landmarks. :meth:`fit` does it before fitting; the
-        tests use it to evaluate a penalty without a fit."""
+        embedding is whitened, this epoch's landmarks, the rows' counts (``weights``; ``S`` centred
+        with the weighted means). :meth:`fit` does it before fitting; the tests use it to evaluate
+        a penalty without a fit."""
         self._S = _kernels.one_hot(np.asarray(codes), n_groups)
-        self._St = _kernels.centred(self._S)
+        self._weights = None if weights is None else np.asarray(weights, dtype=float)
+        self._St = self._S - (self._S.mean(axis=0) if weights is None else self._weights @ self._S / self._weights.sum())
         self.gamma_, self._whiten, self._landmarks = gamma, whiten, landmarks
         return self
 
@@ -463,21 +511,22 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         evaluation landmarks :attr:`landmarks_`."""
         if self.method == "none":
             return (0.0, np.zeros_like(A)) if gradient else 0.0
-        landmarks = getattr(self, "landmarks_" if evaluation else "_landmarks", None)
+        landmarks = getattr(self, "_evaluation_rows" if evaluation else "_landmarks", None)
+        weights = self._weights
         if self.embedding == "factor":
-            return _kernels.penalty(self.method, A, self._S, self._St, self.gamma_, gradient=gradient, landmarks=landmarks)
-        Z, transform = normalised_embedding(A, return_scale=True, whiten=self._whiten)
-        result = _kernels.penalty(self.method, Z, self._S, self._St, self.gamma_, gradient=gradient, landmarks=landmarks)
+            return _kernels.penalty(self.method, A, self._S, self._St, self.gamma_, gradient=gradient, landmarks=landmarks, weights=weights)
+        Z, transform = normalised_embedding(A, return_scale=True, whiten=self._whiten, weights=weights)
+        result = _kernels.penalty(self.method, Z, self._S, self._St, self.gamma_, gradient=gradient, landmarks=landmarks, weights=weights)
         if not gradient:
             return result
         value, grad_z = result
-        return value, embedding_gradient(Z, transform, grad_z)
+        return value, embedding_gradient(Z, transform, grad_z, weights)
 
     def _objective_parts(self, A: np.ndarray, penalty: float) -> float:
         """``λ·penalty + λ_ℓ2‖A‖²`` at ``A`` (``penalty`` already evaluated at ``A``)."""
         value = self.lam_ * penalty if self.lam_ > 0 else 0.0
         if self._ridge > 0:
-            value += self._ridge * float(np.sum(A * A))
+            value += self._ridge * _dot(A, A, self._weights)
         return value
 
     # ------------------------------------------------------------------ Algorithm 1 (solver="bcd")
@@ -501,7 +550,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             self._check_finite(A, "A", self.learning_rate_, epoch)
             factors[0] = A
             for m in range(1, len(factors)):
-                M, G = _tensor.mttkrp(unfolded[m], factors, m), _tensor.gram(factors, m)
+                M, G = _tensor.mttkrp(unfolded[m], factors, m, self._weights), _tensor.gram(factors, m, self._weights)
                 F = factors[m]
                 for _ in range(self.inner_steps_):
                     F = F - self.learning_rate_others * (2.0 * (F @ G - M) / N)
@@ -542,7 +591,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         objective.
         """
         penalised = self.lam_ > 0 and self.method != "none"
-        ridge = self._ridge
+        ridge, weights = self._ridge, self._weights
         if not penalised and ridge == 0:
             state["penalty"] = None
             return _tensor.solve_right(M, G)
@@ -553,7 +602,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
 
         def smooth(Z):
             ZG = Z @ G
-            value = (xx - 2.0 * _dot(Z, M) + _dot(ZG, Z)) / N + ridge * _dot(Z, Z)
+            value = (xx - 2.0 * _dot(Z, M, weights) + _dot(ZG, Z, weights)) / N + ridge * _dot(Z, Z, weights)
             return value, 2.0 * (ZG - M) / N + 2.0 * ridge * Z
 
         def penalty(Z):
@@ -568,15 +617,15 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         current = smooth_value + self.lam_ * pen_value
         grad = smooth_grad + self.lam_ * pen_grad
         pairs = state.setdefault("pairs", [])
-        curvature = [pair for pair in (self._curvature(s, y_pen, Q) for s, y_pen in pairs) if pair is not None]
+        curvature = [pair for pair in (self._curvature(s, y_pen, Q, weights) for s, y_pen in pairs) if pair is not None]
         for _ in range(self.inner_steps_):
-            direction = self._lbfgs_direction(grad, Q_inverse, curvature)
-            slope = _dot(grad, direction)
+            direction = self._lbfgs_direction(grad, Q_inverse, curvature, weights)
+            slope = _dot(grad, direction, weights)
             if not slope < 0:  # the memory misleads (or the point is stationary): plain preconditioning
                 pairs.clear()
                 curvature.clear()
                 direction = -(grad @ Q_inverse)
-                slope = _dot(grad, direction)
+                slope = _dot(grad, direction, weights)
                 if not slope < 0:
                     break
             step = 1.0
@@ -596,7 +645,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             if penalised:
                 pairs.append((trial - A, self.lam_ * (trial_pen[1] - pen_grad)))
                 del pairs[:-PAIRS]
-                pair = self._curvature(*pairs[-1], Q)
+                pair = self._curvature(*pairs[-1], Q, weights)
                 if pair is not None:
                     curvature.append(pair)
                     del curvature[:-PAIRS]
@@ -609,30 +658,32 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return A
 
     @staticmethod
-    def _curvature(s, y_pen, Q):
-        """The pair ``(s, y = sQ + y_pen, 1/sᵀy)``, or ``None`` without positive curvature."""
+    def _curvature(s, y_pen, Q, weights=None):
+        """The pair ``(s, y = sQ + y_pen, 1/sᵀy)``, or ``None`` without positive curvature
+        (``weights``: the rows' counts, every inner product over them weighted)."""
         y = s @ Q + y_pen
-        sy = _dot(s, y)
-        if sy > 1e-12 * np.sqrt(_dot(s, s) * _dot(y, y)):
+        sy = _dot(s, y, weights)
+        if sy > 1e-12 * np.sqrt(_dot(s, s, weights) * _dot(y, y, weights)):
             return s, y, 1.0 / sy
         return None
 
     @staticmethod
-    def _lbfgs_direction(grad, Q_inverse, curvature):
-        """``−H ∇J`` by the two-loop recursion with ``H₀ = c Q⁻¹`` (Nocedal & Wright, Alg. 7.4)."""
+    def _lbfgs_direction(grad, Q_inverse, curvature, weights=None):
+        """``−H ∇J`` by the two-loop recursion with ``H₀ = c Q⁻¹`` (Nocedal & Wright, Alg. 7.4);
+        ``weights``: the rows' counts, every inner product over them weighted."""
         q = grad.copy()
         alphas = []
         for s, y, rho in reversed(curvature):
-            alpha = rho * _dot(s, q)
+            alpha = rho * _dot(s, q, weights)
             alphas.append(alpha)
             q -= alpha * y
         r = q @ Q_inverse
         if curvature:
             s, y, rho = curvature[-1]
-            scale = (1.0 / rho) / max(_dot(y, y @ Q_inverse), 1e-300)
+            scale = (1.0 / rho) / max(_dot(y, y @ Q_inverse, weights), 1e-300)
             r *= min(1.0, scale)
         for (s, y, rho), alpha in zip(curvature, reversed(alphas), strict=True):
-            beta = rho * _dot(y, r)
+            beta = rho * _dot(y, r, weights)
             r += (alpha - beta) * s
         return -r
 
@@ -649,9 +700,11 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
     def _other_step(self, factors, m, unfolded, N):
         """Exact update of factor ``m ≥ 1``: least squares, plus — in the normalised form, where
         ``‖A‖² = Σ_r w_r²`` with ``w_r = ‖a_r‖ Π_k ‖f_{k,r}‖`` — FATR's ℓ2 term as a per-column ridge."""
-        M, G = _tensor.mttkrp(unfolded, factors, m), _tensor.gram(factors, m)
+        weights = self._weights
+        M, G = _tensor.mttkrp(unfolded, factors, m, weights), _tensor.gram(factors, m, weights)
         if self._ridge > 0 and self._unit_columns:
-            norms = np.prod([np.sum(F * F, axis=0) for k, F in enumerate(factors) if k != m], axis=0)
+            squares = [weights @ (F * F) if k == 0 and weights is not None else np.sum(F * F, axis=0) for k, F in enumerate(factors)]
+            norms = np.prod([sq for k, sq in enumerate(squares) if k != m], axis=0)
             return _tensor.solve_right(M, G + N * self._ridge * np.diag(norms)), M, G
         return _tensor.solve_right(M, G), M, G
 
@@ -672,7 +725,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return sq_residual
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, X, y=None, *, sensitive_features=None):
+    def fit(self, X, y=None, *, sensitive_features=None, sample_weight=None):
         """Fit the CP model to ``X`` (mode 0 = entities) with one group per entity.
 
         Parameters
@@ -681,43 +734,77 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
             A 2-way (matrix) or higher-order array; every cell present and finite.
         sensitive_features : array-like of shape (n,) or (n, n_attributes)
             Group of each entity (several columns: intersections).
+        sample_weight : array-like of shape (n,), optional
+            How many identical entities each row stands for (whole numbers ≥ 1; a bootstrap
+            resample's counts): the fit of ``np.repeat(X, sample_weight, axis=0)`` (groups repeated
+            alike) held on the distinct rows — the same problem and iteration (module docstring,
+            entities with counts). The fitted attributes are the repeated rows' except the entity
+            factor, one row per row of ``X``: :meth:`repeated` gives the repeated rows' model.
         """
         X = check_tensor(X)
         self.n_features_in_ = int(np.prod(X.shape[1:]))  # cells per entity (a matrix: its columns)
         rank = self._check_params(X.shape)
         groups = encode_groups(sensitive_features, n_rows=X.shape[0])
         check_groups(groups)
+        weights = _counts(sample_weight, X.shape[0])
         with _kernels.blas_threads():
-            return self._fit(X, rank, groups)
+            return self._fit(X, rank, groups, weights)
 
-    def _setup(self, X: np.ndarray, rank: int, groups) -> list[np.ndarray]:
+    def repeated(self, inverse) -> FairCPD:
+        """The model a fit on the repeated rows gives, from a fit with ``sample_weight``: a copy whose
+        entity factor has row ``inverse[i]`` at entity ``i`` (``inverse = np.repeat(arange(n),
+        sample_weight)`` is the order in which the fit drew its landmarks, ``landmarks_`` positions
+        in it); every other attribute is already the repeated rows'."""
+        model = copy.copy(self)
+        model.factors_ = [self.factors_[0][np.asarray(inverse)], *self.factors_[1:]]
+        model._weights = None
+        return model
+
+    def _distinct(self, F: np.ndarray) -> np.ndarray:
+        """The rows of ``F`` (one per repeated row) at each row's first copy."""
+        return F if self._weights is None else F[np.searchsorted(self._copy_rows, np.arange(len(self._weights)))]
+
+    def _setup(self, X: np.ndarray, rank: int, groups, weights=None) -> list[np.ndarray]:
         """Resolved parameters, the group matrices, γ, the kernel choice and the initial factors."""
         self._resolve()
         self.group_labels_ = groups.labels
-        self._bind_groups(groups.codes, groups.n_groups, whiten=self.embedding == "normalized" and X.ndim == 2)
+        self._bind_groups(groups.codes, groups.n_groups, whiten=self.embedding == "normalized" and X.ndim == 2, weights=weights)
+        self._entities = X.shape[0] if weights is None else int(weights.sum())
+        self._copy_rows = None if weights is None else np.repeat(np.arange(X.shape[0]), weights.astype(np.intp))
         self._unit_columns = self.solver == "lbfgs" and self.embedding == "normalized"
         self._ridge = self.l2 if self.method == "fatr" else 0.0
         rng = np.random.default_rng(self.random_state)
         factors = self._initial_factors(X, rank, rng)
-        self.kernel_ = self.landmarks_ = None
+        self.kernel_ = self.landmarks_ = self._evaluation_rows = None
         if self.method == "khsic":
+            copies = (lambda F: F) if weights is None else (lambda F: F[self._copy_rows])  # γ's median on the repeated rows
             if self.gamma != "median":
                 self.gamma_ = float(self.gamma)
             elif self.embedding == "normalized":
-                self.gamma_ = median_gamma(X, rank, random_state=self.random_state)
+                self.gamma_ = median_gamma(copies(X), rank, random_state=self.random_state)
             else:
-                self.gamma_ = _kernels.median_gamma(factors[0], random_state=self.random_state)
-            self.kernel_ = kernel_choice(self.kernel, X.shape[0], self.n_landmarks)
+                self.gamma_ = _kernels.median_gamma(copies(factors[0]), random_state=self.random_state)
+            self.kernel_ = kernel_choice(self.kernel, self._entities, self.n_landmarks)
             if self.kernel_ == "nystrom":
                 self._landmark_rng = np.random.default_rng(self.random_state)
-                self.landmarks_ = _kernels.landmarks(groups.codes, self.n_landmarks, self._landmark_rng)
+                self._landmark_codes = copies(groups.codes)
+                self.landmarks_ = self._draw_landmarks()
+                self._evaluation_rows = self._rows_of(self.landmarks_)
         return factors
 
-    def _fit(self, X: np.ndarray, rank: int, groups) -> FairCPD:
-        factors = self._setup(X, rank, groups)
-        N = X.size
+    def _draw_landmarks(self) -> np.ndarray:
+        """Landmark positions among the (repeated) entities, stratified by group (:func:`_kernels.landmarks`)."""
+        return _kernels.landmarks(self._landmark_codes, self.n_landmarks, self._landmark_rng)
+
+    def _rows_of(self, positions: np.ndarray) -> np.ndarray:
+        """The rows of ``X`` that positions among the repeated entities are copies of."""
+        return positions if self._copy_rows is None else self._copy_rows[positions]
+
+    def _fit(self, X: np.ndarray, rank: int, groups, weights=None) -> FairCPD:
+        factors = self._setup(X, rank, groups, weights)
+        N = self._entities * self.n_features_in_
         unfolded = [_tensor.unfold(X, m) for m in range(X.ndim)]
-        xx = float(np.sum(X * X))
+        xx = float(np.sum(X * X)) if weights is None else float(weights @ np.sum(unfolded[0] * unfolded[0], axis=1))
         history = []
         previous = np.inf
         self.converged_ = False
@@ -728,7 +815,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
                 # Fresh landmarks every epoch: against a fixed set the A-step learns to move the
                 # landmarks away from the other entities, lowering the approximate penalty while
                 # the exact one grows (measured: 2.5× apart after 60 epochs at λ = λ_ref).
-                self._landmarks = _kernels.landmarks(groups.codes, self.n_landmarks, self._landmark_rng)
+                self._landmarks = self._rows_of(self._draw_landmarks())
                 state["penalty"] = None
             if self.solver == "bcd":
                 sq_residual = self._bcd_epoch(factors, unfolded, N, xx, epoch)
@@ -788,20 +875,26 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         return float(earlier.mean() - recent.mean()) <= max(resolution * level, noise)
 
     def _finish(self, X, factors, groups, history, xx) -> None:
-        n, N = X.shape[0], X.size
+        n, N = X.shape[0], self._entities * self.n_features_in_
         self.factors_ = factors
         self.n_iter_ = len(history)
         self.history_ = pd.DataFrame(history, columns=["epoch", "objective", "fit", "penalty", "residual_fit"])
         residual = X - _tensor.reconstruct(factors)
-        norm_x = float(np.sqrt(xx))
-        self.residual_fit_ = float(np.linalg.norm(residual) / norm_x) if norm_x > 0 else 0.0
         flat_res, flat_x = residual.reshape(n, -1), X.reshape(n, -1)
-        self.group_residual_fit_ = np.array(
-            [np.linalg.norm(flat_res[mask]) / max(np.linalg.norm(flat_x[mask]), 1e-300) for mask in groups.masks()]
-        )
+        weights = self._weights
+
+        def norm(flat, rows=slice(None)):
+            """``‖·‖_F`` over the (repeated) rows ``rows``."""
+            if weights is None:
+                return float(np.linalg.norm(flat[rows]))
+            return float(np.sqrt(weights[rows] @ np.sum(flat[rows] * flat[rows], axis=1)))
+
+        norm_x = float(np.sqrt(xx))
+        self.residual_fit_ = norm(flat_res) / norm_x if norm_x > 0 else 0.0
+        self.group_residual_fit_ = np.array([norm(flat_res, mask) / max(norm(flat_x, mask), 1e-300) for mask in groups.masks()])
         self.penalty_ = float(history[-1][3])
-        self.objective_ = float(np.sum(residual * residual)) / N + self._objective_parts(factors[0], self.penalty_)
-        del self._S, self._St, self._landmarks
+        self.objective_ = norm(flat_res) ** 2 / N + self._objective_parts(factors[0], self.penalty_)
+        del self._S, self._St, self._landmarks, self._evaluation_rows
 
     @property
     def embedding_(self) -> np.ndarray:
@@ -810,7 +903,7 @@ class FairCPD(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
         (``embedding="normalized"``; :func:`normalised_embedding`)."""
         if self.embedding == "factor":
             return self.factors_[0].copy()
-        return normalised_embedding(self.factors_[0], whiten=len(self.factors_) == 2)
+        return normalised_embedding(self.factors_[0], whiten=len(self.factors_) == 2, weights=getattr(self, "_weights", None))
 
     @property
     def _n_features_out(self) -> int:
