@@ -388,13 +388,20 @@ class Run:
         job.kept_estimates = True
 
 
+PROVISIONAL_HORIZON = 3
+"""Newer provisional verdicts are redrawn only while the final ones are more than this many page
+runs away: the PCA page's run took 1.8 s with the replicates going, and redrawn at 45 of 100
+replicates it showed verdicts that were final 3 s later, while its drawing held one of the two
+cores the replicates' workers needed."""
+
+
 def provisional_due(started: float, ended: float, left: Sequence[float | None], now: float) -> bool:
     """Whether newer provisional verdicts are worth a full page run now: the page's last full run
     went from ``started`` to ``ended``, the active runs have ``left`` seconds to go (``None``: not
     measured yet). Yes once the page has rested as long as that run took, unless every run ends
-    sooner than a page run takes (then the final verdicts come first)."""
+    within :data:`PROVISIONAL_HORIZON` page runs (then the final verdicts come first)."""
     took = ended - started
-    soon = bool(left) and all(seconds is not None and seconds <= took for seconds in left)
+    soon = bool(left) and all(seconds is not None and seconds <= PROVISIONAL_HORIZON * took for seconds in left)
     return now - ended >= took and not soon
 
 

@@ -199,7 +199,7 @@ def test_provisional_verdicts_are_drawn_after_a_rest_as_long_as_the_page_run_and
 
     assert provisional_due(10.0, 11.0, [30.0], now=12.0)  # rested 1 s after a 1 s run; 30 s to go
     assert not provisional_due(10.0, 11.0, [30.0], now=11.5)  # not rested yet
-    assert not provisional_due(10.0, 11.0, [0.8], now=12.0)  # the final verdicts come sooner than a page run
+    assert not provisional_due(10.0, 11.0, [2.5], now=12.0)  # the final verdicts come within three page runs
     assert provisional_due(10.0, 11.0, [None, 0.5], now=12.0)  # one run's time is not measured yet
     assert provisional_due(0.0, 0.0, [], now=5.0)  # no page run yet
 
