@@ -238,11 +238,14 @@ _POOLS: dict[int, object] = {}
 
 def stop_workers() -> None:
     """Stop this process's worker processes now, whatever they are doing (a command's end: a
-    command that stops before its audit does not wait for its workers' imports)."""
+    command that stops before its audit does not wait for its workers' imports). Waiting for
+    loky's manager thread to release the pool's locks takes milliseconds; without it, a process
+    ending right after could leave one behind and loky's resource tracker printed "leaked
+    semlock objects" warnings after the command's own output (seen once in three NMF commands)."""
     while _POOLS:
         _, pool = _POOLS.popitem()
         with contextlib.suppress(Exception):
-            pool.shutdown(wait=False, kill_workers=True)
+            pool.shutdown(wait=True, kill_workers=True)
 
 
 def start_workers(workers: int, modules: Sequence[str] = ()) -> list:
