@@ -80,7 +80,7 @@ def _pair_text(pair: Mapping, what: str, confidence) -> str:
     scale = max(abs(pair.get("value") or 0.0), abs(pair.get("other_value") or 0.0))
     span = _span(pair.get("ci_low"), pair.get("ci_high"), confidence, scale)
     difference = number(_noise(pair.get("difference"), scale))
-    p = _p(pair.get("p_adjusted"))
+    p = _adjusted_p(pair)
     values = f"{number(pair.get('value'))} vs {number(pair.get('other_value'))}"
     if confidence is None:
         return f"{values} · diff {difference}" + (f" ({span})" if span else "") + (f", {p}" if p else "")
@@ -90,6 +90,14 @@ def _pair_text(pair: Mapping, what: str, confidence) -> str:
 
 def _p(p) -> str:
     return "" if p is None or (isinstance(p, float) and math.isnan(p)) else pvalue(p).replace(" ", "")
+
+
+def _adjusted_p(pair: Mapping) -> str:
+    """The p-value that decides ``pair`` (after Holm's correction), ``adj. p=…`` when the correction
+    counted more than one comparison: a vanilla sweep's p at ten ranks read ``p=1.0`` where the test's
+    own was 0.18, and nothing said why."""
+    p = _p(pair.get("p_adjusted"))
+    return f"adj. {p}" if p and (pair.get("comparisons") or 1) > 1 else p
 
 
 def finding_kind(finding: Finding) -> str:
@@ -155,7 +163,7 @@ def deciding_number(finding: Finding, compact: bool = False) -> str | None:
             text += f"; vanilla {number(e['vanilla_balanced_accuracy'].get('value'))}"
     elif kind == "balance":
         pair = e.get("headline") or {}
-        p = _p(pair.get("p_adjusted"))
+        p = _adjusted_p(pair)
         text = (f"{'share' if compact else 'cluster share'} {_estimate(e.get('share'), confidence)}"
                 + (f" vs parity {number(e.get('parity', 1.0))}" if compact else f"; parity {number(e.get('parity', 1.0))}")
                 + (f", {p}" if p else ""))

@@ -56,6 +56,10 @@ def test_families_without_a_gap_and_statements_of_fact():
             "p_adjusted": 0.3}
     none = Finding("nmf", 2, "vanilla", "no_evidence", "…", evidence={"metric": "rel_loss", "headline": pair, "confidence": 0.9})
     assert deciding_number(none) == "relative loss 0.400 vs 0.350 (diff 0.0500, 90 % −0.0100 to 0.100, p=0.30)"
+    swept = Finding("nmf", 2, "vanilla", "no_evidence", "…", evidence={"metric": "rel_loss", "confidence": 0.9,
+                                                                      "headline": {**pair, "p": 0.18, "p_adjusted": 1.0, "comparisons": 10}})
+    assert deciding_number(swept).endswith(", adj. p=1.0)")  # Holm's p over ten comparisons, said so
+    assert deciding_number(swept, compact=True).endswith(", adj. p=1.0")
     balance = Finding("fs", 2, "mcfs", "gap", "…", evidence={"selectors": {}, "headline": {"group": "g=B", "other": "", "p_adjusted": 0.01},
                                                              "share": {"value": 0.3, "ci_low": 0.2, "ci_high": 0.5}, "parity": 1.0})
     fufs = Finding("fs", 2, "fufs", "mitigated", "…", evidence={"cluster_share": {"value": 0.9}, "alignment_protected": {"value": 0.1},
