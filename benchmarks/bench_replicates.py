@@ -253,16 +253,13 @@ def _wait_for_verdicts(page, timeout: float) -> None:
 
 def _cpu_by_process() -> dict[str, float]:
     """CPU seconds so far of the dashboard's processes, by kind (the browser's by Chromium process
-    type, the server, the replicates' workers), read from ``/proc`` (empty elsewhere)."""
+    type, the server, the replicates' workers); psutil comes with the dask extra of the dev install."""
+    import psutil
+
     found: dict[str, float] = {}
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not pid.isdigit():
-            continue
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="ignore")
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+    for process in psutil.process_iter(["cmdline", "cpu_times"]):
+        command, times = " ".join(process.info["cmdline"] or ()), process.info["cpu_times"]
+        if times is None:  # gone, or not ours to read
             continue
         if "chromium" in command:
             kind = "browser " + (command.split("--type=")[1].split()[0] if "--type=" in command else "main")
@@ -272,7 +269,7 @@ def _cpu_by_process() -> dict[str, float]:
             kind = "server"
         else:
             continue
-        found[kind] = found.get(kind, 0.0) + (int(fields[11]) + int(fields[12])) / tick
+        found[kind] = found.get(kind, 0.0) + times.user + times.system
     return found
 
 
