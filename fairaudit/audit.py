@@ -729,6 +729,10 @@ class FamilyAudit:
     codes: np.ndarray
     labels: tuple[str, ...]
     inner_threads: int | None = None
+    executor = None
+    """Where independent parts of the family's own fit may run side by side (an executor of
+    :mod:`fairaudit.executors`), set by the driver when the replicates will run there (its workers
+    are started anyway); ``None``: here, one after the other. The NMF family fits its ranks so."""
 
     erases_itself: bool = False
     """Whether the family fits the ``+leace`` twins of ``AuditConfig(leace=True)`` as variants of
@@ -756,6 +760,16 @@ class FamilyAudit:
         """What the verdicts compare: each :attr:`disparities` metric between groups, each
         :attr:`parities` metric with its parity."""
         return [verdicts.DisparityMetric(d.metric, d.error) for d in self.disparities] + list(self.parities)
+
+    def for_jobs(self) -> FamilyAudit:
+        """A copy of the family to ship to jobs (:mod:`fairaudit.executors`): a sink of its own that
+        no one follows (a job's warnings come back with its values), no executor, and no cluster
+        client (a cluster's client does not travel to its own workers)."""
+        family = copy.copy(self)
+        family.sink = RecordSink(self.method)
+        family.executor = None
+        family.config = replace(self.config, scheduler=None)
+        return family
 
     def chosen_variants(self, names, too_slow=None) -> list[str]:
         """The variants among ``names`` the configuration wants, in that order. One that
@@ -1134,10 +1148,7 @@ class ReplicateContext:
 def replicate_context(stage: FamilyEstimates) -> ReplicateContext:
     """The context of ``stage``'s jobs: a copy of the family whose sink nobody follows (a job's
     warnings come back with its values)."""
-    family = copy.copy(stage.family)
-    family.sink = RecordSink(family.method)
-    family.config = replace(family.config, scheduler=None)  # a cluster's client does not travel to its own workers
-    return ReplicateContext(family, stage.fits, stage.train, stage.test, dict(stage.pairs))
+    return ReplicateContext(stage.family.for_jobs(), stage.fits, stage.train, stage.test, dict(stage.pairs))
 
 
 def run_replicate(context: ReplicateContext, job: ReplicateJob) -> ReplicateValues:
@@ -1723,7 +1734,12 @@ class AuditRun:
                 sink.preview = lambda summary, rows=None, compared=None, given=given, sink=sink: self._result(
                     [(given, sink)], {sink.method: summary}, models=False, rows=rows, compared=compared)
             family = _family(method)(given.data, given.config, sink)
-            self.stages.append((given, estimate_family(family)))
+            if uncertainty.resolve_replicates(method, given.config.bootstrap)[0] and not family.replicates_here:
+                family.executor = self.executor  # its workers are started for the replicates anyway
+            try:
+                self.stages.append((given, estimate_family(family)))
+            finally:
+                family.executor = None
 
     @property
     def intervals_pending(self) -> bool:

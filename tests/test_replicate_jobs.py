@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from fairaudit import uncertainty
@@ -87,6 +88,68 @@ def test_replicates_on_worker_processes_only_give_the_serial_values(sample):
     assert jobs_here()
     assert workers.uncertainty["pca"]["jobs"] == "on 2 worker processes"
     assert measured(serial).equals(measured(workers))
+
+
+class _ShippingExecutor(SerialExecutor):
+    """Serial, but every context goes through pickle first (as a worker's does), and the jobs are noted."""
+
+    streams = 2
+
+    def __init__(self):
+        self.jobs: list = []
+
+    def run(self, function, context, jobs, *, token=None, launch=None):
+        import pickle
+
+        jobs = list(jobs)
+        self.jobs += jobs
+        yield from super().run(function, pickle.loads(pickle.dumps(context)), jobs)
+
+
+def test_nmf_ranks_fitted_as_jobs_give_the_one_after_the_other_audit():
+    """The NMF family's own fit runs its ranks as jobs when the driver gives it an executor (the
+    replicates' workers, started anyway): the most costly ranks first, and the records, details,
+    warnings and progress are those of the ranks fitted one after the other, here, in order."""
+    from fairaudit.nmf.audit import NMFAudit
+
+    data = load_sample("two_groups")
+    config = AuditConfig(methods=("nmf",), ranks=(1, 2, 3), variants=("vanilla", "fair_mu"), bootstrap=10)
+    found = {}
+    for name, executor in (("here", None), ("jobs", _ShippingExecutor())):
+        events = []
+        family = NMFAudit(data, config, RecordSink("nmf", progress=events.append))
+        family.executor = executor
+        stage = estimate_family(family)
+        found[name] = (stage, events, family.sink)
+    (here, here_events, here_sink), (jobs, job_events, job_sink) = found["here"], found["jobs"]
+
+    def records(sink):
+        return pd.DataFrame([row for row in sink.rows if row[4] not in FACT_METRICS])
+
+    assert records(here_sink).equals(records(job_sink)) and len(records(here_sink)) > 20
+    assert here_sink.details == job_sink.details and here_sink.warnings == job_sink.warnings
+    assert list(job_sink.details["vanilla"]) == ["1", "2", "3"]  # written in rank order whatever order the jobs ran in
+    assert here.fits.shared["E"].keys() == jobs.fits.shared["E"].keys() == {1, 2, 3}
+    for rank in (1, 2, 3):
+        np.testing.assert_array_equal(here.fits.shared["E"][rank], jobs.fits.shared["E"][rank])
+    assert [e for e in here_events if e["stage"] == "fit"][0]["rank"] == 1  # one after the other: in rank order
+    fitted = [(e["variant"], e["rank"], e["done"]) for e in job_events if e["stage"] == "fit"]
+    assert [done for *_, done in fitted] == list(range(1, 7)) and {(v, r) for v, r, _ in fitted} == {
+        (v, r) for v in ("vanilla", "fair_mu") for r in (1, 2, 3)}
+    assert [rank for _, rank, _ in fitted][:2] == [3, 3]  # the highest rank (the longest) first
+    assert jobs.family.executor.jobs == [3, 2, 1]
+
+
+def test_nmf_ranks_fitted_on_worker_processes_give_the_serial_audit(sample):
+    """The same through :func:`run_audit` with every job on worker processes (the dashboard's way)."""
+    from fairaudit.executors import jobs_on_workers
+
+    config = AuditConfig(methods=("nmf",), ranks=(1, 2, 3), variants=("vanilla", "fair_mu"), bootstrap=10)
+    serial = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 1}))
+    with jobs_on_workers():
+        workers = run_audit(sample, config.__class__(**{**vars(config), "n_jobs": 2}))
+    assert measured(serial).equals(measured(workers))
+    assert serial.details == workers.details and serial.warnings == workers.warnings
 
 
 def test_a_server_starts_one_worker_per_core_a_command_one_fewer(monkeypatch):

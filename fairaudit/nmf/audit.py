@@ -24,6 +24,7 @@ same rank, and that standard NMF is at its own optimum (:func:`vanilla_settings`
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 import numpy as np
@@ -297,18 +298,19 @@ class NMFAudit(FamilyAudit):
         )
 
     def audit_estimates(self, fits: Fits, grouped: GroupedData, rank: int) -> np.ndarray:
-        """The audit's ``E_ℓ`` at ``rank`` (Algorithm 1 with ``n_estimates`` runs), its time in
-        ``fits.shared["estimate_seconds"]``; when replicates follow, every run's factors kept in
-        ``fits.shared["runs"]`` for :meth:`replicate_estimates` (and the rows' grouping)."""
+        """The audit's ``E_ℓ`` at ``rank`` (Algorithm 1 with ``n_estimates`` runs), written into
+        ``fits.shared`` as :meth:`fit` does (:meth:`_audit_estimate`)."""
+        E, seconds, runs = self._audit_estimate(grouped, rank)
+        _share_estimate(fits, grouped, rank, E, seconds, runs)
+        return E
+
+    def _audit_estimate(self, grouped: GroupedData, rank: int) -> tuple[np.ndarray, float, list | None]:
+        """``(E, seconds, runs)``: the audit's ``E_ℓ`` at ``rank`` and its time; when replicates
+        follow, every run's factors for :meth:`replicate_estimates` (else ``None``)."""
         seed = self.config.random_state
         if not self.bootstrapping or rank in self.replicate_ranks_skipped:
-            E, fits.shared["estimate_seconds"][rank] = self._estimates(grouped, rank, self.options["n_estimates"], seed)
-            return E
-        E, fits.shared["estimate_seconds"][rank], runs = self._estimates(grouped, rank, self.options["n_estimates"], seed, keep_runs=True)
-        fits.shared.setdefault("runs", {})[rank] = runs
-        fits.shared["grouped"] = (grouped.inverse, grouped.slices)
-        fits.shared.setdefault("E", {})[rank] = E
-        return E
+            return (*self._estimates(grouped, rank, self.options["n_estimates"], seed), None)
+        return self._estimates(grouped, rank, self.options["n_estimates"], seed, keep_runs=True)
 
     def replicate_estimates(self, grouped: GroupedData, rank: int, warm: Fits, rows, scale=None) -> np.ndarray:
         """``E_ℓ`` of a resample ``grouped`` (of the family's ``rows``): each of the audit's
@@ -332,52 +334,33 @@ class NMFAudit(FamilyAudit):
 
     # ------------------------------------------------------------------ fitting
     def fit(self, rows, *, warm=None, replicate=False, seed=None) -> Fits:
+        """Every chosen variant at every rank (:meth:`fit_rank`), the ranks side by side on
+        :attr:`executor` when the driver gave one (the most costly first); what each rank said
+        (details, warnings) is written in rank order, as one after the other would."""
         if replicate:
             return self._fit_replicate(rows, warm, seed)
-        X, sensitive = self.prepared.X[rows], self._sensitive(rows)
-        grouped = GroupedData.build(X, sensitive)
-        fits = Fits(rows=rows, shared={"estimate_seconds": {}})
-        options, seed, sink = self.options, self.config.random_state, self.sink
-        compared = vanilla_settings(options)
+        sink = self.sink
         sink.expect(len(self.chosen) * len(self.ranks))
+        found: dict[int, RankFit] = {}
+        for rank_fit in self._each_rank(rows):
+            found[rank_fit.rank] = rank_fit
+            for name in self.chosen:
+                sink.progress(name, rank_fit.rank, rank_fit.models[name][1])
+        grouped = GroupedData.build(self.prepared.X[rows], self._sensitive(rows))
+        fits = Fits(rows=rows, shared={"estimate_seconds": {}})
         capped: dict[str, list[int]] = {name: [] for name in self.chosen}
         estimate_capped: list[int] = []
         for rank in self.ranks:
-            # Every warning but the iteration caps goes to the audit; the caps are summarised below.
-            with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
-                E = self.audit_estimates(fits, grouped, rank)
-            if caps:
+            rank_fit = found[rank]
+            _share_estimate(fits, grouped, rank, rank_fit.E, rank_fit.estimate_seconds, rank_fit.runs)
+            if rank_fit.estimate_capped:
                 estimate_capped.append(rank)
-            found = {}
-            # The vanilla NMF also starts the fair variants with init="nmf"; its warnings count only when it is audited.
-            if "vanilla" in self.chosen or options["init"] == "nmf":
-                # At r ≥ min(rows, features) eq. (2)'s optimum is an exact factorisation: vanilla starts there
-                # (from a random start it only crawls towards it, to the iteration cap), as E_ℓ is 0 there.
-                exact = dict(zip("WH", exact_factors(X, rank), strict=True)) if rank >= min(X.shape) else {}
-                with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in self.chosen else ()) as caps:
-                    vanilla = NMF(rank, estimates=E, random_state=seed, **compared).fit(X, sensitive_features=sensitive, **exact)
-                found["vanilla"] = (vanilla, caps, vanilla.fit_seconds_)
-            for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
-                if name in self.chosen:
-                    found[name] = _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, found.get("vanilla"))
-            if "vanilla" in self.chosen:
-                vanilla, caps, seconds = found["vanilla"]
-                best, source = at_own_optimum(vanilla, {n: found[n][0] for n in self.chosen if n != "vanilla"}, X, sensitive, E, compared)
-                if source is not None:
-                    found["vanilla"] = (best, caps, seconds + best.fit_seconds_)
-                    sink.detail("vanilla", rank, "restart", restart_text(vanilla, best, found[source][0], source, X))
+            rank_fit.said.replay(sink)
             for name in self.chosen:
-                fitted, caps, seconds = found[name]
-                fits.models[(name, rank)], fits.seconds[(name, rank)] = fitted, seconds
-                sink.detail(name, rank, "method", describe(name, options))
-                if caps:
+                model, seconds, was_capped = rank_fit.models[name]
+                fits.models[(name, rank)], fits.seconds[(name, rank)] = model, seconds
+                if was_capped:
                     capped[name].append(rank)
-                if getattr(fitted, "h_solvers_", {}).get("SCS"):
-                    sink.warn(
-                        f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
-                        "SCS (first-order, less accurate) solved them."
-                    )
-                sink.progress(name, rank, seconds)
         if estimate_capped:
             sink.warn(
                 f"nmf: a group's own NMF (E_ℓ, Algorithm 1) reached its iteration cap at rank(s) "
@@ -392,6 +375,68 @@ class NMFAudit(FamilyAudit):
                     f"raise {term('nmf_max_iter')} or loosen {term('nmf_tol')}."
                 )
         return fits
+
+    def _each_rank(self, rows):
+        """Each rank's :class:`RankFit` as it is done: here one after the other, in order, or as
+        jobs on :attr:`executor`, the longest first (the ranks below the exact rank, highest first;
+        at and above it every fit starts from an exact factorisation)."""
+        if self.executor is None or len(self.ranks) < 2:
+            for rank in self.ranks:
+                yield self.fit_rank(rows, rank)
+            return
+        exact = self.prepared.exact_rank
+        order = sorted(self.ranks, key=lambda rank: (rank >= exact, -rank))
+        context = RankJobs(self.for_jobs(), rows)
+        token = uuid.uuid4().hex
+        try:
+            for done in self.executor.run(fit_rank_job, context, order, token=token):
+                yield done.value
+        finally:
+            self.executor.release(token)
+
+    def fit_rank(self, rows, rank: int) -> RankFit:
+        """The audit's own fit at ``rank``: ``E_ℓ`` once, standard NMF, and each Fairer-NMF variant
+        (from the standard NMF with ``init="nmf"``), every fit naming its version (the ``method``
+        detail). A function of its arguments and the family's settings alone, so that ranks can run
+        anywhere (:meth:`fit`); what it says is kept in the result (:class:`Said`), not told."""
+        X, sensitive = self.prepared.X[rows], self._sensitive(rows)
+        grouped = GroupedData.build(X, sensitive)
+        options, seed = self.options, self.config.random_state
+        sink = RecordSink(self.method)  # what this rank says, replayed into the audit's sink by fit()
+        compared = vanilla_settings(options)
+        # Every warning but the iteration caps goes to the audit; the caps are summarised by fit().
+        with sink.collect_warnings("E_ℓ", forward=Warning) as caps:
+            E, estimate_seconds, runs = self._audit_estimate(grouped, rank)
+        estimate_capped = bool(caps)
+        found = {}
+        # The vanilla NMF also starts the fair variants with init="nmf"; its warnings count only when it is audited.
+        if "vanilla" in self.chosen or options["init"] == "nmf":
+            # At r ≥ min(rows, features) eq. (2)'s optimum is an exact factorisation: vanilla starts there
+            # (from a random start it only crawls towards it, to the iteration cap), as E_ℓ is 0 there.
+            exact = dict(zip("WH", exact_factors(X, rank), strict=True)) if rank >= min(X.shape) else {}
+            with sink.collect_warnings("vanilla", forward=Warning if "vanilla" in self.chosen else ()) as caps:
+                vanilla = NMF(rank, estimates=E, random_state=seed, **compared).fit(X, sensitive_features=sensitive, **exact)
+            found["vanilla"] = (vanilla, caps, vanilla.fit_seconds_)
+        for name, solver in (("fair_mu", "mu"), ("fair_am", "am")):
+            if name in self.chosen:
+                found[name] = _fit_fair(sink, name, solver, rank, E, options, seed, X, sensitive, found.get("vanilla"))
+        if "vanilla" in self.chosen:
+            vanilla, caps, seconds = found["vanilla"]
+            best, source = at_own_optimum(vanilla, {n: found[n][0] for n in self.chosen if n != "vanilla"}, X, sensitive, E, compared)
+            if source is not None:
+                found["vanilla"] = (best, caps, seconds + best.fit_seconds_)
+                sink.detail("vanilla", rank, "restart", restart_text(vanilla, best, found[source][0], source, X))
+        models = {}
+        for name in self.chosen:
+            fitted, caps, seconds = found[name]
+            models[name] = (fitted, seconds, bool(caps))
+            sink.detail(name, rank, "method", describe(name, options))
+            if getattr(fitted, "h_solvers_", {}).get("SCS"):
+                sink.warn(
+                    f"nmf/{name}: Clarabel failed on {fitted.h_solvers_['SCS']} H-step(s) at rank {rank}; "
+                    "SCS (first-order, less accurate) solved them."
+                )
+        return RankFit(rank, E, estimate_seconds, runs, estimate_capped, models, Said.of(sink))
 
     def _fit_replicate(self, rows, warm: Fits, seed) -> Fits:
         """A replicate's fits on the resample ``rows``, each started from the audit's (``warm``).
@@ -532,6 +577,66 @@ class NMFAudit(FamilyAudit):
             out.add(name, rank, "n_iter", model.n_iter_)
             out.add(name, rank, "seconds", fits.seconds[(name, rank)])
             out.add(name, rank, "estimate_seconds", fits.shared["estimate_seconds"][rank])
+
+
+@dataclass(frozen=True)
+class Said:
+    """What a rank's fit told its sink: warnings in order and details (``(variant, rank, key, value)``)."""
+
+    warnings: tuple[str, ...]
+    details: tuple[tuple[str, int, str, object], ...]
+
+    @classmethod
+    def of(cls, sink: RecordSink) -> Said:
+        details = tuple(
+            (variant, int(rank), key, value)
+            for variant, ranks in sink.details.items() for rank, facts in ranks.items() for key, value in facts.items()
+        )
+        return cls(tuple(sink.warnings), details)
+
+    def replay(self, sink: RecordSink) -> None:
+        for message in self.warnings:
+            sink.warn(message)
+        for variant, rank, key, value in self.details:
+            sink.detail(variant, rank, key, value)
+
+
+@dataclass
+class RankFit:
+    """The audit's own fit at one rank (:meth:`NMFAudit.fit_rank`): ``E_ℓ``, its seconds and, when
+    replicates follow, Algorithm 1's runs; whether those hit their cap; each variant's ``(model,
+    seconds, capped)``; and what the fit said."""
+
+    rank: int
+    E: np.ndarray
+    estimate_seconds: float
+    runs: list | None
+    estimate_capped: bool
+    models: dict
+    said: Said
+
+
+@dataclass
+class RankJobs:
+    """What every rank job reads (:func:`fit_rank_job`): the family (without its sink's listeners) and the rows."""
+
+    family: NMFAudit
+    rows: np.ndarray
+
+
+def fit_rank_job(context: RankJobs, rank: int) -> RankFit:
+    """One rank of the audit's own fit, as a job (:mod:`fairaudit.executors`)."""
+    return context.family.fit_rank(context.rows, rank)
+
+
+def _share_estimate(fits: Fits, grouped: GroupedData, rank: int, E, seconds: float, runs) -> None:
+    """Write one rank's ``E_ℓ`` into ``fits.shared``: its seconds; with its runs (replicates follow)
+    the runs, ``E_ℓ`` and the rows' grouping, for :meth:`NMFAudit.replicate_estimates`."""
+    fits.shared["estimate_seconds"][rank] = seconds
+    if runs is not None:
+        fits.shared.setdefault("runs", {})[rank] = runs
+        fits.shared["grouped"] = (grouped.inverse, grouped.slices)
+        fits.shared.setdefault("E", {})[rank] = E
 
 
 def audit_nmf(data: AuditData, config: AuditConfig, sink: RecordSink) -> None:
