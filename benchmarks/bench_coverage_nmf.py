@@ -31,6 +31,7 @@ import argparse
 import os
 import time
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -70,7 +71,9 @@ class _Values(Recorder):
 
 def _family(X, labels, ranks, variants, seed: int) -> NMFAudit:
     data = AuditData.from_arrays(X, [f"g={v}" for v in labels], scaling="none")
-    config = AuditConfig(methods=("nmf",), ranks=tuple(ranks), variants=tuple(variants), random_state=seed)
+    # bootstrap > 0: the family keeps what its replicates continue (they are drawn here, not by the family)
+    config = AuditConfig(methods=("nmf",), ranks=tuple(ranks), variants=tuple(variants), random_state=seed,
+                         bootstrap=uncertainty.DEFAULT_BOOTSTRAP["nmf"])
     return NMFAudit(data, config, RecordSink("nmf"))
 
 
@@ -108,10 +111,20 @@ def one_repetition(X, labels, sizes, ranks, variants, replicates: int, starts, r
     return out
 
 
-def summarise(truth: dict, runs: list[dict], kind: str, variant: str, rank: int, confidence: float = 0.95) -> str:
-    """One line: per quantity the coverage of the percentile interval (the audit's) and of the
-    basic one, the bias of the point estimate in units of its spread, and the mean width of the
-    percentile interval over that spread."""
+@dataclass(frozen=True)
+class Coverage:
+    """One quantity's figures over the samples: how often the percentile and the basic interval
+    held the population value, the point estimate's bias and the percentile interval's mean width,
+    both in units of the point estimates' spread."""
+
+    percentile: float
+    basic: float
+    bias: float
+    width: float
+
+
+def coverage(truth: dict, runs: list[dict], kind: str, variant: str, rank: int, confidence: float = 0.95) -> dict[str, Coverage]:
+    """:class:`Coverage` of each group's ``rel_loss`` and ``rel_error`` and of the loss gap A − B."""
     keys = [(variant, rank, g, m) for m in METRICS for g in GROUPS]
 
     def gap(values: dict) -> float:
@@ -119,7 +132,7 @@ def summarise(truth: dict, runs: list[dict], kind: str, variant: str, rank: int,
 
     quantities = {f"{key[3]} {key[2]}": (lambda v, key=key: v[key]) for key in keys}
     quantities["loss gap A−B"] = gap
-    parts = []
+    found = {}
     for name, value_of in quantities.items():
         true = value_of(truth)
         points = np.array([value_of(run[kind][0]) for run in runs])
@@ -133,12 +146,26 @@ def summarise(truth: dict, runs: list[dict], kind: str, variant: str, rank: int,
             low, high = uncertainty.bootstrap_interval(draws, confidence)
             widths.append(high - low)
         spread = float(np.std(points)) or float("nan")
-        bias, width = (float(np.mean(points)) - true) / spread, float(np.mean(widths)) / spread
-        parts.append(
-            f"{name} {hits['percentile'] / len(runs):.2f} (basic {hits['basic'] / len(runs):.2f}; bias {bias:+.1f} sd; width {width:.1f} sd)"
-        )
+        found[name] = Coverage(hits["percentile"] / len(runs), hits["basic"] / len(runs), (float(np.mean(points)) - true) / spread,
+                               float(np.mean(widths)) / spread)
+    return found
+
+
+def summarise(truth: dict, runs: list[dict], kind: str, variant: str, rank: int) -> str:
+    """One line of :func:`coverage`'s figures and the replicates' seconds."""
+    parts = [
+        f"{name} {c.percentile:.2f} (basic {c.basic:.2f}; bias {c.bias:+.1f} sd; width {c.width:.1f} sd)"
+        for name, c in coverage(truth, runs, kind, variant, rank).items()
+    ]
     seconds = float(np.mean([run[kind][2] for run in runs]))
     return f"{variant} rank {rank} {kind}: " + "; ".join(parts) + f"; replicates {seconds:.1f} s per sample"
+
+
+def population_values(X, labels, ranks, variants) -> dict:
+    """The audit's statistics on the whole population (its fits from seed 0)."""
+    whole = _family(X, labels, ranks, variants, seed=0)
+    every = np.arange(len(labels))
+    return statistic(whole, whole.fit(every), every)
 
 
 def main(argv=None) -> int:
@@ -159,9 +186,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     X, labels = population(args.population)
     warnings.simplefilter("ignore")
-    whole = _family(X, labels, ranks, variants, seed=0)
-    every = np.arange(len(labels))
-    truth = statistic(whole, whole.fit(every), every)
+    truth = population_values(X, labels, ranks, variants)
     print(f"population {len(labels)} rows × {FEATURES} ({np.mean(labels == 'A'):.0%} A), its values found in "
           f"{time.perf_counter() - started:.0f} s; samples of {sizes} rows; {args.repetitions} repetitions × "
           f"{args.replicates} replicates; nominal 0.95", flush=True)
