@@ -3,7 +3,7 @@
 import gc
 import sys
 
-from .executors import start_workers_for, stop_workers
+from .executors import quiet_worker_cleanup, start_workers_for, stop_workers
 
 
 def _early_workers(argv: list[str]) -> None:
@@ -23,6 +23,7 @@ def _early_workers(argv: list[str]) -> None:
     start_workers_for(flags["--methods"], jobs=flags["--jobs"], bootstrap=flags["--bootstrap"])
 
 
+quiet_worker_cleanup()
 _early_workers(sys.argv[1:])
 gc.disable()  # importing the command's ~1,600 modules ran ~350 collections that freed nothing (0.12–0.2 s)
 from .cli import main  # noqa: E402

@@ -225,3 +225,21 @@ def test_an_audit_measured_to_take_too_long_stops_unless_allowed(monkeypatch, tm
     assert json.loads((tmp_path / "r.json").read_text())["expected_seconds"] > 0
     assert duration(45) == "45 seconds" and duration(600) == "10 minutes" and duration(7 * 3600) == "7 hours"
     assert duration(0.8) == duration(1.4) == "a second" and duration(1.6) == "2 seconds"
+
+
+def test_the_commands_worker_clean_up_warnings_are_silenced_and_no_others(monkeypatch):
+    """``python -m fairaudit`` adds :data:`~fairaudit.executors.TRACKER_WARNINGS` to the environment its
+    workers and loky's resource tracker inherit: the tracker's clean-up warning after a command that
+    stopped its starting workers is silenced, any other warning is not."""
+    from fairaudit import executors
+
+    monkeypatch.setenv("PYTHONWARNINGS", "default::DeprecationWarning")
+    executors.quiet_worker_cleanup()
+    executors.quiet_worker_cleanup()  # once only
+    assert os.environ["PYTHONWARNINGS"] == "default::DeprecationWarning," + executors.TRACKER_WARNINGS
+    code = ("import warnings\n"
+            "warnings.warn_explicit('resource_tracker: /loky-1: FileNotFoundError', UserWarning, 'rt.py', 1, "
+            "module='joblib.externals.loky.backend.resource_tracker')\n"
+            "warnings.warn_explicit('another warning', UserWarning, 'x.py', 1, module='elsewhere')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    assert "resource_tracker" not in proc.stderr and "another warning" in proc.stderr
