@@ -37,7 +37,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from fairaudit import AuditData, uncertainty
-from fairaudit.audit import AuditConfig, Recorder, RecordSink
+from fairaudit.audit import AuditConfig, RecordSink, _Values  # _Values: what a replicate records, by key
 from fairaudit.nmf.audit import NMFAudit
 
 FEATURES = 8
@@ -59,14 +59,6 @@ def population(size: int, shares=(0.7, 0.3), seed: int = 2026) -> tuple[np.ndarr
         rows.append(X)
         labels += [name] * m
     return np.vstack(rows), np.array(labels)
-
-
-class _Values(Recorder):
-    def __init__(self):
-        self.values: dict = {}
-
-    def add(self, variant, rank, metric, value, group=""):
-        self.values[(variant, int(rank), group, metric)] = value[0] if isinstance(value, tuple) else value
 
 
 def _family(X, labels, ranks, variants, seed: int) -> NMFAudit:

@@ -238,10 +238,10 @@ _POOLS: dict[int, object] = {}
 
 TRACKER_WARNINGS = "ignore:resource_tracker:UserWarning"
 """The warning filter (``PYTHONWARNINGS`` syntax: messages that start "resource_tracker") that
-silences loky's resource tracker, a process of its own that inherits the environment: when a command stops its workers while they are still
-starting (a command that fails before its audit), the tracker may find a lock already removed and
-print "resource_tracker: …: FileNotFoundError" after the command's own message (seen once in a
-full test run)."""
+silences loky's resource tracker, a process of its own that inherits the environment: when a
+command stops its workers while they are still starting (a command that fails before its audit),
+the tracker may find a lock already removed and print "resource_tracker: …: FileNotFoundError"
+after the command's own message (seen once in a full test run)."""
 
 
 def quiet_worker_cleanup() -> None:
